@@ -1,0 +1,53 @@
+"""Errors for people.
+
+Every error a user can cause is an :class:`RLXError`: one sentence that names the bad value and
+what would be valid. The CLI prints it on one line and exits with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class RLXError(Exception):
+    """Base class of every user-facing rlx error."""
+
+    exit_code = 2
+
+
+class ConfigError(RLXError, ValueError):
+    """A configuration value is out of range or inconsistent with another."""
+
+
+class EnvError(RLXError, ValueError):
+    """An environment or MDP cannot be used as asked (unknown id, wrong space, no model)."""
+
+
+class MDPError(EnvError):
+    """The five-tuple (S, A, P, R, gamma) is malformed: shapes, probabilities, gamma."""
+
+
+class CheckpointError(RLXError):
+    """A run folder or checkpoint is missing, corrupt, or belongs to something else."""
+
+
+class RunError(RLXError):
+    """A run folder cannot be created or continued as asked."""
+
+
+class TrainingError(RLXError):
+    """Training cannot go on, e.g. a loss became NaN; the last good checkpoint is kept."""
+
+
+class UnknownAlgorithmError(ConfigError):
+    """The algorithm name is not registered."""
+
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "EnvError",
+    "MDPError",
+    "RLXError",
+    "RunError",
+    "TrainingError",
+    "UnknownAlgorithmError",
+]
