@@ -1,8 +1,47 @@
-"""rlx: reinforcement learning from the MDP five-tuple to aligning a language model."""
+"""rlx: reinforcement learning from the MDP five-tuple to aligning a language model.
 
-from rlx import errors, mdp
+```python
+import rlx
+mdp = rlx.mdp.GridWorld(4, 4)
+sol = rlx.planning.value_iteration(mdp)
+res = rlx.tabular.q_learning(mdp, episodes=5000, seed=0)
+print(rlx.tabular.check(res, mdp))
+agent = rlx.train("q-learning", "FrozenLake-v1", run_dir="runs/ql")
+print(rlx.evaluate(agent, "FrozenLake-v1", episodes=100))
+```
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from rlx import errors
+from rlx.api import load, train
+from rlx.core.evaluation import EvalStats, evaluate
 from rlx.errors import RLXError
 
 __version__ = "0.1.0"
 
-__all__ = ["RLXError", "__version__", "errors", "mdp"]
+# Subpackages load on first use, so `import rlx` (and the CLI) start fast.
+_SUBPACKAGES = frozenset({"core", "diagnostics", "mdp", "planning", "registry", "runs", "tabular"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"rlx.{name}")
+    raise AttributeError(f"module 'rlx' has no attribute {name!r}")
+
+
+__all__ = [
+    "EvalStats",
+    "RLXError",
+    "__version__",
+    "errors",
+    "evaluate",
+    "load",
+    "mdp",
+    "planning",
+    "tabular",
+    "train",
+]

@@ -1,0 +1,288 @@
+"""The ``rlx`` command line: parses, dispatches, prints. No algorithm logic lives here.
+
+Config flags of ``rlx train ALGO`` are generated from the algorithm's config dataclass with
+tyro, so a field, its default and its docstring are written once. User errors
+(:class:`rlx.errors.RLXError`) print one line on stderr and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from rlx.errors import ConfigError, RLXError
+
+TRAIN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except RLXError as exc:
+        print(f"rlx: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("rlx: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(argv: list[str]) -> int:
+    parser = _top_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    if argv[0] == "--version":
+        from rlx import __version__
+
+        print(f"rlx {__version__}")
+        return 0
+    command, rest = argv[0], argv[1:]
+    handlers = {"train": _train, "eval": _eval, "solve": _solve, "list": _list}
+    if command not in handlers:
+        parser.print_usage(sys.stderr)
+        raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
+    return handlers[command](rest)
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlx",
+        description="Reinforcement learning from the MDP five-tuple to a trained agent.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "commands:\n"
+            "  train ALGO --env ID [--field value ...]   train an agent into a run folder\n"
+            "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
+            "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
+            "  list                                       list the registered algorithms\n\n"
+            "Every command has --help. Example:\n"
+            "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
+            "  rlx eval runs/ql"
+        ),
+    )
+    parser.add_argument("--version", action="store_true", help="print the version")
+    return parser
+
+
+# ---------------------------------------------------------------------------- rlx list
+def _list(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="rlx list", description="List the registered algorithms."
+    ).parse_args(argv)
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlx import registry
+
+    table = Table("algorithm", "trains for", "what it is")
+    for name in registry.names():
+        spec = registry.get(name)
+        table.add_row(name, spec.unit, spec.summary)
+    Console().print(table)
+    return 0
+
+
+# ---------------------------------------------------------------------------- rlx train
+def _train(argv: list[str]) -> int:
+    from rlx import registry
+
+    if not argv or argv[0].startswith("-"):
+        if argv and argv[0] in ("-h", "--help"):
+            print("usage: rlx train ALGO --env ID [--help] [--<config field> VALUE ...]\n")
+            print("algorithms: " + ", ".join(registry.names()))
+            print("`rlx train ALGO --help` lists every config field with its default.")
+            return 0
+        raise ConfigError(
+            "rlx train needs an algorithm name first, one of: " + ", ".join(registry.names())
+        )
+    spec = registry.get(argv[0])
+    args = _parse_train_args(spec, argv[1:])
+    from rlx.api import train
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    options = {k: values.pop(k) for k in TRAIN_OPTIONS}
+    env = options.pop("env")
+    t0 = time.perf_counter()
+    agent = train(spec.name, env, **options, **values)
+    status = _print_summary(agent.run_dir, time.perf_counter() - t0)
+    # an interrupted run is complete on disk, but the work asked for is not done
+    return 130 if status == "interrupted" else 0
+
+
+def _train_args_class(spec: Any) -> type:
+    """The config dataclass of ``spec`` plus the options every training run takes."""
+    import tyro
+
+    def opt(help_text: str) -> Any:
+        return tyro.conf.arg(help=help_text)
+
+    extra = [
+        ("env", Annotated[str, opt("Gymnasium id, or GridWorld / GridWorld-RxC")]),
+        (
+            "run_dir",
+            Annotated[str | None, opt("run folder (default runs/<algo>-<env>-<time>)")],
+            dataclasses.field(default=None),
+        ),
+        (
+            "resume",
+            Annotated[bool, opt("continue the run in --run-dir from its latest checkpoint")],
+            dataclasses.field(default=False),
+        ),
+        (
+            "tensorboard",
+            Annotated[bool, opt("also write TensorBoard logs to RUN_DIR/tensorboard")],
+            dataclasses.field(default=False),
+        ),
+        (
+            "progress",
+            Annotated[bool | None, opt("progress bar (default: when the terminal is interactive)")],
+            dataclasses.field(default=None),
+        ),
+    ]
+    cls = dataclasses.make_dataclass(
+        "TrainArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
+    )
+    presets = ", ".join(spec.presets) or "none"
+    cls.__doc__ = (
+        f"Train {spec.name}: {spec.summary}\n\n"
+        f"Budget: --{spec.budget_field.replace('_', '-')} ({spec.unit}). "
+        f"Per-environment presets (tuned defaults): {presets}. "
+        "Explicit flags override a preset."
+    )
+    return cls
+
+
+def _parse_train_args(spec: Any, argv: list[str]) -> Any:
+    import tyro
+
+    from rlx import registry
+    from rlx.runs import CONFIG_FILE, read_json
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env")
+    pre.add_argument("--run-dir")
+    pre.add_argument("--resume", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    cls = _train_args_class(spec)
+    default = None
+    if known.resume and known.run_dir:
+        record = read_json(Path(known.run_dir) / CONFIG_FILE)
+        config = spec.config(**record["config"])
+        env = known.env or record["env"]
+        default = cls(**dataclasses.asdict(config), env=env, run_dir=known.run_dir, resume=True)
+    elif known.env:
+        config, _ = registry.make_config(spec, known.env, {})
+        default = cls(**dataclasses.asdict(config), env=known.env)
+    return tyro.cli(cls, args=argv, prog=f"rlx train {spec.name}", default=default)
+
+
+def _print_summary(run_dir: Path, seconds: float) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlx.runs import SUMMARY_FILE, read_json
+
+    summary = read_json(Path(run_dir) / SUMMARY_FILE)
+    table = Table("field", "value", title=f"run folder {run_dir}")
+    for key, value in summary.items():
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    Console().print(table)
+    return str(summary.get("status"))
+
+
+# ---------------------------------------------------------------------------- rlx eval
+def _eval(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx eval", description="Evaluate the agent of a run folder (latest checkpoint)."
+    )
+    parser.add_argument("run_dir", help="the run folder written by `rlx train`")
+    parser.add_argument("--episodes", type=int, default=20, help="episodes (default 20)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--env", default=None, help="evaluate on this env instead of the run's")
+    args = parser.parse_args(argv)
+    import rlx
+
+    agent = rlx.load(args.run_dir)
+    stats = rlx.evaluate(agent, args.env, episodes=args.episodes, seed=args.seed)
+    print(f"{args.run_dir}: {stats}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- rlx solve
+def _solve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx solve",
+        description=(
+            "Solve a tabular MDP exactly and print V* and the optimal policy. ENV is "
+            "GridWorld, GridWorld-RxC, or a Gymnasium toy-text id with a model "
+            "(FrozenLake-v1, CliffWalking-v1, Taxi-v3)."
+        ),
+    )
+    parser.add_argument("env", help="GridWorld[-RxC] or a Gymnasium toy-text id")
+    parser.add_argument(
+        "--method",
+        choices=("value-iteration", "policy-iteration"),
+        default="value-iteration",
+        help="exact solver (default value-iteration; policy-iteration for gamma near 1)",
+    )
+    parser.add_argument("--gamma", type=float, default=None, help="discount (default: the env's)")
+    parser.add_argument("--tol", type=float, default=1e-8, help="stopping tolerance")
+    parser.add_argument(
+        "--make",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword for gymnasium.make, e.g. --make map_name=8x8 (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    from rlx import planning
+    from rlx.core.envs import is_gridworld_id, tabular_mdp
+    from rlx.mdp import from_gymnasium
+
+    make_kwargs = dict(_key_value(item) for item in args.make)
+    if make_kwargs and not is_gridworld_id(args.env):
+        gamma = {} if args.gamma is None else {"gamma": args.gamma}
+        mdp = from_gymnasium(args.env, **gamma, **make_kwargs)
+    else:
+        mdp = tabular_mdp(args.env, args.gamma)
+    t0 = time.perf_counter()
+    if args.method == "value-iteration":
+        result = planning.value_iteration(mdp, tol=args.tol)
+    else:
+        result = planning.policy_iteration(mdp, tol=args.tol)
+    seconds = time.perf_counter() - t0
+    print(
+        f"{mdp.name}: S={mdp.n_states}, A={mdp.n_actions}, gamma={mdp.gamma}; {args.method} "
+        f"converged={result.converged} in {result.iterations} iterations "
+        f"(residual {result.residual:.2e}, {seconds * 1e3:.1f} ms)\n"
+    )
+    print("V*:")
+    print(planning.format_values(mdp, result.V))
+    print("\noptimal policy:")
+    print(planning.format_policy(mdp, result.policy))
+    return 0
+
+
+def _key_value(item: str) -> tuple[str, Any]:
+    if "=" not in item:
+        raise ConfigError(f"--make {item!r} must look like KEY=VALUE, e.g. map_name=8x8.")
+    key, value = item.split("=", 1)
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key, lowered == "true"
+    for cast in (int, float):
+        try:
+            return key, cast(value)
+        except ValueError:
+            pass
+    return key, value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""``rlx.evaluate``: roll an agent out and report mean and std of return and length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlx.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EvalStats:
+    """Returns and lengths of evaluation episodes."""
+
+    mean_return: float
+    std_return: float
+    mean_length: float
+    std_length: float
+    episodes: int
+    returns: tuple[float, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"return {self.mean_return:.3f} +/- {self.std_return:.3f}, "
+            f"length {self.mean_length:.1f} +/- {self.std_length:.1f} "
+            f"over {self.episodes} episodes"
+        )
+
+
+def evaluate(
+    agent: Any,
+    env: Any = None,
+    episodes: int = 20,
+    *,
+    seed: int = 0,
+    deterministic: bool = True,
+    max_steps: int | None = None,
+) -> EvalStats:
+    """Run ``episodes`` episodes with ``agent.act(obs, deterministic)``.
+
+    ``env`` is a Gymnasium id or env, or an ``rlx.mdp.TabularMDP``; by default the env the
+    agent was trained on. Episodes on a TabularMDP end at a terminal state or after
+    ``max_steps`` (default: the MDP's ``max_episode_steps``, else 10,000).
+    """
+    if episodes < 1:
+        raise ConfigError(f"episodes={episodes} must be >= 1.")
+    env = env if env is not None else getattr(agent, "env_id", None)
+    if env is None:
+        raise ConfigError("evaluate needs an env: the agent does not record one.")
+    from rlx.core.envs import gridworld_from_id, is_gridworld_id
+    from rlx.mdp import TabularMDP
+
+    if isinstance(env, str) and is_gridworld_id(env):
+        env = gridworld_from_id(env)
+    if isinstance(env, TabularMDP):
+        returns, lengths = _rollouts_mdp(agent, env, episodes, seed, deterministic, max_steps)
+    else:
+        returns, lengths = _rollouts_gym(agent, env, episodes, seed, deterministic)
+    r, n = np.asarray(returns, dtype=float), np.asarray(lengths, dtype=float)
+    return EvalStats(
+        float(r.mean()), float(r.std()), float(n.mean()), float(n.std()), episodes, tuple(r)
+    )
+
+
+def _rollouts_mdp(agent, mdp, episodes, seed, deterministic, max_steps):
+    rng = np.random.default_rng(seed)
+    cap = max_steps or getattr(mdp, "max_episode_steps", None) or 10_000
+    returns, lengths = [], []
+    for _ in range(episodes):
+        s, total, t, done = mdp.reset(rng), 0.0, 0, False
+        while not done and t < cap:
+            s, r, done = mdp.sample(s, agent.act(s, deterministic=deterministic), rng)
+            total, t = total + r, t + 1
+        returns.append(total)
+        lengths.append(t)
+    return returns, lengths
+
+
+def _rollouts_gym(agent, env, episodes, seed, deterministic):
+    import gymnasium as gym
+
+    env = gym.make(env) if isinstance(env, str) else env
+    returns, lengths = [], []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=seed + i)
+        total, t, done = 0.0, 0, False
+        while not done:
+            obs, r, terminated, truncated, _ = env.step(agent.act(obs, deterministic=deterministic))
+            total, t, done = total + float(r), t + 1, terminated or truncated
+        returns.append(total)
+        lengths.append(t)
+    return returns, lengths

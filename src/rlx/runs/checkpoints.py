@@ -1,0 +1,134 @@
+"""Step-numbered checkpoints, written atomically.
+
+``RUN_DIR/checkpoints/step_000001234.pt`` holds one training state; ``checkpoints/latest`` is a
+symbolic link to the newest. A checkpoint is first written to a temporary file in the same
+folder, flushed to disk, then renamed over its final name: a crash, Ctrl-C or a full disk at any
+moment leaves either the old checkpoint or the new one, never half of one.
+
+States are dicts of tensors, numpy arrays, numbers, strings and nested dicts/lists of those.
+Numpy arrays are stored as tensors and come back as numpy arrays, so files load with
+``torch.load(weights_only=True)``: opening a checkpoint never runs code from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlx.errors import CheckpointError
+
+CHECKPOINT_DIR = "checkpoints"
+LATEST = "latest"
+_NAME = re.compile(r"^step_(\d+)\.pt$")
+_NUMPY_TAG = "__numpy__"
+
+
+def checkpoint_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / f"step_{step:012d}.pt"
+
+
+def save_checkpoint(run_dir: str | Path, step: int, state: dict[str, Any], keep: int = 3) -> Path:
+    """Write ``state`` as the checkpoint of ``step`` atomically and point ``latest`` at it.
+
+    Only the newest ``keep`` checkpoints stay (``keep <= 0`` keeps all).
+    """
+    final = checkpoint_path(run_dir, step)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"step": int(step), "state": _to_storable(state)}
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=final.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _point_latest(final)
+    _prune(final.parent, keep)
+    return final
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest checkpoint of a run, or None when it has none."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    link = folder / LATEST
+    if link.is_symlink() and link.exists():
+        return link.resolve()
+    steps = _list_checkpoints(folder)
+    return steps[-1][1] if steps else None
+
+
+def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
+    """Read a checkpoint file, or the latest checkpoint of a run folder: ``(step, state)``."""
+    path = Path(path)
+    if path.is_dir():
+        found = latest_checkpoint(path)
+        if found is None:
+            raise CheckpointError(
+                f"{path} has no checkpoint (looked in {path / CHECKPOINT_DIR}); "
+                "train with --run-dir first, or give a checkpoint file."
+            )
+        path = found
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist.")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        step, state = int(payload["step"]), payload["state"]
+    except Exception as exc:  # any unreadable file is a corrupt checkpoint to the user
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or not an rlx checkpoint ({type(exc).__name__}); "
+            "delete it to fall back to an older one, or train again."
+        ) from exc
+    return step, _from_storable(state)
+
+
+def _point_latest(target: Path) -> None:
+    link = target.parent / LATEST
+    tmp = target.parent / f".tmp-latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(target.name, tmp)
+    os.replace(tmp, link)
+
+
+def _list_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    return sorted(found)
+
+
+def _prune(folder: Path, keep: int) -> None:
+    if keep <= 0:
+        return
+    for _, path in _list_checkpoints(folder)[:-keep]:
+        path.unlink(missing_ok=True)
+
+
+def _to_storable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return {_NUMPY_TAG: torch.from_numpy(np.ascontiguousarray(value).copy())}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _to_storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_storable(v) for v in value]
+    return value
+
+
+def _from_storable(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_NUMPY_TAG}:
+            return value[_NUMPY_TAG].numpy()
+        return {k: _from_storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_storable(v) for v in value]
+    return value

@@ -1,0 +1,146 @@
+"""Metric logging for a run folder: metrics.jsonl, episodes.csv, TensorBoard, progress bar.
+
+Every line is flushed as it is written, so a crash loses nothing that was logged. Values may
+be Python numbers, numpy scalars or 0-d tensors; they are read once here, not in hot loops.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlx.diagnostics.metrics import PROGRESS_METRICS
+from rlx.errors import ConfigError
+
+METRICS_FILE = "metrics.jsonl"
+EPISODES_FILE = "episodes.csv"
+EPISODE_COLUMNS = ("step", "wall_s", "return", "length")
+
+
+def to_float(value: Any) -> float:
+    """A logged value as a plain float (numpy scalars and 0-d tensors included)."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return float(value)
+
+
+class MetricLogger:
+    """Appends metrics and finished episodes to a run folder, optionally to TensorBoard too."""
+
+    def __init__(self, run_dir: Path, *, wall_offset: float = 0.0, tensorboard: bool = False):
+        self.run_dir = run_dir
+        self._t0 = time.perf_counter() - wall_offset
+        self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")
+        new_csv = not (run_dir / EPISODES_FILE).exists()
+        self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")
+        self._episodes = csv.writer(self._episodes_file)
+        if new_csv:
+            self._episodes.writerow(EPISODE_COLUMNS)
+            self._episodes_file.flush()
+        self._tb = _tensorboard_writer(run_dir) if tensorboard else None
+        self.latest: dict[str, float] = {}
+
+    @property
+    def wall_s(self) -> float:
+        """Seconds since training started (continued across resumes)."""
+        return time.perf_counter() - self._t0
+
+    def log(self, step: int, metrics: Mapping[str, Any]) -> dict[str, float]:
+        """Write one line ``{"step", "wall_s", **metrics}``; returns the values as floats."""
+        values = {k: to_float(v) for k, v in metrics.items()}
+        row = {"step": int(step), "wall_s": round(self.wall_s, 4), **values}
+        self._metrics.write(json.dumps(row, allow_nan=True) + "\n")
+        if self._tb is not None:
+            for key, value in values.items():
+                self._tb.add_scalar(key, value, int(step))
+        self.latest.update(values)
+        return values
+
+    def log_episodes(self, steps: Any, returns: Any, lengths: Any) -> None:
+        """One csv row per finished episode; ``steps`` is the env-step count at its end."""
+        steps, returns, lengths = (np.atleast_1d(np.asarray(x)) for x in (steps, returns, lengths))
+        wall = round(self.wall_s, 4)
+        self._episodes.writerows(
+            (int(s), wall, float(r), int(n)) for s, r, n in zip(steps, returns, lengths)
+        )
+        self._episodes_file.flush()
+
+    def close(self) -> None:
+        self._metrics.close()
+        self._episodes_file.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _tensorboard_writer(run_dir: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as exc:
+        raise ConfigError(
+            "--tensorboard needs the tensorboard package; install it with "
+            "`pip install tensorboard` (or rlx[dev])."
+        ) from exc
+    return SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+
+
+def format_metrics(latest: Mapping[str, float]) -> str:
+    """The key metrics for the progress bar, e.g. ``episode_return=-12.3 epsilon=0.1``."""
+    parts = [f"{k}={_short(latest[k])}" for k in PROGRESS_METRICS if k in latest]
+    return " ".join(parts)
+
+
+def _short(x: float) -> str:
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    return f"{x:.4g}"
+
+
+class ProgressBar:
+    """A rich progress bar over a training budget, with the key metrics beside it."""
+
+    def __init__(self, total: int, unit: str, description: str, enabled: bool | None = None):
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        self._progress = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[metrics]}"),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._task = self._progress.add_task(description, total=total, metrics="")
+        self._progress.start()
+
+    def update(self, completed: int, latest: Mapping[str, float]) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=completed, metrics=format_metrics(latest))
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

@@ -1,0 +1,148 @@
+"""The tabular learners as registered algorithms: run folder, checkpoints, resume.
+
+``rlx train q-learning --env FrozenLake-v1`` trains in chunks of episodes; after each chunk it
+logs the metrics and the finished episodes, and every 30 s (and on Ctrl-C) it checkpoints the
+learner's whole state. The learners are chunk-invariant (running 300 then 700 episodes equals
+running 1,000), so a resumed run ends exactly where an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlx import registry
+from rlx.diagnostics import metrics as M
+from rlx.errors import ConfigError
+from rlx.tabular import TabularConfig, TabularLearner
+
+# Episodes per chunk: long enough that logging costs nothing next to the compiled kernel,
+# short enough that the progress bar moves and Ctrl-C is answered promptly.
+_CHUNK_EPISODES = 500
+
+
+@dataclass(frozen=True)
+class TabularTrainConfig(TabularConfig):
+    """A tabular learner's config, plus an optional budget in env steps."""
+
+    total_steps: int | None = None
+    """stop once this many env steps are done, too (None: only the episode budget)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.total_steps is not None and self.total_steps < 1:
+            raise ConfigError(f"total_steps={self.total_steps} must be >= 1 (or None).")
+
+    def learner_config(self) -> TabularConfig:
+        fields = {k: v for k, v in self.__dict__.items() if k != "total_steps"}
+        return TabularConfig(**fields)
+
+
+class TabularAgent:
+    """A trained tabular agent: greedy in its Q table (or acting by its evaluated policy)."""
+
+    def __init__(self, algo: str, config: TabularTrainConfig, env_id: str, state: dict) -> None:
+        self.algo, self.config, self.env_id = algo, config, env_id
+        self.state = state
+        self.Q: np.ndarray | None = state.get("Q")
+        self.V: np.ndarray = state["V"]
+        self.policy: np.ndarray = state["policy"]
+        self.run_dir = None
+
+    def act(self, obs: Any, deterministic: bool = True) -> int:
+        """The greedy action in state ``obs`` (ties: the lowest action index)."""
+        s = int(obs)
+        if self.policy.ndim == 1:
+            return int(self.policy[s])
+        return int(np.argmax(self.policy[s]))
+
+    def __repr__(self) -> str:
+        return f"TabularAgent({self.algo}, env={self.env_id}, S={self.V.shape[0]})"
+
+
+def _agent_state(learner: TabularLearner) -> dict[str, Any]:
+    result = learner.result()
+    state: dict[str, Any] = {"V": result.V, "policy": result.policy}
+    if result.Q is not None:
+        state["Q"] = result.Q
+    return state
+
+
+def _train(algo: str, config: TabularTrainConfig, env: Any, run: Any) -> TabularAgent:
+    learner = TabularLearner(algo, env, config.learner_config())
+    if run.resumed_state is not None:
+        learner.load_state_dict(run.resumed_state["learner"])
+    budget_steps = config.total_steps or np.iinfo(np.int64).max
+
+    def done() -> bool:
+        return learner.episodes_done >= config.episodes or learner.steps_done >= budget_steps
+
+    def save() -> None:
+        run.save_checkpoint(
+            learner.steps_done, {"learner": learner.state_dict(), "agent": _agent_state(learner)}
+        )
+
+    while not done() and not run.stop_requested:
+        n = min(_CHUNK_EPISODES, config.episodes - learner.episodes_done)
+        start_steps = learner.steps_done
+        batch = learner.run(n)
+        ends = start_steps + np.cumsum(batch.lengths)
+        run.log_episodes(ends, batch.returns, batch.lengths)
+        run.log(
+            learner.steps_done,
+            {
+                M.EPISODE_RETURN: float(np.mean(batch.returns)),
+                M.EPISODE_LENGTH: float(np.mean(batch.lengths)),
+                M.EPSILON: batch.epsilon,
+                M.TD_ERROR: batch.td_error,
+                "episodes": learner.episodes_done,
+            },
+        )
+        run.update_progress(learner.episodes_done)
+        if run.checkpoint_due():
+            save()
+    save()
+    recent = learner.result().returns[-100:]
+    run.finish(
+        learner.steps_done,
+        {
+            "episodes": learner.episodes_done,
+            "train_return_last100": float(np.mean(recent)) if len(recent) else None,
+        },
+    )
+    return TabularAgent(algo, config, run.env_id, _agent_state(learner))
+
+
+def _load(algo: str, config: TabularTrainConfig, env_id: str, state: dict) -> TabularAgent:
+    return TabularAgent(algo, config, env_id, state["agent"])
+
+
+_SUMMARIES = {
+    "q-learning": "Q-learning: Q(s,a) += alpha [r + gamma max_a' Q(s',a') - Q(s,a)]",
+    "sarsa": "SARSA: Q(s,a) += alpha [r + gamma Q(s',a') - Q(s,a)] (on-policy)",
+    "expected-sarsa": "Expected SARSA: bootstraps on sum_a' pi(a'|s') Q(s',a')",
+    "double-q": "Double Q-learning: two tables, argmax from one, value from the other",
+    "mc": "Monte Carlo control: epsilon-greedy, returns by the reverse sweep G = r + gamma G",
+    "mc-prediction": "Monte Carlo prediction of a policy's V (default: equiprobable)",
+    "td0": "TD(0) prediction: V(s) += alpha [r + gamma V(s') - V(s)]",
+}
+
+
+def _register(algo: str) -> None:
+    registry.register(
+        registry.Algorithm(
+            name=algo,
+            config=TabularTrainConfig,
+            train=lambda config, env, run: _train(algo, config, env, run),
+            load=lambda config, env_id, state: _load(algo, config, env_id, state),
+            summary=_SUMMARIES[algo],
+            budget_field="episodes",
+            unit="episodes",
+        )
+    )
+
+
+for _algo in _SUMMARIES:
+    _register(_algo)

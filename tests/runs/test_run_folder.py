@@ -1,0 +1,121 @@
+"""The run folder of DESIGN.md, exercised through rlx.train with a toy algorithm."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import rlx
+from rlx.errors import ConfigError, RunError, TrainingError, UnknownAlgorithmError
+from tests.runs import toy_algorithm  # noqa: F401  (registers "toy-counter")
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_train_writes_a_complete_run_folder(tmp_path):
+    run_dir = tmp_path / "run"
+    agent = rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=5, seed=3)
+    assert agent.total == pytest.approx(0.5 * (1 + 2 + 3 + 4 + 5))
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["algo"] == "toy-counter" and config["env"] == "Toy-v0"
+    assert config["seed"] == 3 and config["config"]["total_steps"] == 5
+    assert {"rlx", "torch", "numpy", "gymnasium", "python"} <= set(config["versions"])
+    rows = read_metrics(run_dir)
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
+    assert all("wall_s" in r for r in rows) and rows[-1]["x"] == 2.5
+    with open(run_dir / "episodes.csv") as f:
+        episodes = list(csv.DictReader(f))
+    assert list(episodes[0]) == ["step", "wall_s", "return", "length"] and len(episodes) == 5
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["steps"] == 5
+    assert summary["algo"] == "toy-counter" and summary["seed"] == 3
+    assert (run_dir / "checkpoints" / "latest").exists()
+
+
+def test_load_restores_the_agent(tmp_path):
+    rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", total_steps=4)
+    assert rlx.load(tmp_path / "r").total == pytest.approx(5.0)
+
+
+def test_resume_continues_from_the_checkpoint_and_equals_an_uninterrupted_run(tmp_path):
+    rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "a", total_steps=3)
+    resumed = rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "a", resume=True, total_steps=6)
+    whole = rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "b", total_steps=6)
+    assert resumed.total == whole.total
+    assert [r["step"] for r in read_metrics(tmp_path / "a")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_resume_drops_rows_logged_after_the_checkpoint(tmp_path):
+    run_dir = tmp_path / "r"
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=3)
+    # a crash after logging step 4 but before its checkpoint was written
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 4, "wall_s": 9.0, "x": 99.0}) + "\n")
+        f.write('{"step": 5, "wall_s"')  # a line cut short
+    with open(run_dir / "episodes.csv", "a") as f:
+        f.write("4,9.0,99.0,1\n")
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, resume=True, total_steps=5)
+    rows = read_metrics(run_dir)
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5] and rows[3]["x"] == 2.0
+    lines = (run_dir / "episodes.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "3", "4", "5"]
+
+
+def test_a_new_run_refuses_an_existing_run_folder(tmp_path):
+    rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", total_steps=2)
+    with pytest.raises(RunError, match="already holds a run; pass --resume"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", total_steps=2)
+
+
+def test_resume_without_a_run_folder_is_an_error(tmp_path):
+    with pytest.raises(RunError, match="has no config.json"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "none", resume=True)
+
+
+def test_nan_metric_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
+    run_dir = tmp_path / "r"
+    with pytest.raises(TrainingError, match="x became nan at step 4"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=10, nan_at=4)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "failed" and "x became nan" in summary["error"]
+    step, state = rlx.runs.load_checkpoint(run_dir)
+    assert step == 3 and np.all(np.isfinite(state["arr"]))
+    assert [r["step"] for r in read_metrics(run_dir)][:3] == [1, 2, 3]
+
+
+def test_unknown_algorithm_and_field_name_the_valid_ones(tmp_path):
+    with pytest.raises(UnknownAlgorithmError, match="Did you mean toy-counter"):
+        rlx.train("toy-countr", "Toy-v0", run_dir=tmp_path / "r")
+    with pytest.raises(ConfigError, match="no config field 'totl_steps'.*Did you mean total_steps"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", totl_steps=3)
+
+
+def test_invalid_config_value_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="w=-1"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", w=-1.0)
+
+
+def test_tensorboard_and_progress_bar(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    rlx.train(
+        "toy-counter", "Toy-v0", run_dir=run_dir, total_steps=3, tensorboard=True, progress=True
+    )
+    events = list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+    err = capsys.readouterr().err
+    assert "toy-counter Toy-v0" in err and "3/3" in err
+
+
+def test_thread_count_comes_from_rlx_num_threads(monkeypatch):
+    from rlx.core.threads import torch_threads
+
+    monkeypatch.setenv("RLX_NUM_THREADS", "3")
+    assert torch_threads() == 3
+    monkeypatch.setenv("RLX_NUM_THREADS", "zero")
+    with pytest.raises(ConfigError, match="RLX_NUM_THREADS='zero' must be a whole number >= 1"):
+        torch_threads()

@@ -1,0 +1,110 @@
+"""The rlx command line: dispatch, --help, and user errors as one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rlx.cli import main
+from tests.runs import toy_algorithm  # noqa: F401  (registers "toy-counter")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rlx.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_top_level_help_lists_the_commands(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("train", "eval", "solve", "list"):
+        assert command in out
+
+
+def test_train_help_lists_every_config_field_with_docstring_and_default(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "toy-counter", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--total-steps INT" in out and "steps to count" in out and "(default: 100)" in out
+    assert "--nan-at INT" in out and "--env STR" in out and "--resume" in out
+
+
+def test_train_then_eval_through_the_cli(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    code = main(
+        [
+            "train",
+            "toy-counter",
+            "--env",
+            "Toy-v0",
+            "--run-dir",
+            str(run_dir),
+            "--total-steps",
+            "3",
+            "--w",
+            "2",
+        ]
+    )
+    assert code == 0
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["config"]["w"] == 2.0 and config["config"]["total_steps"] == 3
+    code = main(
+        ["train", "toy-counter", "--run-dir", str(run_dir), "--resume", "--total-steps", "5"]
+    )
+    assert code == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 5 and summary["total"] == pytest.approx(2 * 15)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "no-such-algo", "--env", "X"], "unknown algorithm 'no-such-algo'"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["eval", "/nonexistent/run"], "run folder /nonexistent/run does not exist"),
+        (["train", "toy-counter", "--env", "X", "--w", "-1"], "w=-1.0 must be >= 0"),
+        (["solve", "NoSuchEnv-v9"], "NoSuchEnv-v9"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line_and_no_traceback(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlx: error: ") and message in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_user_error_in_a_real_process_exits_2_without_traceback(tmp_path):
+    proc = run_cli(
+        "train",
+        "q-learning",
+        "--env",
+        "FrozenLake-v1",
+        "--alpha",
+        "-0.5",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "alpha" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_corrupt_checkpoint_is_one_line_exit_2(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert (
+        main(
+            ["train", "toy-counter", "--env", "X", "--run-dir", str(run_dir), "--total-steps", "2"]
+        )
+        == 0
+    )
+    latest = (run_dir / "checkpoints" / "latest").resolve()
+    latest.write_bytes(b"\x00garbage")
+    capsys.readouterr()
+    assert main(["eval", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "corrupt" in err and len(err.strip().splitlines()) == 1
