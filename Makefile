@@ -14,7 +14,6 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
 	# torch first, from the pinned CPU build, so nothing later resolves a CUDA build
 	$(PIP) install -q -c constraints-dev.txt torch
 	$(PIP) install -q -c constraints-dev.txt -e '.[dev]'

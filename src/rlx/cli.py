@@ -45,7 +45,6 @@ def _dispatch(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     handlers = {"train": _train, "eval": _eval, "solve": _solve, "list": _list}
     if command not in handlers:
-        parser.print_usage(sys.stderr)
         raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
     return handlers[command](rest)
 
@@ -108,6 +107,7 @@ def _train(argv: list[str]) -> int:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
     options = {k: values.pop(k) for k in TRAIN_OPTIONS}
     env = options.pop("env")
+    options["progress"] = None if options["progress"] else False  # None: when interactive
     t0 = time.perf_counter()
     agent = train(spec.name, env, **options, **values)
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
@@ -141,8 +141,8 @@ def _train_args_class(spec: Any) -> type:
         ),
         (
             "progress",
-            Annotated[bool | None, opt("progress bar (default: when the terminal is interactive)")],
-            dataclasses.field(default=None),
+            Annotated[bool, opt("show a progress bar when the terminal is interactive")],
+            dataclasses.field(default=True),
         ),
     ]
     cls = dataclasses.make_dataclass(

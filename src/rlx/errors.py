@@ -13,11 +13,11 @@ class RLXError(Exception):
     exit_code = 2
 
 
-class ConfigError(RLXError, ValueError):
+class ConfigError(RLXError):
     """A configuration value is out of range or inconsistent with another."""
 
 
-class EnvError(RLXError, ValueError):
+class EnvError(RLXError):
     """An environment or MDP cannot be used as asked (unknown id, wrong space, no model)."""
 
 

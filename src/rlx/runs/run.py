@@ -203,6 +203,8 @@ class Run:
         """Log metrics at ``step``; a NaN or infinite value raises :class:`TrainingError`."""
         values = self.logger.log(step, metrics)
         self.last_step = step
+        if self.unit == "steps":
+            self.update_progress(step)
         bad = [k for k, v in values.items() if not math.isfinite(v)]
         if bad:
             raise TrainingError(
@@ -216,6 +218,7 @@ class Run:
         self.logger.log_episodes(steps, returns, lengths)
 
     def update_progress(self, completed: int) -> None:
+        """Move the progress bar to ``completed`` units of the budget (automatic for steps)."""
         if self.progress is not None:
             self.progress.update(completed, self.logger.latest)
 
