@@ -16,6 +16,7 @@ import rlx
 from rlx.planning import format_policy, format_values
 
 RUN_DIR = Path("runs/demo-q-learning")
+ENV_ID = "FrozenLake8x8-v1"  # slippery, 8x8, episodes capped at 200 steps
 
 
 def banner(text: str) -> None:
@@ -31,28 +32,21 @@ def main() -> None:
     print(f"converged in {solution.iterations} sweeps, residual {solution.residual:.1e}")
 
     banner("2. Train Q-learning on FrozenLake 8x8 (slippery)")
-    env = rlx.mdp.from_gymnasium("FrozenLake-v1", map_name="8x8", gamma=0.99)
     shutil.rmtree(RUN_DIR, ignore_errors=True)
     t0 = time.perf_counter()
-    agent = rlx.train(
-        "q-learning",
-        env,
-        run_dir=RUN_DIR,
-        episodes=100_000,
-        alpha=0.05,
-        epsilon_schedule="linear",
-        seed=0,
-    )
+    agent = rlx.train("q-learning", ENV_ID, run_dir=RUN_DIR, episodes=200_000, seed=0)
     print(f"trained in {time.perf_counter() - t0:.1f} s; run folder: {RUN_DIR}/")
 
     banner("3. Evaluate on the real Gymnasium env (1,000 episodes)")
-    stats = rlx.evaluate(agent, "FrozenLake-v1", episodes=1000, seed=0)
+    stats = rlx.evaluate(agent, ENV_ID, episodes=1000, seed=0)
     print(f"success rate {stats.mean_return:.1%}  ({stats})")
 
     banner("4. Diagnose: the learned agent against the exact DP solution")
-    print(rlx.tabular.check(agent, env))
-    print(f"\nNext: `rlx eval {RUN_DIR}`, `rlx solve FrozenLake-v1 --make map_name=8x8`, "
-          "`rlx train sarsa --env CliffWalking-v1`.")
+    print(rlx.tabular.check(agent, rlx.mdp.from_gymnasium(ENV_ID)))
+    print(
+        f"\nNext: `rlx eval {RUN_DIR}`, `rlx solve FrozenLake8x8-v1`, "
+        "`rlx train sarsa --env CliffWalking-v1`."
+    )
 
 
 if __name__ == "__main__":

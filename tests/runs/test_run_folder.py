@@ -73,7 +73,7 @@ def test_a_new_run_refuses_an_existing_run_folder(tmp_path):
 
 
 def test_resume_without_a_run_folder_is_an_error(tmp_path):
-    with pytest.raises(RunError, match="has no config.json"):
+    with pytest.raises(RunError, match=r"has no config\.json"):
         rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "none", resume=True)
 
 
@@ -91,7 +91,9 @@ def test_nan_metric_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
 def test_unknown_algorithm_and_field_name_the_valid_ones(tmp_path):
     with pytest.raises(UnknownAlgorithmError, match="Did you mean toy-counter"):
         rlx.train("toy-countr", "Toy-v0", run_dir=tmp_path / "r")
-    with pytest.raises(ConfigError, match="no config field 'totl_steps'.*Did you mean total_steps"):
+    with pytest.raises(
+        ConfigError, match=r"no config field 'totl_steps'.*Did you mean total_steps"
+    ):
         rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", totl_steps=3)
 
 

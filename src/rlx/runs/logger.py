@@ -38,9 +38,10 @@ class MetricLogger:
     def __init__(self, run_dir: Path, *, wall_offset: float = 0.0, tensorboard: bool = False):
         self.run_dir = run_dir
         self._t0 = time.perf_counter() - wall_offset
-        self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")
+        # kept open for the whole run and closed by close(); line-buffered so a crash loses nothing
+        self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         new_csv = not (run_dir / EPISODES_FILE).exists()
-        self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")
+        self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")  # noqa: SIM115
         self._episodes = csv.writer(self._episodes_file)
         if new_csv:
             self._episodes.writerow(EPISODE_COLUMNS)
@@ -69,7 +70,8 @@ class MetricLogger:
         steps, returns, lengths = (np.atleast_1d(np.asarray(x)) for x in (steps, returns, lengths))
         wall = round(self.wall_s, 4)
         self._episodes.writerows(
-            (int(s), wall, float(r), int(n)) for s, r, n in zip(steps, returns, lengths)
+            (int(s), wall, float(r), int(n))
+            for s, r, n in zip(steps, returns, lengths, strict=True)
         )
         self._episodes_file.flush()
 

@@ -46,15 +46,23 @@ class TabularTrainConfig(TabularConfig):
 
 
 class TabularAgent:
-    """A trained tabular agent: greedy in its Q table (or acting by its evaluated policy)."""
+    """A trained tabular agent: greedy in its Q table (or acting by its evaluated policy).
+
+    It carries the fields :func:`rlx.tabular.check` reads (``algo``, ``Q``, ``V``, ``policy``,
+    ``gamma``), so an agent loaded from a run folder can be checked against DP directly.
+    """
 
     def __init__(self, algo: str, config: TabularTrainConfig, env_id: str, state: dict) -> None:
         self.algo, self.config, self.env_id = algo, config, env_id
-        self.state = state
         self.Q: np.ndarray | None = state.get("Q")
         self.V: np.ndarray = state["V"]
         self.policy: np.ndarray = state["policy"]
+        self.gamma = float(state["gamma"])
         self.run_dir = None
+
+    @property
+    def is_prediction(self) -> bool:
+        return self.Q is None
 
     def act(self, obs: Any, deterministic: bool = True) -> int:
         """The greedy action in state ``obs`` (ties: the lowest action index)."""
@@ -69,7 +77,7 @@ class TabularAgent:
 
 def _agent_state(learner: TabularLearner) -> dict[str, Any]:
     result = learner.result()
-    state: dict[str, Any] = {"V": result.V, "policy": result.policy}
+    state: dict[str, Any] = {"V": result.V, "policy": result.policy, "gamma": result.gamma}
     if result.Q is not None:
         state["Q"] = result.Q
     return state

@@ -1,0 +1,319 @@
+"""Q-learning on slippery FrozenLake 8x8: the cheat sheet's plain Python loop vs rlx, in one run.
+
+Three learners, the same hyperparameters (alpha 0.1, constant epsilon 0.1, gamma 0.99, Q_0 = 0,
+the env's step limit as truncation, which bootstraps: 100 steps, FrozenLake-v1's TimeLimit, which
+``map_name="8x8"`` keeps) and the same number of episodes:
+
+1. **dict loop, model**: the cheat sheet's update lines verbatim: ``Q`` a dict of dicts,
+   ``if random() < epsilon: return choice(ACTIONS)``,
+   ``target = r + (gamma * max(Q[s_next].values()) if not done else 0.0)``,
+   ``Q[s][a] += alpha * (target - Q[s][a])``; transitions drawn in Python from the env's own
+   model ``env.unwrapped.P[s][a]`` (probability lists). Greedy ties are broken at random, as
+   rlx breaks them, so that both run the same algorithm.
+2. **dict loop, env.step**: the same loop stepping the real Gymnasium env (with its TimeLimit).
+3. **rlx**: ``TabularLearner("q-learning", from_gymnasium("FrozenLake-v1", map_name="8x8"))``,
+   what ``rlx.tabular.q_learning`` runs: whole chunks of episodes in one numba kernel that
+   samples the model itself.
+
+Reported: env steps per second of the learning run (rlx: the median of 5 identical runs), its
+ratio to the dict loop on the model, numba's first-call time measured apart in fresh processes
+(cold: an empty cache; warm: the on-disk cache), and the learning outcome: the greedy policy's
+value from the start state (exact policy evaluation) against ``V*(start)``, and the fields of
+``rlx.tabular.check``.
+
+Run: ``.venv/bin/python benchmarks/bench_q_learning.py [--episodes 50000] [--seed 0]``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# one thread for every library, set before numpy is imported
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rlx.mdp import TabularMDP, from_gymnasium  # noqa: E402
+from rlx.planning import policy_evaluation, value_iteration  # noqa: E402
+from rlx.tabular import TabularLearner, TabularResult, check  # noqa: E402
+from rlx.tabular.config import TabularConfig  # noqa: E402
+
+ALPHA, EPSILON, GAMMA = 0.1, 0.1, 0.99
+MAX_STEPS = gym.spec("FrozenLake-v1").max_episode_steps  # 100, also with map_name="8x8"
+ACTIONS = [0, 1, 2, 3]
+
+
+@dataclass
+class Outcome:
+    name: str
+    steps: int
+    seconds: float
+    Q: np.ndarray
+    returns: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds
+
+
+# --------------------------------------------------------------------------- the dict loop
+def epsilon_greedy(q: dict, epsilon: float):
+    if random.random() < epsilon:
+        return random.choice(ACTIONS)
+    best = max(q.values())
+    return random.choice([a for a, v in q.items() if v == best])
+
+
+def model_sampler(env: gym.Env):
+    """``step(s, a) -> (s', r, done)`` drawn from ``env.unwrapped.P`` in plain Python."""
+    P = env.unwrapped.P
+
+    def step(s, a):
+        u, acc = random.random(), 0.0
+        outcomes = P[s][a]
+        for prob, s_next, r, done in outcomes:
+            acc += prob
+            if u < acc:
+                return s_next, r, done
+        _, s_next, r, done = outcomes[-1]
+        return s_next, r, done
+
+    return step
+
+
+def dict_loop_on_model(env: gym.Env, episodes: int, seed: int) -> Outcome:
+    random.seed(seed)
+    step = model_sampler(env)
+    n_states = env.observation_space.n
+    Q = {s: dict.fromkeys(ACTIONS, 0.0) for s in range(n_states)}
+    returns, lengths, total = [], [], 0
+    start = time.perf_counter()
+    for _ in range(episodes):
+        s, G, t = 0, 0.0, 0
+        while True:
+            a = epsilon_greedy(Q[s], EPSILON)
+            s_next, r, done = step(s, a)
+            target = r + (GAMMA * max(Q[s_next].values()) if not done else 0.0)
+            Q[s][a] += ALPHA * (target - Q[s][a])
+            G += r
+            t += 1
+            if done or t >= MAX_STEPS:  # a truncated last step bootstrapped above
+                break
+            s = s_next
+        returns.append(G)
+        lengths.append(t)
+        total += t
+    seconds = time.perf_counter() - start
+    return Outcome(
+        "dict loop, model (cheat sheet)", total, seconds, _table(Q), *_arrays(returns, lengths)
+    )
+
+
+def dict_loop_on_env(env: gym.Env, episodes: int, seed: int) -> Outcome:
+    random.seed(seed)
+    n_states = env.observation_space.n
+    Q = {s: dict.fromkeys(ACTIONS, 0.0) for s in range(n_states)}
+    returns, lengths, total = [], [], 0
+    start = time.perf_counter()
+    s, _ = env.reset(seed=seed)
+    for _ in range(episodes):
+        s, _ = env.reset()
+        G, t = 0.0, 0
+        while True:
+            a = epsilon_greedy(Q[s], EPSILON)
+            s_next, r, terminated, truncated, _ = env.step(a)
+            target = r + (GAMMA * max(Q[s_next].values()) if not terminated else 0.0)
+            Q[s][a] += ALPHA * (target - Q[s][a])
+            G += r
+            t += 1
+            if terminated or truncated:
+                break
+            s = s_next
+        returns.append(G)
+        lengths.append(t)
+        total += t
+    seconds = time.perf_counter() - start
+    return Outcome("dict loop, env.step", total, seconds, _table(Q), *_arrays(returns, lengths))
+
+
+def _table(Q: dict) -> np.ndarray:
+    return np.array([[Q[s][a] for a in ACTIONS] for s in sorted(Q)])
+
+
+def _arrays(returns: list, lengths: list) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(returns, dtype=float), np.asarray(lengths, dtype=int)
+
+
+# --------------------------------------------------------------------------- rlx
+def rlx_config(episodes: int, seed: int) -> TabularConfig:
+    return TabularConfig(episodes=episodes, alpha=ALPHA, epsilon=EPSILON, seed=seed)
+
+
+COMPILE_PROBE = """
+import time
+t0 = time.perf_counter()
+from rlx.mdp import from_gymnasium
+from rlx.tabular import TabularLearner, TabularConfig
+from rlx.tabular.algorithms import q_learning
+mdp = from_gymnasium("FrozenLake-v1", gamma=0.99, map_name="8x8")
+t1 = time.perf_counter()
+TabularLearner("q-learning", mdp, TabularConfig(seed=0)).run(1)
+t2 = time.perf_counter()
+hits = sum(q_learning.learn_on_model.stats.cache_hits.values())
+print(f"{t1 - t0:.3f} {t2 - t1:.3f} {hits}")
+"""
+
+
+def first_call_seconds(empty_cache: bool) -> tuple[float, bool]:
+    """Seconds of the first ``run`` in a fresh process, and whether numba's disk cache hit."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as cache:
+        if empty_cache:
+            env["NUMBA_CACHE_DIR"] = cache
+        out = subprocess.run(
+            [sys.executable, "-c", COMPILE_PROBE],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    _, first_run, hits = out.stdout.split()
+    return float(first_run), int(hits) > 0
+
+
+def rlx_q_learning(mdp: TabularMDP, episodes: int, seed: int, repeats: int) -> Outcome:
+    TabularLearner("q-learning", mdp, rlx_config(10, seed)).run(10)  # load the kernel first
+    times = []
+    for _ in range(repeats):  # same seed each time, so the same work: the median time counts
+        learner = TabularLearner("q-learning", mdp, rlx_config(episodes, seed))
+        start = time.perf_counter()
+        learner.run(episodes)
+        times.append(time.perf_counter() - start)
+    result = learner.result()
+    return Outcome(
+        "rlx q_learning (numba)",
+        learner.steps_done,
+        float(np.median(times)),
+        result.Q,
+        result.returns,
+        result.lengths,
+    )
+
+
+def rlx_seed_spread(
+    mdp: TabularMDP, episodes: int, seeds: int, start: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """V^greedy(start) and the last 1k episodes' mean return of rlx over several seeds."""
+    values, returns = [], []
+    for seed in range(seeds):
+        learner = TabularLearner("q-learning", mdp, rlx_config(episodes, seed))
+        learner.run(episodes)
+        result = learner.result()
+        values.append(policy_evaluation(mdp, result.policy, tol=1e-10, method="exact")[start])
+        returns.append(result.returns[-1000:].mean())
+    return np.array(values), np.array(returns)
+
+
+# --------------------------------------------------------------------------- the outcome
+def as_result(outcome: Outcome, mdp: TabularMDP) -> TabularResult:
+    Q = np.zeros((mdp.n_states, mdp.n_actions))
+    Q[: outcome.Q.shape[0]] = outcome.Q  # from_gymnasium may append terminal copies
+    Q[mdp.terminal] = 0.0
+    return TabularResult(
+        algo=outcome.name,
+        Q=Q,
+        V=Q.max(axis=1),
+        policy=np.argmax(Q, axis=1),
+        returns=outcome.returns,
+        lengths=outcome.lengths,
+        gamma=GAMMA,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--episodes", type=int, default=50_000)
+    parser.add_argument(
+        "--env-episodes", type=int, default=None, help="episodes of the env.step dict loop"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5, help="rlx timing: median of N runs")
+    parser.add_argument("--spread-seeds", type=int, default=20, help="rlx seeds for the spread")
+    args = parser.parse_args()
+    env_episodes = args.env_episodes or args.episodes
+
+    versions = (
+        f"python {platform.python_version()}, numpy {np.__version__}, "
+        f"numba {numba.__version__}, gymnasium {gym.__version__}"
+    )
+    print(f"{versions}; {platform.machine()}, {os.cpu_count()} cores (shared)")
+    print(
+        f"FrozenLake 8x8 slippery, alpha {ALPHA}, epsilon {EPSILON}, gamma {GAMMA}, "
+        f"{args.episodes} episodes, seed {args.seed}\n"
+    )
+    mdp = from_gymnasium("FrozenLake-v1", gamma=GAMMA, map_name="8x8")
+    env = gym.make("FrozenLake-v1", map_name="8x8")
+    # the three loops cap episodes alike: rlx takes the MDP's limit, env.step the TimeLimit's
+    assert mdp.max_episode_steps == env.spec.max_episode_steps == MAX_STEPS
+
+    cold, cold_hit = first_call_seconds(empty_cache=True)
+    warm, warm_hit = first_call_seconds(empty_cache=False)
+    runs = [
+        dict_loop_on_model(env, args.episodes, args.seed),
+        dict_loop_on_env(env, env_episodes, args.seed),
+        rlx_q_learning(mdp, args.episodes, args.seed, args.repeats),
+    ]
+    print(
+        f"numba first call: {cold:.2f} s compiling into an empty cache (hit: {cold_hit}); "
+        f"{warm:.2f} s from the on-disk cache (hit: {warm_hit})"
+    )
+    print()
+
+    solution = value_iteration(mdp, tol=1e-10)
+    start = int(np.flatnonzero(mdp.initial)[0])
+    baseline = runs[0].steps_per_s
+    rows = []
+    for run in runs:
+        result = as_result(run, mdp)
+        report = check(result, mdp)
+        v_greedy = policy_evaluation(mdp, result.policy, tol=1e-10, method="exact")[start]
+        rows.append(
+            f"| {run.name} | {len(run.returns):,} | {run.steps:,} | {run.seconds:.2f} | "
+            f"{run.steps_per_s:,.0f} | {run.steps_per_s / baseline:.1f}x | "
+            f"{np.mean(run.returns[-1000:]):.3f} | {v_greedy:.4f} | "
+            f"{report.optimal_action_share:.2f} | {report.max_abs_v_error:.3f} | "
+            f"{report.policy_value_gap:.4f} |"
+        )
+    print(f"V*(start) = {solution.V[start]:.4f} (value iteration)\n")
+    print(
+        "| learner | episodes | env steps | seconds | env steps/s | vs dict loop | "
+        "return, last 1k eps | V^greedy(start) | optimal actions | max abs V - V* | "
+        "policy value gap |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(rows))
+    spread = rlx_seed_spread(mdp, args.episodes, args.spread_seeds, start)
+    print(
+        f"\nrlx over seeds 0..{args.spread_seeds - 1}: V^greedy(start) {spread[0].mean():.4f} "
+        f"+/- {spread[0].std():.4f}, return over the last 1k episodes {spread[1].mean():.3f} "
+        f"+/- {spread[1].std():.3f} (seed-to-seed spread, for reading the rows above)"
+    )
+    ratio = runs[2].steps_per_s / baseline
+    print(f"\nrlx / dict loop on the model: {ratio:.0f}x (goal: >= 50x)")
+
+
+if __name__ == "__main__":
+    main()
