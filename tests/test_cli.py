@@ -108,3 +108,51 @@ def test_corrupt_checkpoint_is_one_line_exit_2(tmp_path, capsys):
     assert main(["eval", str(run_dir)]) == 2
     err = capsys.readouterr().err
     assert "corrupt" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "q-learning", "--env", "CartPole-v1"], "Discrete observation space"),
+        (["train", "q-learning", "--env", "FrozenLak-v1"], "FrozenLak-v1"),
+        (["train", "sarsa", "--env", "FrozenLake-v1", "--gamma", "1.5"], "gamma=1.5"),
+        (["train", "q-learning", "--env", "FrozenLake-v1", "--alpha", "-0.1"], "alpha=-0.1"),
+        (["train", "q-learning", "--env", "FrozenLake-v1", "--episodes", "0"], "episodes=0"),
+    ],
+)
+def test_tabular_bad_input_is_one_line_exit_2(args, message, tmp_path, capsys):
+    assert main([*args, "--run-dir", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlx: error: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_train_q_learning_writes_a_run_folder_and_load_gives_the_same_policy(tmp_path, capsys):
+    import numpy as np
+
+    import rlx
+
+    run_dir = tmp_path / "ql"
+    args = ["train", "q-learning", "--env", "FrozenLake-v1", "--run-dir", str(run_dir),
+            "--episodes", "20000", "--seed", "3", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    for name in ("config.json", "metrics.jsonl", "episodes.csv", "summary.json"):
+        assert (run_dir / name).is_file(), name
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["episodes"] == 20000
+    episodes = (run_dir / "episodes.csv").read_text().splitlines()
+    assert episodes[0] == "step,wall_s,return,length" and len(episodes) == 20001
+    agent = rlx.load(run_dir)
+    same = rlx.tabular.q_learning("FrozenLake-v1", episodes=20000, seed=3)
+    np.testing.assert_array_equal(agent.policy, same.policy)
+    np.testing.assert_array_equal(agent.Q, same.Q)
+    assert rlx.tabular.check(agent, rlx.mdp.from_gymnasium("FrozenLake-v1")).optimal_action_share
+
+
+def test_solve_prints_values_and_a_policy_of_arrows(capsys):
+    assert main(["solve", "GridWorld", "--gamma", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "converged=True" in out and "-3.00" in out and "←" in out and "■" in out
+    assert main(["solve", "FrozenLake8x8-v1", "--method", "policy-iteration"]) == 0
+    assert "policy-iteration converged=True" in capsys.readouterr().out
+    assert main(["solve", "FrozenLake-v1", "--make", "map_name=8x8"]) == 0
+    assert "S=64" in capsys.readouterr().out
