@@ -156,3 +156,10 @@ def test_solve_prints_values_and_a_policy_of_arrows(capsys):
     assert "policy-iteration converged=True" in capsys.readouterr().out
     assert main(["solve", "FrozenLake-v1", "--make", "map_name=8x8"]) == 0
     assert "S=64" in capsys.readouterr().out
+
+
+def test_list_shows_the_registered_algorithms(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "td0"):
+        assert name in out
