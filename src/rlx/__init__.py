@@ -24,7 +24,9 @@ from rlx.errors import RLXError
 __version__ = "0.1.0"
 
 # Subpackages load on first use, so `import rlx` (and the CLI) start fast.
-_SUBPACKAGES = frozenset({"core", "diagnostics", "mdp", "planning", "registry", "runs", "tabular"})
+_SUBPACKAGES = frozenset(
+    {"agents", "core", "diagnostics", "mdp", "planning", "registry", "runs", "tabular"}
+)
 
 
 def __getattr__(name: str) -> Any:

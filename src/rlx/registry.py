@@ -18,7 +18,15 @@ from typing import Any
 from rlx.errors import ConfigError, UnknownAlgorithmError
 
 # Modules whose import registers built-in algorithms.
-_BUILTIN_MODULES: tuple[str, ...] = ("rlx.tabular.registered",)
+_BUILTIN_MODULES: tuple[str, ...] = (
+    "rlx.tabular.registered",
+    "rlx.agents.dqn",
+    "rlx.agents.reinforce",
+    "rlx.agents.a2c",
+    "rlx.agents.ppo",
+    "rlx.agents.sac",
+    "rlx.agents.td3",
+)
 _REGISTRY: dict[str, Algorithm] = {}
 _loaded = False
 

@@ -1,4 +1,9 @@
-"""``rlx.evaluate``: roll an agent out and report mean and std of return and length."""
+"""``rlx.evaluate``: roll an agent out and report mean and std of return and length.
+
+Tabular agents step a TabularMDP or a Gymnasium env one episode at a time. Deep agents (those
+with ``act_batch(obs_batch, deterministic)``) run up to ``MAX_EVAL_ENVS`` copies of the env as one
+vector env and choose all their actions in one batched call per step.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from rlx.errors import ConfigError
+
+MAX_EVAL_ENVS = 16
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,9 @@ def evaluate(
 
     ``env`` is a Gymnasium id or env, or an ``rlx.mdp.TabularMDP``; by default the env the
     agent was trained on. Episodes on a TabularMDP end at a terminal state or after
-    ``max_steps`` (default: the MDP's ``max_episode_steps``, else 10,000).
+    ``max_steps`` (default: the MDP's ``max_episode_steps``, else 10,000). An agent with
+    ``act_batch`` is evaluated on a vector env (episodes split evenly over its copies, so
+    short episodes are not over-counted); episodes then end by the env's own time limit.
     """
     if episodes < 1:
         raise ConfigError(f"episodes={episodes} must be >= 1.")
@@ -56,6 +65,8 @@ def evaluate(
         env = gridworld_from_id(env)
     if isinstance(env, TabularMDP):
         returns, lengths = _rollouts_mdp(agent, env, episodes, seed, deterministic, max_steps)
+    elif hasattr(agent, "act_batch"):
+        returns, lengths = _rollouts_vector(agent, env, episodes, seed, deterministic)
     else:
         returns, lengths = _rollouts_gym(agent, env, episodes, seed, deterministic)
     r, n = np.asarray(returns, dtype=float), np.asarray(lengths, dtype=float)
@@ -91,4 +102,38 @@ def _rollouts_gym(agent, env, episodes, seed, deterministic):
             total, t, done = total + float(r), t + 1, terminated or truncated
         returns.append(total)
         lengths.append(t)
+    return returns, lengths
+
+
+def _rollouts_vector(agent, env, episodes, seed, deterministic):
+    """Episodes from a vector env; copy ``i`` runs episodes ``i, i + n, i + 2n, ...``.
+
+    Fixing each copy's quota up front keeps the sample unbiased: collecting the first
+    ``episodes`` to finish would favour short ones.
+    """
+    from rlx.core.envs import EpisodeTracker, make_vec_env
+
+    n = min(episodes, MAX_EVAL_ENVS)
+    vec = make_vec_env(env, n)
+    quota = np.full(n, episodes // n) + (np.arange(n) < episodes % n)
+    done_count = np.zeros(n, dtype=np.int64)
+    tracker = EpisodeTracker(n)
+    returns, lengths = [], []
+    try:
+        obs, _ = vec.reset(seed=seed)
+        after_done = np.zeros(n, dtype=bool)
+        while (done_count < quota).any():
+            obs, reward, terminated, truncated, _ = vec.step(
+                agent.act_batch(obs, deterministic=deterministic)
+            )
+            # NEXT_STEP autoreset: a step right after a done only resets that copy
+            finished = tracker.step(reward, terminated, truncated, stored=~after_done)
+            keep = done_count[finished.envs] < quota[finished.envs]
+            returns.extend(finished.returns[keep])
+            lengths.extend(finished.lengths[keep])
+            done_count[finished.envs] += 1
+            after_done = terminated | truncated
+    finally:
+        if isinstance(env, str):  # an env object belongs to the caller
+            vec.close()
     return returns, lengths

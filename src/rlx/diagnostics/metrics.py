@@ -10,6 +10,7 @@ from __future__ import annotations
 EPISODE_RETURN = "episode_return"  # undiscounted return of finished training episodes (mean)
 EPISODE_LENGTH = "episode_length"  # length of finished training episodes (mean)
 MC_RETURN = "mc_return"  # discounted return actually observed from states whose Q was logged
+Q_START = "q_start"  # Q(s_0, a_0) estimated at the states whose mc_return is logged
 
 # policy optimisation
 APPROX_KL = "approx_kl"  # mean KL between the old and the new policy
@@ -23,9 +24,13 @@ EXPLAINED_VARIANCE = "explained_variance"  # 1 - Var[R - V] / Var[R]
 Q_MEAN = "q_mean"  # mean Q(s, a) of the actions taken
 TD_ERROR = "td_error"  # mean |r + gamma * bootstrap - Q(s, a)|
 EPSILON = "epsilon"  # exploration rate of epsilon-greedy
+CRITIC_LOSS = "critic_loss"  # squared TD error of the Q critics (summed over twins)
+ACTOR_LOSS = "actor_loss"  # the deterministic or soft actor objective (SAC, TD3)
+ALPHA = "alpha"  # SAC entropy temperature
 
 # optimisation
 GRAD_NORM = "grad_norm"
+GRADIENT_STEPS = "gradient_steps"  # gradient steps taken so far (off-policy agents)
 LR = "lr"
 LOSS = "loss"
 

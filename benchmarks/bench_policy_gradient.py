@@ -1,0 +1,238 @@
+"""PPO and A2C on CartPole-v1: rlx as a user runs it vs Stable-Baselines3, in one run.
+
+Protocol (one torch thread everywhere, every run in a fresh process, seeds 0, 1, 2):
+
+- **rlx**: ``rlx train ppo --env CartPole-v1 --seed S --total-steps 100000`` and
+  ``rlx train a2c --env CartPole-v1 --seed S --total-steps 500000`` with no other flag: the
+  built-in CartPole-v1 presets apply. Time and steps are read from the run folder's
+  ``episodes.csv`` (``wall_s`` counts from the start of training: run folder, envs, networks,
+  every update; the import of rlx and torch before it is not counted, and is reported apart as
+  the whole process's time).
+- **Stable-Baselines3** with rl-baselines3-zoo's CartPole-v1 hyperparameters. PPO: 8 envs,
+  n_steps 32, batch 256, gae_lambda 0.8, gamma 0.98, 20 epochs, ent_coef 0, learning rate and
+  clip range linear from 1e-3 and 0.2, 1e5 steps. A2C: 8 envs, ent_coef 0, defaults otherwise,
+  5e5 steps. Its clock starts before the envs are made; ``torch._dynamo``, which torch.optim
+  imports on its first use (about 1 s here), is imported before the clock starts, so SB3 is
+  not charged for it. A VecMonitor callback stops it at the threshold.
+- **Threshold**: the mean return of the last 20 training episodes reaches 475.
+- **Raw env ceiling**: Gymnasium's natively vectorised CartPole (8 copies) stepped with random
+  actions and nothing else, measured in the same run.
+
+Reported per run: seconds and env steps until the threshold, training env steps per second
+(rlx: from metrics.jsonl; SB3: steps / seconds until the threshold), medians over the seeds,
+rlx's share of SB3's time, its speed-up in steps/s, and the share of the raw env's throughput
+the rlx PPO loop reaches. A table, then a markdown block for the README.
+
+Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2] [--skip-a2c]``.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+THRESHOLD, WINDOW = 475.0, 20
+ENV_ID = "CartPole-v1"
+BUDGETS = {"ppo": 100_000, "a2c": 500_000}
+RLX = Path(sys.executable).with_name("rlx")
+
+
+@dataclass
+class Result:
+    library: str
+    algo: str
+    seed: int
+    seconds: float | None  # until the threshold; None when never reached
+    steps: int | None
+    steps_per_s: float
+    process_s: float
+
+
+# ---------------------------------------------------------------------------- rlx
+def run_rlx(algo: str, seed: int, workdir: Path) -> Result:
+    run_dir = workdir / f"rlx-{algo}-{seed}"
+    command = [str(RLX), "train", algo, "--env", ENV_ID, "--seed", str(seed),
+               "--total-steps", str(BUDGETS[algo]), "--run-dir", str(run_dir)]  # fmt: skip
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    process_s = time.perf_counter() - start
+    seconds, steps = _threshold_from_csv(run_dir / "episodes.csv")
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    return Result("rlx", algo, seed, seconds, steps, last["step"] / last["wall_s"], process_s)
+
+
+def _threshold_from_csv(path: Path) -> tuple[float | None, int | None]:
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    returns = np.array([float(r["return"]) for r in rows])
+    for i in range(WINDOW - 1, len(rows)):
+        if returns[i - WINDOW + 1 : i + 1].mean() >= THRESHOLD:
+            return float(rows[i]["wall_s"]), int(rows[i]["step"])
+    return None, None
+
+
+# ---------------------------------------------------------------------------- SB3
+SB3_SCRIPT = r"""
+import json, sys, time
+import numpy as np, torch
+torch.set_num_threads(1)
+import torch._dynamo  # torch.optim imports it on first use; keep it off SB3's clock
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+algo, seed, budget, threshold, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+
+class StopAtThreshold(BaseCallback):
+    def __init__(self, start):
+        super().__init__()
+        self.start, self.returns, self.hit = start, [], None
+    def _on_step(self):
+        for info in self.locals["infos"]:
+            if "episode" in info:
+                self.returns.append(info["episode"]["r"])
+                if len(self.returns) >= window and np.mean(self.returns[-window:]) >= threshold:
+                    self.hit = (time.perf_counter() - self.start, self.num_timesteps)
+                    return False
+        return True
+
+start = time.perf_counter()
+env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+if algo == "ppo":
+    linear = lambda v: (lambda progress: progress * v)
+    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+                n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3), clip_range=linear(0.2),
+                seed=seed, device="cpu")
+else:
+    model = A2C("MlpPolicy", env, ent_coef=0.0, seed=seed, device="cpu")
+callback = StopAtThreshold(start)
+model.learn(budget, callback=callback)
+elapsed = time.perf_counter() - start
+print(json.dumps({"hit": callback.hit, "steps": model.num_timesteps, "seconds": elapsed}))
+"""
+
+
+def run_sb3(algo: str, seed: int) -> Result:
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", SB3_SCRIPT, algo, str(seed), str(BUDGETS[algo]),
+         str(THRESHOLD), str(WINDOW)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    process_s = time.perf_counter() - start
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    seconds, steps = data["hit"] if data["hit"] else (None, None)
+    return Result("SB3", algo, seed, seconds, steps, data["steps"] / data["seconds"], process_s)
+
+
+# ---------------------------------------------------------------------------- raw env
+def raw_env_steps_per_s(num_envs: int = 8, vector_steps: int = 20_000) -> float:
+    """Gymnasium's native vector CartPole stepped with pre-drawn random actions, nothing else."""
+    import gymnasium as gym
+
+    env = gym.make_vec(ENV_ID, num_envs, vectorization_mode="vector_entry_point")
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, 2, size=(vector_steps, num_envs))
+    start = time.perf_counter()
+    for a in actions:
+        env.step(a)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return vector_steps * num_envs / elapsed
+
+
+# ---------------------------------------------------------------------------- report
+def median(values: list[float | None]) -> float | None:
+    """The median, counting a missed threshold as infinitely slow (None if most missed)."""
+    ordered = sorted(values, key=lambda v: float("inf") if v is None else v)
+    return ordered[len(ordered) // 2]
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "not reached" if value is None else format(value, spec)
+
+
+def report(results: list[Result], raw: float) -> None:
+    rows = []
+    for algo in ("ppo", "a2c"):
+        by_lib = {
+            lib: [r for r in results if r.algo == algo and r.library == lib] for lib in ("rlx", "SB3")
+        }
+        if not by_lib["rlx"]:
+            continue
+        summary = {
+            lib: (
+                median([r.seconds for r in rs]),
+                median([r.steps for r in rs]),
+                statistics.median(r.steps_per_s for r in rs),
+                statistics.median(r.process_s for r in rs),
+                [fmt(r.seconds, ".2f") for r in rs],
+            )
+            for lib, rs in by_lib.items()
+        }
+        rows.append((algo, summary))
+    print(f"\nraw vector env (Gymnasium native CartPole, 8 copies, random actions): {raw:,.0f} steps/s")
+    header = (f"{'algo':5} {'library':8} {'median s to 475':>16} {'per seed':>22} "
+              f"{'median steps':>13} {'train steps/s':>14} {'process s':>10}")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    for algo, summary in rows:
+        for lib, (sec, steps, sps, proc, per_seed) in summary.items():
+            print(f"{algo:5} {lib:8} {fmt(sec, '.2f'):>16} {', '.join(per_seed):>22} "
+                  f"{fmt(steps, ',.0f'):>13} {sps:>14,.0f} {proc:>10.1f}")  # fmt: skip
+    print()
+    lines = ["| algo | library | time to 475 (median s) | env steps to 475 | train env steps/s |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for algo, summary in rows:
+        (rs, rsteps, rsps, _, _), (ss, ssteps, ssps, _, _) = summary["rlx"], summary["SB3"]
+        time_ratio = f" ({rs / ss:.2f}x SB3's)" if rs is not None and ss is not None else ""
+        speedup = f" ({rsps / ssps:.1f}x)"
+        lines.append(f"| {algo.upper()} | rlx | {fmt(rs, '.2f')}{time_ratio} | "
+                     f"{fmt(rsteps, ',.0f')} | {rsps:,.0f}{speedup} |")  # fmt: skip
+        lines.append(f"| {algo.upper()} | SB3 (zoo) | {fmt(ss, '.2f')} | {fmt(ssteps, ',.0f')} | "
+                     f"{ssps:,.0f} |")  # fmt: skip
+        if algo == "ppo":
+            share = rsps / raw
+            print(f"rlx PPO reaches {share:.0%} of the raw vector env's throughput ({raw:,.0f} steps/s)")
+    print("\n" + "\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--skip-a2c", action="store_true", help="PPO only")
+    args = parser.parse_args()
+    algos = ["ppo"] if args.skip_a2c else ["ppo", "a2c"]
+    raw = raw_env_steps_per_s()
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for algo in algos:
+            for seed in args.seeds:
+                # alternate libraries so that a busy moment of the machine hits both
+                for runner in (lambda: run_rlx(algo, seed, Path(tmp)), lambda: run_sb3(algo, seed)):
+                    result = runner()
+                    results.append(result)
+                    print(f"{result.library:4} {algo} seed {seed}: {fmt(result.seconds, '.2f')} s, "
+                          f"{fmt(result.steps, ',')} steps, {result.steps_per_s:,.0f} steps/s",
+                          flush=True)  # fmt: skip
+    report(results, raw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

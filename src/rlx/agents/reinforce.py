@@ -1,0 +1,212 @@
+"""REINFORCE (Williams, 1992) with a baseline: Monte Carlo policy gradient on whole episodes.
+
+    N parallel envs, stepped until every copy has ended an episode
+    returns by the reverse sweep  G = r + gamma * G  (a time limit bootstraps from V, if learned)
+    weights  Psi_t = G_t - b(s_t),  b = V(s) (learned), the batch mean of G, or 0
+    L = -E[Psi_t log pi(a_t|s_t)] (+ c_v 1/2 E[(V(s_t) - G_t)^2] for a learned baseline)
+    one Adam step per batch; diagnostics once per update.
+
+The policy gradient is ``grad J = E[sum_t G_t grad log pi(a_t|s_t)]``; subtracting a baseline
+keeps it unbiased and cuts its variance. Only steps whose episode ends inside the batch have
+a Monte Carlo return; the steps of each copy after its last episode end are left out (the
+copy continues that episode in the next batch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from torch import Tensor
+
+from rlx import registry
+from rlx.core.advantages import discounted_returns
+from rlx.core.buffers import RolloutBuffer
+from rlx.core.on_policy import (
+    Batch,
+    Collector,
+    PolicyAgent,
+    agent_state,
+    annealed,
+    build_policy,
+    check_config,
+    episode_metrics,
+    evaluate_rollout,
+    finish,
+    flat_batch,
+    gradient_step,
+    policy_shift,
+    restore_training,
+    training_state,
+)
+from rlx.core.optim import Adam
+from rlx.core.policies import ActorCritic
+from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
+from rlx.core.seeding import seed_everything
+from rlx.diagnostics import metrics as M
+from rlx.errors import ConfigError
+
+BASELINES = ("learned", "mean", "none")
+
+
+# ============================================================================ config
+@dataclass(frozen=True)
+class ReinforceConfig:
+    """REINFORCE's knobs; gamma 0.99 and c_v 0.5 from the cheat sheet."""
+
+    total_steps: int = 200_000
+    """env steps to train for (transitions, over all env copies)"""
+    seed: int = 0
+    """seeds the networks, the envs and the actions"""
+    num_envs: int = 8
+    """env copies; each batch holds at least one whole episode of each"""
+    max_steps: int = 1000
+    """cap on the steps per copy in one batch (episodes still running then wait)"""
+    gamma: float = 0.99
+    """discount"""
+    baseline: Literal["learned", "mean", "none"] = "learned"
+    """b(s): a learned V(s), the batch mean of the returns, or none"""
+    normalize_returns: bool = True
+    """standardise the weights G - b per batch to zero mean and unit std"""
+    vf_coef: float = 0.5
+    """c_v: weight of the baseline's value loss"""
+    ent_coef: float = 0.0
+    """c_e: weight of an entropy bonus (0: plain REINFORCE)"""
+    max_grad_norm: float | None = None
+    """clip the global gradient norm (None: no clipping)"""
+    learning_rate: float = 1e-3
+    """Adam's step size"""
+    anneal_lr: bool = False
+    """decay the learning rate linearly to 0 over total_steps"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """hidden layers of the policy and the baseline; () for linear ones"""
+    activation: str = "tanh"
+    """between hidden layers: tanh or relu"""
+    normalize_obs: bool | None = None
+    """normalise observations by running statistics (None: for Box actions only)"""
+    log_std_init: float = 0.0
+    """initial log std of a Gaussian policy"""
+    eval_episodes: int = 20
+    """evaluation episodes at the end, deterministic policy (0: none)"""
+
+    def __post_init__(self) -> None:
+        check_config(self)
+        if self.baseline not in BASELINES:
+            raise ConfigError(
+                f"ReinforceConfig: baseline={self.baseline!r} is not one of {', '.join(BASELINES)}."
+            )
+        if self.max_steps < 1:
+            raise ConfigError(f"ReinforceConfig: max_steps={self.max_steps} must be >= 1.")
+
+
+# ============================================================================ returns, loss
+def monte_carlo_batch(
+    buffer: RolloutBuffer, policy: ActorCritic, last_obs: np.ndarray, config: ReinforceConfig
+) -> Batch:
+    """Returns ``G_t`` by the reverse sweep and weights ``Psi_t = G_t - b``, of whole episodes.
+
+    ``buffer.returns`` gets ``G_t`` and ``buffer.advantages`` gets ``Psi_t``; the batch keeps the
+    valid steps up to each copy's last episode end.
+    """
+    T = buffer.t
+    next_values = evaluate_rollout(buffer, policy, last_obs)
+    G = discounted_returns(
+        buffer.rewards[:T], buffer.terminated[:T], buffer.truncated[:T], next_values, config.gamma
+    )
+    ended = buffer.terminated[:T] | buffer.truncated[:T]
+    # steps at or before a copy's last episode end have their whole future in the batch
+    complete = np.flip(np.logical_or.accumulate(np.flip(ended, 0), axis=0), 0)
+    use = buffer.valid[:T] & complete
+    buffer.returns[:T] = G
+    if config.baseline == "learned":
+        buffer.advantages[:T] = G - buffer.values[:T]
+    elif config.baseline == "mean":
+        buffer.advantages[:T] = G - (G[use].mean() if use.any() else 0.0)
+    else:
+        buffer.advantages[:T] = G
+    return flat_batch(buffer, use)
+
+
+def reinforce_loss(
+    policy: ActorCritic, batch: Batch, config: ReinforceConfig
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """``L = -E[Psi log pi(a|s)] - c_e H`` (``+ c_v L_V`` when the baseline is learned)."""
+    log_prob, entropy = policy.log_prob_entropy(batch.obs, batch.actions)
+    weights = normalize(batch.advantages) if config.normalize_returns else batch.advantages
+    loss, metrics = policy_gradient_loss(log_prob, weights)
+    ent_loss, ent_metrics = entropy_bonus(entropy)
+    loss = loss + config.ent_coef * ent_loss
+    if policy.has_critic:
+        v_loss, v_metrics = value_loss(policy.value(batch.obs), batch.returns)
+        loss = loss + config.vf_coef * v_loss
+        metrics.update(v_metrics)
+    return loss, {**metrics, **ent_metrics}
+
+
+# ============================================================================ training
+def train(config: ReinforceConfig, env: Any, run: Any) -> PolicyAgent:
+    """Train REINFORCE on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
+    rng = seed_everything(config.seed)
+    collector = Collector(
+        env,
+        config.num_envs,
+        config.seed,
+        algo="REINFORCE",
+        env_id=run.env_id,
+        normalize_obs=config.normalize_obs,
+    )
+    policy = build_policy(config, collector, critic=config.baseline == "learned")
+    params = list(policy.parameters())
+    optimizer = Adam(params, config.learning_rate)
+    buffer = collector.new_buffer(config.max_steps)
+    step = 0
+    if run.resumed_state is not None:
+        step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+
+    def save() -> None:
+        state = training_state(step, policy, optimizer, collector, rng)
+        run.save_checkpoint(step, state)
+
+    while step < config.total_steps and not run.stop_requested:
+        lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
+        optimizer.lr = lr
+        # 1. collect until every copy has ended an episode
+        step, episodes = collector.collect(policy, buffer, rng, step, until_every_copy_done=True)
+        if len(episodes.returns):  # logged as they end, before the update
+            run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
+        # 2. Monte Carlo returns and baseline-subtracted weights
+        batch = monte_carlo_batch(buffer, policy, collector.last_obs, config)
+        # 3. one policy-gradient step (and baseline regression)
+        loss, metrics = reinforce_loss(policy, batch, config)
+        metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
+        # 4. diagnostics, read once per update
+        metrics[M.APPROX_KL] = policy_shift(policy, batch)
+        if policy.has_critic:
+            metrics[M.EXPLAINED_VARIANCE] = batch.explained_variance
+        run.log(step, {**metrics, M.LR: lr, **episode_metrics(episodes)})
+        if run.checkpoint_due():
+            save()
+    save()
+    if isinstance(env, str):
+        collector.close()
+    agent = PolicyAgent("reinforce", config, run.env_id, agent_state(policy, collector))
+    return finish(run, agent, env, step, config.eval_episodes, config.seed)
+
+
+# ============================================================================ load, register
+def load(config: ReinforceConfig, env_id: str, state: dict) -> PolicyAgent:
+    """The trained policy of a checkpoint (``rlx.load(run_dir)``)."""
+    return PolicyAgent("reinforce", config, env_id, state["agent"])
+
+
+registry.register(
+    registry.Algorithm(
+        name="reinforce",
+        config=ReinforceConfig,
+        train=train,
+        load=load,
+        summary="REINFORCE: grad J = E[(G_t - b(s_t)) grad log pi(a_t|s_t)], whole episodes",
+        presets={},
+    )
+)

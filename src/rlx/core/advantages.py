@@ -1,0 +1,128 @@
+"""Returns and advantages of on-policy rollouts, as small pure functions on ``[T, N]`` arrays.
+
+A rollout is ``T`` steps of ``N`` env copies, time first. Every function keeps the two ways an
+episode ends apart (STYLE.md, rule 5):
+
+- ``terminated[t]``: the episode really ended, nothing follows, so nothing is bootstrapped;
+- ``truncated[t]``: a time limit cut it; the state had a future, so the return bootstraps from
+  ``V`` of the *true final observation* (``next_values[t]``), not from the reset one.
+
+Either way the sum stops at step ``t``: what follows in that column is another episode.
+``next_values[t]`` is ``V(s_{t+1})`` of the observation that step ``t`` produced: the next state
+inside an episode, the true final observation at a done step, and the bootstrap at ``T - 1``.
+The sweeps run over ``T`` in Python with numpy operations over the ``N`` copies; ``T`` is at
+most a few hundred per update, so this costs well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def discounted_returns(
+    rewards: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    next_values: np.ndarray,
+    gamma: float,
+) -> np.ndarray:
+    """Monte Carlo returns by the reverse sweep ``G = r + gamma * G``, per env copy.
+
+    ``G_t = r_t + gamma * G_{t+1}`` inside an episode; at a terminated step ``G_t = r_t``; at a
+    truncated step, or at the last step ``T - 1`` of an unfinished episode,
+    ``G_t = r_t + gamma * next_values_t`` (pass zeros to treat a time limit as the end).
+
+    All arguments are ``[T, N]`` (``[T]`` works too); returns float64 ``[T, N]``.
+    """
+    rewards, terminated, truncated, next_values = _check(
+        rewards, terminated, truncated, next_values
+    )
+    returns = np.empty_like(rewards)
+    following = next_values[-1]  # the bootstrap of an episode still running at T - 1
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        # a time limit bootstraps from the final observation; a termination from nothing
+        tail = np.where(truncated[t], next_values[t], following)
+        returns[t] = rewards[t] + gamma * np.where(terminated[t], 0.0, tail)
+        following = returns[t]
+    return returns
+
+
+def td_residuals(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    gamma: float,
+) -> np.ndarray:
+    """The TD advantage ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)``.
+
+    A truncated step bootstraps like any other, from its true final observation's value.
+    """
+    rewards, values, next_values = (
+        np.asarray(x, dtype=np.float64) for x in (rewards, values, next_values)
+    )
+    not_terminal = 1.0 - np.asarray(terminated, dtype=np.float64)
+    return rewards + gamma * not_terminal * next_values - values
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
+    """Generalised advantage estimation, ``A_t = sum_l (gamma lambda)^l delta_{t+l}``.
+
+    The sum runs to the end of the episode (a terminated or truncated step) or of the rollout,
+    computed by the reverse sweep ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``
+    with ``delta`` from :func:`td_residuals`. ``lam = 0`` gives the TD advantage ``delta_t``;
+    ``lam = 1`` gives the Monte Carlo return minus ``V(s_t)`` (:func:`discounted_returns`
+    minus ``values``). The value targets are ``advantages + values``.
+
+    All arguments are ``[T, N]`` (``[T]`` works too); returns float64 ``[T, N]``.
+    """
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam={lam} must be in [0, 1].")
+    rewards, terminated, truncated, next_values = _check(
+        rewards, terminated, truncated, next_values
+    )
+    delta = td_residuals(rewards, values, next_values, terminated, gamma)
+    carry = gamma * lam * (1.0 - (terminated | truncated))
+    advantages = np.empty_like(delta)
+    following = np.zeros_like(delta[0])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        following = delta[t] + carry[t] * following
+        advantages[t] = following
+    return advantages
+
+
+def explained_variance(predicted: np.ndarray, target: np.ndarray) -> float:
+    """``1 - Var[target - predicted] / Var[target]``: 1 is perfect, 0 no better than the mean.
+
+    0 when the targets do not vary: there is nothing to explain, and a NaN would stop the run
+    (the run folder treats a NaN metric as a diverged run).
+    """
+    predicted, target = np.asarray(predicted, np.float64), np.asarray(target, np.float64)
+    var = target.var()
+    if var == 0.0:
+        return 0.0
+    return float(1.0 - (target - predicted).var() / var)
+
+
+def _check(
+    rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, next_values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rewards = np.asarray(rewards, dtype=np.float64)
+    terminated = np.asarray(terminated, dtype=bool)
+    truncated = np.asarray(truncated, dtype=bool)
+    next_values = np.asarray(next_values, dtype=np.float64)
+    shapes = {x.shape for x in (rewards, terminated, truncated, next_values)}
+    if len(shapes) != 1 or rewards.ndim not in (1, 2) or rewards.shape[0] == 0:
+        raise ValueError(
+            "rewards, terminated, truncated and next_values must share one shape [T, N] "
+            f"(or [T]) with T >= 1, got {sorted(shapes)}."
+        )
+    return rewards, terminated, truncated, next_values
