@@ -12,8 +12,9 @@ Side by side in one run, seed by seed (one torch thread for both):
    ``info["episode"]``, with the wall time since just before the env and model were built.
 
 Per seed: wall time and env steps until the mean of the last 20 training episodes first
-reaches 250 (and 475), the best such mean, training env steps per second (steps / wall time
-of the whole run), and the final greedy evaluation over 20 episodes. Reported: medians over
+reaches 250 (and 475), the best such mean, training env steps per second (env steps / wall
+time of the whole training run, each at its own budget: rlx's preset 80k, SB3's 50k), and
+the final greedy evaluation over 20 episodes. Reported: medians over
 the seeds, the ratio of wall times, a table and a markdown block for the README.
 
 Run: ``.venv/bin/python benchmarks/bench_dqn.py [--seeds 0 1 2] [--only rlx|sb3]``.
@@ -114,14 +115,17 @@ def run_rlx(seed: int, total_steps: int | None) -> Curve:
         with open(run_dir / "episodes.csv") as f:
             rows = list(csv.DictReader(f))
         summary = json.loads((run_dir / "summary.json").read_text())
+        # the last metrics line is the end of training (summary.json's wall_s adds the final
+        # evaluation, which SB3's figure does not include either)
+        last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     return Curve(
         "rlx",
         seed,
         np.array([int(r["step"]) for r in rows]),
         np.array([float(r["wall_s"]) for r in rows]),
         np.array([float(r["return"]) for r in rows]),
-        int(summary["steps"]),
-        float(summary["wall_s"]),
+        int(last["step"]),
+        float(last["wall_s"]),
         float(summary.get("eval_return_mean", float("nan"))),
     )
 

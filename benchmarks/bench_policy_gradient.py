@@ -96,7 +96,8 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-algo, seed, budget, threshold, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+algo, seed, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+threshold, window = float(sys.argv[4]), int(sys.argv[5])
 
 class StopAtThreshold(BaseCallback):
     def __init__(self, start):
@@ -171,7 +172,8 @@ def report(results: list[Result], raw: float) -> None:
     rows = []
     for algo in ("ppo", "a2c"):
         by_lib = {
-            lib: [r for r in results if r.algo == algo and r.library == lib] for lib in ("rlx", "SB3")
+            lib: [r for r in results if r.algo == algo and r.library == lib]
+            for lib in ("rlx", "SB3")
         }
         if not by_lib["rlx"]:
             continue
@@ -186,7 +188,10 @@ def report(results: list[Result], raw: float) -> None:
             for lib, rs in by_lib.items()
         }
         rows.append((algo, summary))
-    print(f"\nraw vector env (Gymnasium native CartPole, 8 copies, random actions): {raw:,.0f} steps/s")
+    print(
+        f"\nraw vector env (Gymnasium native CartPole, 8 copies, random actions): "
+        f"{raw:,.0f} steps/s"
+    )
     header = (f"{'algo':5} {'library':8} {'median s to 475':>16} {'per seed':>22} "
               f"{'median steps':>13} {'train steps/s':>14} {'process s':>10}")  # fmt: skip
     print(header)
@@ -208,7 +213,10 @@ def report(results: list[Result], raw: float) -> None:
                      f"{ssps:,.0f} |")  # fmt: skip
         if algo == "ppo":
             share = rsps / raw
-            print(f"rlx PPO reaches {share:.0%} of the raw vector env's throughput ({raw:,.0f} steps/s)")
+            print(
+                f"rlx PPO reaches {share:.0%} of the raw vector env's throughput "
+                f"({raw:,.0f} steps/s)"
+            )
     print("\n" + "\n".join(lines))
 
 
@@ -224,8 +232,11 @@ def main() -> int:
         for algo in algos:
             for seed in args.seeds:
                 # alternate libraries so that a busy moment of the machine hits both
-                for runner in (lambda: run_rlx(algo, seed, Path(tmp)), lambda: run_sb3(algo, seed)):
-                    result = runner()
+                for library in ("rlx", "SB3"):
+                    if library == "rlx":
+                        result = run_rlx(algo, seed, Path(tmp))
+                    else:
+                        result = run_sb3(algo, seed)
                     results.append(result)
                     print(f"{result.library:4} {algo} seed {seed}: {fmt(result.seconds, '.2f')} s, "
                           f"{fmt(result.steps, ',')} steps, {result.steps_per_s:,.0f} steps/s",

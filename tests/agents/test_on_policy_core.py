@@ -145,4 +145,6 @@ def test_sampling_follows_the_policy():
     obs = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (60_000, 1))
     actions = policy.sample(obs, np.random.default_rng(0))
     expected = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
-    np.testing.assert_allclose(np.bincount(actions, minlength=3) / len(actions), expected, atol=0.01)
+    np.testing.assert_allclose(
+        np.bincount(actions, minlength=3) / len(actions), expected, atol=0.01
+    )

@@ -46,9 +46,9 @@ def direct_gae(rewards, values, next_values, terminated, truncated, gamma, lam):
     delta = rewards + gamma * (1.0 - terminated) * next_values - values
     out = np.zeros_like(delta)
     for t in range(len(delta)):
-        for l in range(len(delta) - t):
-            out[t] += (gamma * lam) ** l * delta[t + l]
-            if terminated[t + l] or truncated[t + l]:
+        for k in range(len(delta) - t):
+            out[t] += (gamma * lam) ** k * delta[t + k]
+            if terminated[t + k] or truncated[t + k]:
                 break
     return out
 
@@ -173,7 +173,9 @@ def test_approx_kl_zero_for_identical_policies_positive_otherwise():
     # k3 is exact in expectation: KL(p || q) for two categoricals, sampled from p
     p, q = torch.tensor([0.7, 0.2, 0.1]), torch.tensor([0.4, 0.4, 0.2])
     exact = (p * (p / q).log()).sum()
-    actions = torch.multinomial(p, 200_000, replacement=True, generator=torch.Generator().manual_seed(0))
+    actions = torch.multinomial(
+        p, 200_000, replacement=True, generator=torch.Generator().manual_seed(0)
+    )
     estimate = approx_kl(q.log()[actions] - p.log()[actions])
     assert estimate.item() == pytest.approx(exact.item(), rel=0.03)
 

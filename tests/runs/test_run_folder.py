@@ -121,3 +121,13 @@ def test_thread_count_comes_from_rlx_num_threads(monkeypatch):
     monkeypatch.setenv("RLX_NUM_THREADS", "zero")
     with pytest.raises(ConfigError, match="RLX_NUM_THREADS='zero' must be a whole number >= 1"):
         torch_threads()
+
+
+def test_a_run_rejected_before_training_leaves_no_folder(tmp_path):
+    run_dir = tmp_path / "r"
+    with pytest.raises(rlx.errors.EnvError, match="Discrete observation space"):
+        rlx.train("q-learning", "CartPole-v1", run_dir=run_dir)
+    assert not run_dir.exists()
+    # the same folder can be used once the input is fixed
+    rlx.train("q-learning", "FrozenLake-v1", run_dir=run_dir, episodes=10)
+    assert (run_dir / "summary.json").is_file()

@@ -1,1 +1,1 @@
-"""Deep RL agents on Gymnasium envs, one file each (``dqn`` so far); each registers itself."""
+"""Deep RL agents on Gymnasium envs, one file each; each registers itself with the registry."""

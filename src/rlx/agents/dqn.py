@@ -132,7 +132,7 @@ class DQNConfig:
     eval_episodes: int = 20
     """greedy evaluation episodes after training, for summary.json (0: none)"""
     compile: bool = False
-    """torch.compile the Q network (for long runs: compiling takes tens of seconds on a small CPU)"""
+    """torch.compile the Q network (pays off on long runs; compiling takes tens of seconds)"""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))

@@ -196,8 +196,8 @@ class TD3Learner:
             target_action = self.actor_target(batch.next_obs)
             noise = torch.randn_like(target_action) * cfg.policy_noise
             next_action = smoothed_target_action(target_action, noise, cfg.noise_clip)
-            y = td3_target(batch.rewards, batch.discounts, batch.terminated,
-                           self.critic_target(batch.next_obs, next_action))  # fmt: skip
+            next_q = self.critic_target(batch.next_obs, next_action)
+            y = td3_target(batch.rewards, batch.discounts, batch.terminated, next_q)
 
         # ---- critic update: both critics in one batched pass, one optimizer step
         critic_loss, metrics = twin_critic_loss(self.critic(batch.obs, batch.actions), y)

@@ -16,11 +16,13 @@ and the metrics and checkpoints already on disk stay intact.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import platform
+import shutil
 import signal
 import sys
 import threading
@@ -30,8 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rlx.errors import RunError, TrainingError
-from rlx.runs.checkpoints import load_checkpoint, save_checkpoint
+from rlx.errors import RLXError, RunError, TrainingError
+from rlx.runs.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from rlx.runs.logger import EPISODES_FILE, METRICS_FILE, MetricLogger, ProgressBar
 
 CONFIG_FILE = "config.json"
@@ -170,11 +172,36 @@ class Run:
         self._restore_signal_handlers()
         if self.progress is not None:
             self.progress.close()
+        if self._rejected_before_training(exc):
+            self.logger.close()
+            self._remove_new_folder()
+            return
         if exc_type is not None and not self._summary_written:
             self.status = "interrupted" if exc_type is KeyboardInterrupt else "failed"
             extra = {} if exc is None else {"error": f"{exc_type.__name__}: {exc}"}
             self.finish(self.last_step, extra)
         self.logger.close()
+
+    def _rejected_before_training(self, exc: BaseException | None) -> bool:
+        """A user error (bad env, bad setting) raised before anything was logged or saved.
+
+        Such a run never started: it leaves no folder behind, so the same ``--run-dir`` can
+        be used again once the input is fixed.
+        """
+        return (
+            isinstance(exc, RLXError)
+            and not isinstance(exc, TrainingError)
+            and self.resumed_step is None
+            and self.last_step == 0
+            and latest_checkpoint(self.dir) is None
+        )
+
+    def _remove_new_folder(self) -> None:
+        for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE, SUMMARY_FILE):
+            (self.dir / name).unlink(missing_ok=True)
+        shutil.rmtree(self.dir / "tensorboard", ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()  # only when nothing else was in it
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
