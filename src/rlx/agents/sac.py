@@ -38,7 +38,6 @@ from torch import Tensor, nn
 
 from rlx import registry
 from rlx.core.continuous import (
-    ActionScaler,
     polyak_update,
     sac_actor_loss,
     sac_target,
@@ -51,17 +50,12 @@ from rlx.core.nets import mlp
 from rlx.core.off_policy import (
     Batch,
     ContinuousAgent,
-    LogWindow,
-    ReplayCollector,
     check_config,
     descend,
-    final_figures,
-    replay_batches,
-    restore_training,
-    training_state,
+    load_off_policy,
+    train_off_policy,
 )
 from rlx.core.optim import Adam
-from rlx.core.seeding import seed_everything
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 
@@ -259,69 +253,14 @@ class SACLearner:
 
 # ============================================================================ training
 def train(config: SACConfig, env: Any, run: Any) -> ContinuousAgent:
-    """Train SAC on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
-    collector = ReplayCollector(env, config, algo="SAC", env_id=run.env_id)
-    rng = seed_everything(config.seed)
-    learner = SACLearner(config, collector.obs_dim, collector.act_dim)
-    window = LogWindow()
-    step = gradient_steps = 0
-    if run.resumed_state is not None:
-        step, gradient_steps = restore_training(run.resumed_state, learner, collector, rng, "SAC")
-    try:
-        next_log = (step // config.log_every + 1) * config.log_every
-        while step < config.total_steps and not run.stop_requested:
-            # ---- collect one vector step: uniform actions before learning starts, then a ~ pi
-            if step < config.learning_starts:
-                actions = collector.random_actions(rng)
-            else:
-                actions = learner.act(collector.obs, False, rng)
-            starts = collector.episode_starts()
-            q_start = learner.start_value(collector.obs, actions) if starts.any() else None
-            previous = step
-            stored, finished = collector.step(actions, q_start)
-            step += stored
-            if len(finished.envs):
-                window.add_episodes(finished)
-                run.log_episodes(
-                    np.full(len(finished.envs), step), finished.returns, finished.lengths
-                )
-
-            # ---- targets, critic, actor, temperature, Polyak: gradient_steps per train_freq
-            rounds = step // config.train_freq - previous // config.train_freq
-            if rounds and len(collector.buffer) >= max(config.learning_starts, 1):
-                n = rounds * config.gradient_steps
-                sample = collector.buffer.sample(n * config.batch_size, rng)
-                for batch in replay_batches(sample, n, config.batch_size):
-                    window.add_update(learner.update(batch))
-                gradient_steps += n
-
-            # ---- log, then checkpoint: only what passed the NaN check is saved
-            if step >= next_log or step >= config.total_steps or run.stop_requested:
-                run.log(step, {**window.flush(), M.GRADIENT_STEPS: gradient_steps})
-                next_log = (step // config.log_every + 1) * config.log_every
-                if run.checkpoint_due():
-                    run.save_checkpoint(step, _state(step, learner, collector, rng, gradient_steps))
-        run.save_checkpoint(step, _state(step, learner, collector, rng, gradient_steps))
-    finally:
-        collector.close()
-    agent = ContinuousAgent("sac", learner, collector.scaler, run.env_id, config)
-    run.finish(step, final_figures(agent, env, run, config.eval_episodes, config.seed))
-    return agent
+    """Train SAC on ``env`` inside an open :class:`rlx.runs.Run` (the shared loop of
+    :func:`rlx.core.off_policy.train_off_policy` around :class:`SACLearner`)."""
+    return train_off_policy("sac", SACLearner, config, env, run)
 
 
-def _state(
-    step: int, learner: SACLearner, collector: ReplayCollector, rng: Any, grads: int
-) -> dict:
-    return training_state(step, learner, collector, rng, grads, learner.config.save_replay_buffer)
-
-
-# ============================================================================ load, register
 def load(config: SACConfig, env_id: str, state: dict) -> ContinuousAgent:
-    """The agent of a checkpoint (``rlx.load``): deterministic ``tanh(mu(s))`` by default."""
-    spec = state["spec"]
-    learner = SACLearner(config, int(spec["obs_dim"]), len(spec["low"]))
-    learner.load_state_dict(state["learner"])
-    return ContinuousAgent("sac", learner, ActionScaler(spec["low"], spec["high"]), env_id, config)
+    """The agent of a checkpoint (``rlx.load``), acting deterministically."""
+    return load_off_policy("sac", SACLearner, config, env_id, state)
 
 
 registry.register(

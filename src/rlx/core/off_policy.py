@@ -29,7 +29,7 @@ from rlx.core.continuous import ActionScaler, box_action_bounds
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import EpisodeTracker, FinishedEpisodes, make_vec_env
 from rlx.core.policies import observation_dim
-from rlx.core.seeding import rng_state, set_rng_state
+from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.diagnostics import metrics as M
 from rlx.errors import CheckpointError, ConfigError
 
@@ -340,3 +340,75 @@ class ContinuousAgent:
         return (
             f"ContinuousAgent({self.algo}, env={self.env_id}, hidden={fields.get('hidden_sizes')})"
         )
+
+
+# ============================================================================ the training loop
+def train_off_policy(algo: str, learner_cls: type, config: Any, env: Any, run: Any) -> Any:
+    """The off-policy loop SAC and TD3 share, inside an open :class:`rlx.runs.Run`.
+
+    Collect one vector step (uniform actions before ``learning_starts``, then the learner's
+    exploring policy); every ``train_freq`` env steps do ``gradient_steps`` updates on replay
+    minibatches (the learner's own targets, critic, actor and Polyak steps); log; checkpoint
+    only what passed the NaN check. Returns the trained :class:`ContinuousAgent`.
+    """
+    name = algo.upper()
+    collector = ReplayCollector(env, config, algo=name, env_id=run.env_id)
+    rng = seed_everything(config.seed)
+    learner = learner_cls(config, collector.obs_dim, collector.act_dim)
+    window = LogWindow()
+    step = gradient_steps = 0
+    if run.resumed_state is not None:
+        step, gradient_steps = restore_training(run.resumed_state, learner, collector, rng, name)
+
+    def state() -> dict:
+        return training_state(
+            step, learner, collector, rng, gradient_steps, config.save_replay_buffer
+        )
+
+    try:
+        next_log = (step // config.log_every + 1) * config.log_every
+        while step < config.total_steps and not run.stop_requested:
+            if step < config.learning_starts:
+                actions = collector.random_actions(rng)
+            else:
+                actions = learner.act(collector.obs, False, rng)
+            starts = collector.episode_starts()
+            q_start = learner.start_value(collector.obs, actions) if starts.any() else None
+            previous = step
+            stored, finished = collector.step(actions, q_start)
+            step += stored
+            if len(finished.envs):
+                window.add_episodes(finished)
+                run.log_episodes(
+                    np.full(len(finished.envs), step), finished.returns, finished.lengths
+                )
+
+            rounds = step // config.train_freq - previous // config.train_freq
+            if rounds and len(collector.buffer) >= max(config.learning_starts, 1):
+                n = rounds * config.gradient_steps
+                sample = collector.buffer.sample(n * config.batch_size, rng)
+                for batch in replay_batches(sample, n, config.batch_size):
+                    window.add_update(learner.update(batch))
+                gradient_steps += n
+
+            if step >= next_log or step >= config.total_steps or run.stop_requested:
+                run.log(step, {**window.flush(), M.GRADIENT_STEPS: gradient_steps})
+                next_log = (step // config.log_every + 1) * config.log_every
+                if run.checkpoint_due():
+                    run.save_checkpoint(step, state())
+        run.save_checkpoint(step, state())
+    finally:
+        collector.close()
+    agent = ContinuousAgent(algo, learner, collector.scaler, run.env_id, config)
+    run.finish(step, final_figures(agent, env, run, config.eval_episodes, config.seed))
+    return agent
+
+
+def load_off_policy(
+    algo: str, learner_cls: type, config: Any, env_id: str, state: dict
+) -> ContinuousAgent:
+    """The agent of a checkpoint (``rlx.load``), acting deterministically by default."""
+    spec = state["spec"]
+    learner = learner_cls(config, int(spec["obs_dim"]), len(spec["low"]))
+    learner.load_state_dict(state["learner"])
+    return ContinuousAgent(algo, learner, ActionScaler(spec["low"], spec["high"]), env_id, config)
