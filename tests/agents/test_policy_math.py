@@ -261,3 +261,36 @@ def test_clipped_update_matches_the_cheat_sheets_update_lines(ratio_shift, adv):
     v_loss.backward()
     err = ret - policy.value(x).item()
     torch.testing.assert_close(-policy.critic.weight.grad, err * x)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+@pytest.mark.parametrize("ent_coef", [0.0, 0.01])
+def test_hand_written_ppo_gradient_matches_autograd(activation, ent_coef):
+    from rlx.agents import ppo
+    from rlx.core import manual_grad
+    from rlx.core.on_policy import Batch
+
+    torch.manual_seed(0)
+    policy = ActorCritic(4, {"n": 3}, (16, 8), activation=activation).double()
+    for p in policy.parameters():  # away from the near-uniform start, so ratios get clipped
+        p.data.add_(0.3 * torch.randn_like(p))
+    B = 64
+    obs = torch.randn(B, 4, dtype=torch.float64)
+    actions = torch.randint(0, 3, (B,))
+    with torch.no_grad():
+        log_probs = policy.log_prob_entropy(obs, actions)[0] + 0.3 * torch.randn(B).double()
+    batch = Batch(obs, actions, log_probs, torch.randn(B).double(),
+                  normalize(torch.randn(B).double()), torch.randn(B).double(), 0.0)  # fmt: skip
+    config = ppo.PPOConfig(num_envs=2, num_steps=32, minibatch_size=64, ent_coef=ent_coef)
+    assert manual_grad.supports(policy, config)
+    loss, expected = ppo.ppo_loss(policy, batch, config, 0.2)
+    policy.zero_grad()
+    loss.backward()
+    grads, metrics = manual_grad.loss_and_grads(
+        policy, manual_grad.PreparedBatch(batch, 3), 0.2, config.vf_coef, ent_coef
+    )
+    assert expected[M.CLIP_FRACTION].item() > 0
+    for p, g in zip(policy.parameters(), grads, strict=True):
+        torch.testing.assert_close(g, p.grad, rtol=1e-6, atol=1e-9)
+    for key, value in expected.items():
+        torch.testing.assert_close(metrics[key], value, rtol=1e-6, atol=1e-9)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from rlx import registry
+from rlx.core import manual_grad
 from rlx.core.on_policy import (
     Batch,
     Collector,
@@ -165,13 +166,25 @@ def update(
     """
     params = list(policy.parameters())
     clip_eps = config.clip_eps if clip_eps is None else clip_eps
+    # a softmax policy over MLPs takes the hand-written gradient, without autograd's graph
+    manual = manual_grad.supports(policy, config)
     # a single minibatch is the whole batch every epoch: prepare it once
     whole = minibatches(batch, 1, rng, config) if config.num_minibatches == 1 else None
+    if whole is not None and manual:
+        whole = [manual_grad.PreparedBatch(whole[0], policy.action_dim)]
     rows: list[dict[str, Tensor]] = []
     for _ in range(config.num_epochs):
         for minibatch in whole or minibatches(batch, config.num_minibatches, rng, config):
-            loss, metrics = ppo_loss(policy, minibatch, config, clip_eps)
-            metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
+            if manual:
+                if not isinstance(minibatch, manual_grad.PreparedBatch):
+                    minibatch = manual_grad.PreparedBatch(minibatch, policy.action_dim)
+                grads, metrics = manual_grad.loss_and_grads(
+                    policy, minibatch, clip_eps, config.vf_coef, config.ent_coef
+                )
+                metrics[M.GRAD_NORM] = gradient_step(optimizer, grads, params, config.max_grad_norm)
+            else:
+                loss, metrics = ppo_loss(policy, minibatch, config, clip_eps)
+                metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
             rows.append(metrics)
         if config.target_kl is not None:
             epoch_kl = torch.stack([r[M.APPROX_KL] for r in rows[-config.num_minibatches :]])

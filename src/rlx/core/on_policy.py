@@ -389,16 +389,26 @@ def annealed(value: float, step: int, total_steps: int, anneal: bool) -> float:
 
 
 def gradient_step(
-    optimizer: Optimizer, loss: Tensor, params: Sequence[nn.Parameter], max_grad_norm: float | None
+    optimizer: Optimizer,
+    loss: Tensor | Sequence[Tensor],
+    params: Sequence[nn.Parameter],
+    max_grad_norm: float | None,
 ) -> Tensor:
     """``zero_grad; backward; clip the global norm to max_grad_norm; step``.
 
-    Returns the gradient norm before clipping (a 0-d tensor, not read here).
+    ``loss`` may instead be the gradients themselves, one per parameter in the optimizer's
+    order (computed without autograd, :mod:`rlx.core.manual_grad`): then there is no backward
+    and ``.grad`` is left alone. Returns the gradient norm before clipping (a 0-d tensor, not
+    read here).
     """
-    optimizer.zero_grad()
-    loss.backward()
-    norm = clip_grad_norm(params, max_grad_norm)
-    optimizer.step()
+    if isinstance(loss, Tensor):
+        optimizer.zero_grad()
+        loss.backward()
+        norm = clip_grad_norm(params, max_grad_norm)
+        optimizer.step()
+        return norm
+    norm = clip_grad_norm(params, max_grad_norm, loss)
+    optimizer.step(loss)
     return norm
 
 
