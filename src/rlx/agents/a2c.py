@@ -24,12 +24,11 @@ from rlx.core.on_policy import (
     Batch,
     Collector,
     PolicyAgent,
-    agent_state,
     annealed,
     build_policy,
     check_config,
+    end_training,
     episode_metrics,
-    finish,
     gradient_step,
     policy_shift,
     prepare_batch,
@@ -157,10 +156,7 @@ def train(config: A2CConfig, env: Any, run: Any) -> PolicyAgent:
         if run.checkpoint_due():
             save()
     save()
-    if isinstance(env, str):
-        collector.close()
-    agent = PolicyAgent("a2c", config, run.env_id, agent_state(policy, collector))
-    return finish(run, agent, env, step, config.eval_episodes, config.seed)
+    return end_training("a2c", run, env, config, step, policy, collector)
 
 
 # ============================================================================ load, register

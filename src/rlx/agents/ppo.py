@@ -29,12 +29,11 @@ from rlx.core.on_policy import (
     Batch,
     Collector,
     PolicyAgent,
-    agent_state,
     annealed,
     build_policy,
     check_config,
+    end_training,
     episode_metrics,
-    finish,
     gradient_step,
     mean_metrics,
     prepare_batch,
@@ -261,10 +260,7 @@ def train(config: PPOConfig, env: Any, run: Any) -> PolicyAgent:
         if run.checkpoint_due():
             save()
     save()
-    if isinstance(env, str):
-        collector.close()
-    agent = PolicyAgent("ppo", config, run.env_id, agent_state(policy, collector))
-    return finish(run, agent, env, step, config.eval_episodes, config.seed)
+    return end_training("ppo", run, env, config, step, policy, collector)
 
 
 # ============================================================================ load, register

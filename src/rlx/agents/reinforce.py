@@ -27,13 +27,12 @@ from rlx.core.on_policy import (
     Batch,
     Collector,
     PolicyAgent,
-    agent_state,
     annealed,
     build_policy,
     check_config,
+    end_training,
     episode_metrics,
     evaluate_rollout,
-    finish,
     flat_batch,
     gradient_step,
     policy_shift,
@@ -188,10 +187,7 @@ def train(config: ReinforceConfig, env: Any, run: Any) -> PolicyAgent:
         if run.checkpoint_due():
             save()
     save()
-    if isinstance(env, str):
-        collector.close()
-    agent = PolicyAgent("reinforce", config, run.env_id, agent_state(policy, collector))
-    return finish(run, agent, env, step, config.eval_episodes, config.seed)
+    return end_training("reinforce", run, env, config, step, policy, collector)
 
 
 # ============================================================================ load, register

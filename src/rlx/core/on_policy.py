@@ -560,3 +560,14 @@ def finish(
         }
     run.finish(step, figures)
     return agent
+
+
+def end_training(
+    algo: str, run: Any, env: Any, config: Any, step: int, policy: ActorCritic, collector: Collector
+) -> PolicyAgent:
+    """The common end of an on-policy run: close the envs rlx made, build the agent from the
+    final policy, evaluate it and write the summary."""
+    if isinstance(env, str):
+        collector.close()
+    agent = PolicyAgent(algo, config, run.env_id, agent_state(policy, collector))
+    return finish(run, agent, env, step, config.eval_episodes, config.seed)
