@@ -65,7 +65,7 @@ def train(
         base = spec.config(**previous["config"])
     config, preset = registry.make_config(spec, env_id, overrides, base=base)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
-    budget = getattr(config, spec.budget_field)
+    budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
     with Run(
         run_dir,
         algo=spec.name,

@@ -43,7 +43,13 @@ def _dispatch(argv: list[str]) -> int:
         print(f"rlx {__version__}")
         return 0
     command, rest = argv[0], argv[1:]
-    handlers = {"train": _train, "eval": _eval, "solve": _solve, "list": _list}
+    handlers = {
+        "train": _train,
+        "eval": _eval,
+        "solve": _solve,
+        "list": _list,
+        "align": _align,
+    }
     if command not in handlers:
         raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
     return handlers[command](rest)
@@ -59,7 +65,8 @@ def _top_parser() -> argparse.ArgumentParser:
             "  train ALGO --env ID [--field value ...]   train an agent into a run folder\n"
             "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
             "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
-            "  list                                       list the registered algorithms\n\n"
+            "  list                                       list the registered algorithms\n"
+            "  align tiny|data|sft|rm|dpo|eval ...        align a language model (extra llm)\n\n"
             "Every command has --help. Example:\n"
             "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
             "  rlx eval runs/ql"
@@ -194,6 +201,188 @@ def _print_summary(run_dir: Path, seconds: float) -> str:
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
     Console().print(table)
     return str(summary.get("status"))
+
+
+# ---------------------------------------------------------------------------- rlx align
+ALIGN_STAGES = {"sft": "sft", "rm": "rm", "dpo": "dpo"}
+ALIGN_DATA = ("arithmetic", "arithmetic-sft", "arithmetic-prefs", "length-biased-prefs")
+
+
+def _align(argv: list[str]) -> int:
+    commands = ("tiny", "data", *ALIGN_STAGES, "eval")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(
+            "usage: rlx align COMMAND ...  (needs the llm extra: pip install 'rlx[llm]')\n\n"
+            "  tiny --out DIR [--texts FILE]           build a tiny local model (char tokenizer)\n"
+            "  data KIND --out FILE [--n N]            write a generated task as JSONL\n"
+            "                                          (" + ", ".join(ALIGN_DATA) + ")\n"
+            "  sft --model DIR --data FILE             supervised fine-tuning\n"
+            "  rm  --model DIR --data FILE             Bradley-Terry reward model\n"
+            "  dpo --model DIR --data FILE             Direct Preference Optimisation\n"
+            "  eval --model DIR --data FILE            greedy exact-match accuracy\n\n"
+            "`rlx align sft --help` lists every field with its default."
+        )
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in commands:
+        raise ConfigError(
+            f"unknown align command {command!r}; choose one of {', '.join(commands)}."
+        )
+    if command == "tiny":
+        return _align_tiny(rest)
+    if command == "data":
+        return _align_data(rest)
+    if command == "eval":
+        return _align_eval(rest)
+    return _align_stage(ALIGN_STAGES[command], rest)
+
+
+def _align_stage(name: str, argv: list[str]) -> int:
+    import tyro
+
+    from rlx import registry
+    from rlx.runs import CONFIG_FILE, read_json
+
+    spec = registry.get(name)
+    cls = _stage_args_class(spec)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--run-dir")
+    pre.add_argument("--resume", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    default = None
+    if known.resume and known.run_dir:
+        record = read_json(Path(known.run_dir) / CONFIG_FILE)
+        default = cls(**record["config"], run_dir=known.run_dir, resume=True)
+    args = tyro.cli(cls, args=argv, prog=f"rlx align {name}", default=default)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+    options = {k: values.pop(k) for k in ("run_dir", "resume", "tensorboard", "progress")}
+    options["progress"] = None if options["progress"] else False
+    if not values["model"] or not values["data"]:
+        raise ConfigError(f"rlx align {name} needs --model DIR and --data FILE.")
+    from rlx.api import train
+
+    t0 = time.perf_counter()
+    result = train(spec.name, values["data"], **options, **values)
+    status = _print_summary(result.run_dir, time.perf_counter() - t0)
+    print(f"model saved in {result.model_dir}")
+    return 130 if status == "interrupted" else 0
+
+
+def _stage_args_class(spec: Any) -> type:
+    """A stage's config dataclass plus the run options (no --env: the data file is it)."""
+    import tyro
+
+    def opt(help_text: str) -> Any:
+        return tyro.conf.arg(help=help_text)
+
+    extra = [
+        (
+            "run_dir",
+            Annotated[str | None, opt("run folder (default runs/<stage>-<data>-<time>)")],
+            dataclasses.field(default=None),
+        ),
+        (
+            "resume",
+            Annotated[bool, opt("continue the run in --run-dir from its latest checkpoint")],
+            dataclasses.field(default=False),
+        ),
+        (
+            "tensorboard",
+            Annotated[bool, opt("also write TensorBoard logs to RUN_DIR/tensorboard")],
+            dataclasses.field(default=False),
+        ),
+        (
+            "progress",
+            Annotated[bool, opt("show a progress bar when the terminal is interactive")],
+            dataclasses.field(default=True),
+        ),
+    ]
+    cls = dataclasses.make_dataclass(
+        "AlignArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
+    )
+    cls.__doc__ = (
+        f"{spec.name}: {spec.summary}.\n\nThe trained model is saved to RUN_DIR/model. "
+        "Fields left at None are chosen from the model and the data and written to "
+        "RUN_DIR/config.json."
+    )
+    return cls
+
+
+def _align_tiny(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx align tiny",
+        description="Build a tiny causal LM (random init) with a character tokenizer.",
+    )
+    parser.add_argument("--out", required=True, help="folder to write the model into")
+    parser.add_argument(
+        "--texts", default=None, help="text or JSONL file whose characters form the vocabulary"
+    )
+    parser.add_argument("--arch", choices=("llama", "gpt2"), default="llama")
+    parser.add_argument("--hidden-size", type=int, default=128)
+    parser.add_argument("--num-layers", type=int, default=4)
+    parser.add_argument("--num-heads", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from rlx import llm
+
+    texts = None
+    if args.texts is not None:
+        path = Path(args.texts)
+        if not path.is_file():
+            raise ConfigError(f"--texts {path} does not exist.")
+        texts = [path.read_text()]
+    out = llm.make_tiny_lm(
+        args.out,
+        texts=texts,
+        arch=args.arch,
+        hidden_size=args.hidden_size,
+        num_layers=args.num_layers,
+        num_heads=args.num_heads,
+        seed=args.seed,
+    )
+    model, _ = llm.load_model(out)
+    print(f"tiny {args.arch} model with {llm.count_parameters(model):,} parameters in {out}")
+    return 0
+
+
+def _align_data(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx align data", description="Write a generated task as a JSONL file."
+    )
+    parser.add_argument("kind", choices=ALIGN_DATA)
+    parser.add_argument("--out", required=True, help="JSONL file to write")
+    parser.add_argument("--n", type=int, default=3000, help="rows (default 3000)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from rlx import llm
+
+    if args.n < 1:
+        raise ConfigError(f"--n {args.n} must be >= 1.")
+    makers = {
+        "arithmetic": llm.arithmetic,
+        "arithmetic-sft": llm.arithmetic_sft,
+        "arithmetic-prefs": llm.arithmetic_preferences,
+        "length-biased-prefs": llm.length_biased_preferences,
+    }
+    path = llm.write_jsonl(args.out, makers[args.kind](args.n, seed=args.seed))
+    print(f"{args.n} {args.kind} rows in {path}")
+    return 0
+
+
+def _align_eval(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx align eval",
+        description="Greedy exact-match accuracy of a model on {prompt, answer} rows.",
+    )
+    parser.add_argument("--model", required=True, help="model folder (e.g. RUN_DIR/model)")
+    parser.add_argument("--data", required=True, help="JSONL rows {prompt, answer}")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    from rlx import llm
+
+    accuracy = llm.exact_match(args.model, args.data, device=args.device)
+    print(f"{args.model}: exact match {accuracy:.3f} on {args.data}")
+    return 0
 
 
 # ---------------------------------------------------------------------------- rlx eval

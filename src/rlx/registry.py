@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,12 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "rlx.agents.ppo",
     "rlx.agents.sac",
     "rlx.agents.td3",
+)
+# Registered only when their extra is installed (``rlx[llm]``).
+_OPTIONAL_MODULES: tuple[str, ...] = (
+    "rlx.llm.stages.sft",
+    "rlx.llm.stages.reward_model",
+    "rlx.llm.stages.dpo",
 )
 _REGISTRY: dict[str, Algorithm] = {}
 _loaded = False
@@ -69,6 +76,9 @@ def _load_builtins() -> None:
     if not _loaded:
         for module in _BUILTIN_MODULES:
             importlib.import_module(module)
+        for module in _OPTIONAL_MODULES:
+            if importlib.util.find_spec("transformers") is not None:
+                importlib.import_module(module)
         _loaded = True
 
 

@@ -142,6 +142,11 @@ class ProgressBar:
         if self._progress is not None:
             self._progress.update(self._task, completed=completed, metrics=format_metrics(latest))
 
+    def set_total(self, total: int) -> None:
+        """Change the budget (a stage that sizes itself from its data knows it only later)."""
+        if self._progress is not None:
+            self._progress.update(self._task, total=total)
+
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()

@@ -225,6 +225,18 @@ class Run:
             file=sys.stderr,
         )
 
+    def record_config(self, config: Any, total: int | None = None) -> None:
+        """Rewrite ``config.json`` with a config completed during training (values chosen
+        from the data or the model), and move the progress bar's budget to ``total``."""
+        self.config = config
+        record = read_json(self.dir / CONFIG_FILE)
+        record["config"] = self._config_record(record.get("preset"))["config"]
+        write_json_atomic(self.dir / CONFIG_FILE, record)
+        if total is not None:
+            self.total = int(total)
+            if self.progress is not None:
+                self.progress.set_total(self.total)
+
     # ------------------------------------------------------------------ logging
     def log(self, step: int, metrics: Mapping[str, Any]) -> dict[str, float]:
         """Log metrics at ``step``; a NaN or infinite value raises :class:`TrainingError`."""

@@ -1,0 +1,115 @@
+"""rlx.llm: aligning a language model (SFT, reward model, DPO, RLHF, GRPO), extra ``llm``.
+
+```python
+from rlx import llm
+path = llm.make_tiny_lm("models/tiny", texts=["12+34=46"])
+model, tokenizer = llm.load_model(path)
+rows = llm.arithmetic(100, seed=0)      # VerifierExample("23+58=", "81"), ...
+```
+
+Modules: ``models`` (load any local causal LM, build a tiny one), ``tasks`` (JSONL data,
+generated tasks, reward functions), ``batching`` (tokenise, pad, log-probabilities) and
+``losses`` (Bradley-Terry, DPO, SFT). Names load on first use, so ``from rlx import llm`` costs
+neither torch nor transformers until a function is called.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from rlx.errors import RLXError
+
+
+class MissingExtraError(RLXError):
+    """An optional dependency group (a pip "extra") is not installed."""
+
+
+def _require_extra() -> None:
+    missing = [
+        name for name in ("transformers", "tokenizers") if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        raise MissingExtraError(
+            f"rlx.llm needs the `llm` extra ({', '.join(missing)} not installed): "
+            "pip install 'rlx[llm]'"
+        )
+
+
+_require_extra()
+
+# public name -> the module of rlx.llm that defines it
+_EXPORTS: dict[str, str] = {
+    # models
+    "load_model": "models",
+    "load_tokenizer": "models",
+    "make_tiny_lm": "models",
+    "character_tokenizer": "models",
+    "count_parameters": "models",
+    # tasks
+    "SFTExample": "tasks",
+    "PreferencePair": "tasks",
+    "VerifierExample": "tasks",
+    "load_sft_jsonl": "tasks",
+    "load_preferences_jsonl": "tasks",
+    "load_verifier_jsonl": "tasks",
+    "write_jsonl": "tasks",
+    "arithmetic": "tasks",
+    "arithmetic_sft": "tasks",
+    "arithmetic_preferences": "tasks",
+    "length_biased_preferences": "tasks",
+    "gold_reward": "tasks",
+    "exact_match_reward": "tasks",
+    "REWARDS": "tasks",
+    "get_reward": "tasks",
+    "task_texts": "tasks",
+    # batching
+    "Batch": "batching",
+    "EncodedSequence": "batching",
+    "encode_prompt": "batching",
+    "encode_prompt_completion": "batching",
+    "pad_batch": "batching",
+    "token_logprobs": "batching",
+    "sequence_logprobs": "batching",
+    "logprobs_from_logits": "batching",
+    "completion_lengths": "batching",
+    # losses
+    "bradley_terry_loss": "losses",
+    "dpo_loss": "losses",
+    "sft_loss": "losses",
+    # generation
+    "greedy": "generation",
+    "exact_match": "generation",
+    "mistake_pairs": "generation",
+    # training stages
+    "sft": "stages.sft",
+    "reward_model": "stages.reward_model",
+    "dpo": "stages.dpo",
+    "BagOfWordsRewardModel": "stages.reward_model",
+    "load_reward_model": "stages.reward_model",
+    "StageResult": "training",
+    "LoadedModel": "models",
+    "save_pretrained": "models",
+}
+
+_SUBMODULES = frozenset(
+    {"models", "tasks", "batching", "losses", "generation", "training", "stages"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"rlx.llm.{_EXPORTS[name]}"), name)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"rlx.llm.{name}")
+    raise AttributeError(f"module 'rlx.llm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *_SUBMODULES})
+
+
+__all__ = ["MissingExtraError", *sorted(_EXPORTS)]

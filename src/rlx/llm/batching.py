@@ -1,0 +1,344 @@
+"""Tokenising, padding and log-probabilities shared by SFT, the reward model, DPO and RLHF.
+
+Conventions, fixed here once:
+
+- A sequence is ``[bos] + prompt + completion + [eos]``. ``bos`` is prepended when the tokenizer
+  has one; ``eos`` is appended to every completion so the model learns to stop (data files carry
+  no end marker). Prompt and completion are tokenised *separately*, so the boundary between them
+  is exact and matches generation, where the completion's tokens follow the prompt's.
+- ``loss_mask[t]`` is over **target tokens**: it says whether token ``t`` is predicted and
+  scored, i.e. it belongs to the completion or is its eos. The prediction of token ``t`` comes
+  from the logits at ``t - 1``, so ``logits[:, :-1]`` pairs with ``input_ids[:, 1:]`` and
+  ``loss_mask[:, 1:]`` (``Batch.target_mask``); ``loss_mask[:, 0]`` is always False.
+- Batches are **right padded**. With a causal mask a real token never attends to the padding
+  after it, so padding changes no real token's logits, and masks come from sequence lengths,
+  never from ``input_ids == pad_id`` (a pad id equal to eos is harmless).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rlx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class EncodedSequence:
+    """One tokenised ``[bos] + prompt + completion + [eos]``, not yet padded.
+
+    ``loss_mask[t]`` is True where token ``t`` is a completion (or eos) token, the target of the
+    loss; ``prompt_length`` counts the tokens before the completion (bos included).
+    """
+
+    input_ids: list[int]
+    loss_mask: list[bool]
+    prompt_length: int
+
+    @classmethod
+    def from_parts(
+        cls, prompt_ids: Sequence[int], completion_ids: Sequence[int], max_length: int | None = None
+    ) -> EncodedSequence:
+        """Join token ids; with ``max_length``, cut the completion's tail to fit (see
+        :func:`encode_prompt_completion`)."""
+        prompt_ids, completion_ids = list(prompt_ids), list(completion_ids)
+        if max_length is not None:
+            if len(prompt_ids) >= max_length:
+                raise ConfigError(
+                    f"a prompt of {len(prompt_ids)} tokens leaves no room for its completion "
+                    f"within max_length={max_length}; raise max_length or shorten the prompt."
+                )
+            completion_ids = completion_ids[: max_length - len(prompt_ids)]
+        # token 0 has no context to be predicted from, so it is never a target
+        mask = [False] * len(prompt_ids) + [True] * len(completion_ids)
+        if mask:
+            mask[0] = False
+        return cls(prompt_ids + completion_ids, mask, len(prompt_ids))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Right-padded sequences: ``input_ids``, ``attention_mask`` (1 = real token) and
+    ``loss_mask`` (True = target token), each ``[B, L]``."""
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    loss_mask: Tensor
+
+    @property
+    def target_mask(self) -> Tensor:
+        """``loss_mask[:, 1:]``: aligned with ``logits[:, :-1]`` and :func:`token_logprobs`."""
+        return self.loss_mask[:, 1:]
+
+    def to(self, device: str | torch.device) -> Batch:
+        """The same batch on ``device``."""
+        return Batch(
+            self.input_ids.to(device), self.attention_mask.to(device), self.loss_mask.to(device)
+        )
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str) -> list[int]:
+    """``[bos] + prompt`` token ids (bos when the tokenizer has one): what generation feeds in."""
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    return _with_bos(tokenizer, ids)
+
+
+def encode_prompt_completion(
+    tokenizer: PreTrainedTokenizerBase, prompt: str, completion: str, max_length: int | None
+) -> EncodedSequence:
+    """Tokenise ``[bos] + prompt + completion + [eos]`` with its loss mask over target tokens.
+
+    Too long a sequence loses tokens from its right end (the completion's tail, eos first); a
+    prompt that leaves no room for one completion token within ``max_length`` is a ConfigError.
+    """
+    return encode_prompt_completions(tokenizer, [prompt], [completion], max_length)[0]
+
+
+def encode_prompt_completions(
+    tokenizer: PreTrainedTokenizerBase,
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    max_length: int | None,
+) -> list[EncodedSequence]:
+    """:func:`encode_prompt_completion` for many rows, with one tokenizer call per column."""
+    if len(prompts) != len(completions):
+        raise ConfigError(f"got {len(prompts)} prompts but {len(completions)} completions.")
+    if not prompts:
+        return []
+    prompt_ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    completion_ids = tokenizer(list(completions), add_special_tokens=False)["input_ids"]
+    eos = [] if tokenizer.eos_token_id is None else [tokenizer.eos_token_id]
+    return [
+        EncodedSequence.from_parts(_with_bos(tokenizer, p), c + eos, max_length)
+        for p, c in zip(prompt_ids, completion_ids, strict=True)
+    ]
+
+
+def _with_bos(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> list[int]:
+    bos = tokenizer.bos_token_id
+    return list(ids) if bos is None else [bos, *ids]
+
+
+def pad_batch(seqs: Sequence[EncodedSequence], pad_id: int) -> Batch:
+    """Right-pad sequences to the longest one: ``[B, L]`` LongTensors plus a bool loss mask."""
+    if not seqs:
+        raise ConfigError("pad_batch needs at least one sequence.")
+    if pad_id is None:
+        raise ConfigError("pad_id is None; load the tokenizer with rlx.llm.load_tokenizer.")
+    length = max(len(s.input_ids) for s in seqs)
+    input_ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(seqs), length), dtype=torch.long)
+    loss_mask = torch.zeros((len(seqs), length), dtype=torch.bool)
+    for row, seq in enumerate(seqs):
+        n = len(seq.input_ids)
+        input_ids[row, :n] = torch.as_tensor(seq.input_ids, dtype=torch.long)
+        attention_mask[row, :n] = 1
+        loss_mask[row, :n] = torch.as_tensor(seq.loss_mask, dtype=torch.bool)
+    return Batch(input_ids, attention_mask, loss_mask)
+
+
+def forward_logits(model: torch.nn.Module, batch: Batch) -> Tensor:
+    """The model's next-token logits ``[B, L, V]`` for a batch (no key/value cache)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+    return out.logits
+
+
+def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
+    """``log pi(x_t | x_<t)`` for ``t = 1 .. L-1``, shape ``[B, L-1]``, unmasked.
+
+    ``log_softmax(logits[:, :-1])`` gathered at the targets ``input_ids[:, 1:]``: only the
+    target token's value leaves the function, never a ``[B, L, V]`` tensor. Computed in float32
+    at least, so bf16 models do not lose the small differences DPO and KL estimates live on.
+    """
+    shifted = logits[:, :-1]
+    if shifted.dtype in (torch.float16, torch.bfloat16):
+        shifted = shifted.float()
+    log_probs = F.log_softmax(shifted, dim=-1)
+    return log_probs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+
+def token_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
+    """Per-token ``log pi(x_t | x_<t)`` at target tokens, 0 elsewhere: ``[B, L-1]``.
+
+    Column ``t - 1`` holds token ``t``'s log-probability; ``batch.target_mask`` marks the
+    columns that count.
+    """
+    logp = logprobs_from_logits(forward_logits(model, batch), batch.input_ids)
+    return logp * batch.target_mask
+
+
+def sequence_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
+    """``log pi(y | x) = sum_t loss_mask_t * log pi(x_t | x_<t)``, one value per row: ``[B]``."""
+    return token_logprobs(model, batch).sum(dim=-1)
+
+
+def completion_lengths(batch: Batch) -> Tensor:
+    """Target tokens per row (completion plus eos, after truncation): LongTensor ``[B]``."""
+    return batch.loss_mask.sum(dim=-1)
+
+
+__all__ = [
+    "Batch",
+    "EncodedSequence",
+    "completion_lengths",
+    "encode_prompt",
+    "encode_prompt_completion",
+    "encode_prompt_completions",
+    "forward_logits",
+    "logprobs_from_logits",
+    "pad_batch",
+    "sequence_logprobs",
+    "token_logprobs",
+]
+
+
+# --- preference pairs packed into one row -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PackedPairs:
+    """Preference pairs as one row each: ``[prompt, chosen, rejected, pad...]``.
+
+    The rejected tokens attend to the prompt and to each other but not to the chosen ones, and
+    their positions continue from the prompt's end, so every token sees exactly the context it
+    has in its own ``prompt + completion`` sequence: the logits equal those of two separate
+    rows, while the prompt is computed once (for short completions most of a pair's tokens).
+
+    ``pred_index[b, t]`` is the position whose logits predict token ``t`` (``t - 1``, except the
+    first rejected token, predicted from the prompt's last position); ``chosen_mask`` and
+    ``rejected_mask`` mark the scored tokens; ``chosen_last`` and ``rejected_last`` are each
+    completion's last position (where a reward model reads its score).
+    """
+
+    input_ids: Tensor
+    position_ids: Tensor
+    allowed: Tensor  # [B, L, L] bool: query t may attend to key k
+    pred_index: Tensor
+    chosen_mask: Tensor
+    rejected_mask: Tensor
+    chosen_last: Tensor
+    rejected_last: Tensor
+
+    def attention_mask(self, dtype: torch.dtype) -> Tensor:
+        """The additive 4D mask ``[B, 1, L, L]`` (0 where allowed, the dtype's minimum not)."""
+        mask = torch.zeros(self.allowed.shape, dtype=dtype, device=self.allowed.device)
+        return mask.masked_fill_(~self.allowed, torch.finfo(dtype).min).unsqueeze(1)
+
+    def to(self, device: str | torch.device) -> PackedPairs:
+        return PackedPairs(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def can_pack(chosen: Sequence[EncodedSequence], rejected: Sequence[EncodedSequence]) -> bool:
+    """Packing needs a non-empty shared prompt per pair (the first rejected token is predicted
+    from its last position)."""
+    return all(
+        c.prompt_length >= 1
+        and c.prompt_length == r.prompt_length
+        and c.input_ids[: c.prompt_length] == r.input_ids[: r.prompt_length]
+        for c, r in zip(chosen, rejected, strict=True)
+    )
+
+
+def pack_pairs(
+    chosen: Sequence[EncodedSequence], rejected: Sequence[EncodedSequence], pad_id: int
+) -> PackedPairs:
+    """Pack each pair ``(chosen[i], rejected[i])`` (same prompt) into one right-padded row."""
+    rows = []
+    for c, r in zip(chosen, rejected, strict=True):
+        p = c.prompt_length
+        rows.append((c.input_ids, c.loss_mask, r.input_ids[p:], r.loss_mask[p:], p))
+    length = max(len(ci) + len(ri) for ci, _, ri, _, _ in rows)
+    B = len(rows)
+    input_ids = torch.full((B, length), pad_id, dtype=torch.long)
+    position_ids = torch.zeros((B, length), dtype=torch.long)
+    allowed = torch.tril(torch.ones((length, length), dtype=torch.bool)).repeat(B, 1, 1)
+    pred_index = (torch.arange(length) - 1).clamp(min=0).repeat(B, 1)
+    chosen_mask = torch.zeros((B, length), dtype=torch.bool)
+    rejected_mask = torch.zeros((B, length), dtype=torch.bool)
+    chosen_last = torch.zeros(B, dtype=torch.long)
+    rejected_last = torch.zeros(B, dtype=torch.long)
+    for b, (c_ids, c_mask, r_tail, r_mask, p) in enumerate(rows):
+        n_c, n_r = len(c_ids), len(r_tail)
+        end = n_c + n_r
+        input_ids[b, :end] = torch.as_tensor(c_ids + r_tail, dtype=torch.long)
+        position_ids[b, :n_c] = torch.arange(n_c)
+        position_ids[b, n_c:end] = torch.arange(p, p + n_r)
+        allowed[b, n_c:end, p:n_c] = False  # rejected tokens never see the chosen ones
+        pred_index[b, n_c] = p - 1  # the first rejected token follows the prompt
+        chosen_mask[b, :n_c] = torch.as_tensor(c_mask, dtype=torch.bool)
+        rejected_mask[b, n_c:end] = torch.as_tensor(r_mask, dtype=torch.bool)
+        chosen_last[b], rejected_last[b] = n_c - 1, end - 1
+    return PackedPairs(
+        input_ids,
+        position_ids,
+        allowed,
+        pred_index,
+        chosen_mask,
+        rejected_mask,
+        chosen_last,
+        rejected_last,
+    )
+
+
+def packed_forward(model: torch.nn.Module, packed: PackedPairs, **kwargs: Any) -> Any:
+    """The model's output on packed pairs (4D mask and explicit positions)."""
+    dtype = next(model.parameters()).dtype
+    return model(
+        input_ids=packed.input_ids,
+        attention_mask=packed.attention_mask(dtype),
+        position_ids=packed.position_ids,
+        use_cache=False,
+        **kwargs,
+    )
+
+
+def packed_pair_logprobs(model: torch.nn.Module, packed: PackedPairs) -> tuple[Tensor, Tensor]:
+    """``log pi(y+|x)`` and ``log pi(y-|x)`` ``[B]`` from one forward pass over packed pairs."""
+    logits = packed_forward(model, packed).logits
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()
+    log_probs = F.log_softmax(logits, dim=-1)
+    rows = torch.arange(len(packed), device=logits.device).unsqueeze(-1)
+    # log pi(token t | its context) read from the logits at pred_index[t]
+    token = log_probs[rows, packed.pred_index, packed.input_ids]
+    chosen = (token * packed.chosen_mask).sum(dim=-1)
+    rejected = (token * packed.rejected_mask).sum(dim=-1)
+    return chosen, rejected
+
+
+@torch.no_grad()
+def packing_matches(
+    score_packed: Any, score_separate: Any, chosen: Sequence[EncodedSequence],
+    rejected: Sequence[EncodedSequence], pad_id: int, tol: float = 1e-3,
+) -> bool:  # fmt: skip
+    """Whether packed pairs score as separate rows do for this model, on a few pairs.
+
+    ``score_packed(PackedPairs) -> (chosen, rejected)`` and ``score_separate(Batch) -> [2B]``
+    (chosen, rejected interleaved). An architecture that ignores explicit positions or custom
+    4D masks fails here (or raises) and its stage falls back to separate rows.
+    """
+    chosen, rejected = list(chosen[:4]), list(rejected[:4])
+    if not chosen or not can_pack(chosen, rejected):
+        return False
+    try:
+        c, r = score_packed(pack_pairs(chosen, rejected, pad_id))
+        both = score_separate(
+            pad_batch([s for pair in zip(chosen, rejected, strict=True) for s in pair], pad_id)
+        )
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return bool(torch.allclose(c, both[0::2], atol=tol) and torch.allclose(r, both[1::2], atol=tol))

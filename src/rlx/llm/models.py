@@ -1,0 +1,426 @@
+"""Language models: load any local Hugging Face causal LM, or build a tiny one from a config.
+
+Every stage (SFT, reward model, DPO, RLHF, GRPO) takes a model *folder*: a user's own
+checkpoint or one made by :func:`make_tiny_lm`, both loaded by :func:`load_model` through
+``AutoModelForCausalLM`` / ``AutoTokenizer`` with ``local_files_only=True``: rlx never downloads.
+
+Tokenizer conventions, fixed once here so every stage agrees:
+
+- **padding side** is ``"right"``, the layout training wants: with a causal mask, right padding
+  leaves the real tokens' logits untouched. Generation needs left padding; the generation code
+  switches it for the prompts it batches.
+- **pad token**: a tokenizer without one gets ``pad = eos``; one without an eos either gets a new
+  ``<pad>`` token and the model's embeddings grow by one row. ``pad = eos`` is safe in rlx
+  because loss and attention masks come from sequence lengths, never from ``input_ids == pad``.
+
+Transformers is imported inside the functions, so ``import rlx.llm`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from rlx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+"""The dtypes a model loads in, by name; ``None`` means float32, the safe choice for training."""
+
+ARCHITECTURES = ("llama", "gpt2")
+"""The tiny model families :func:`make_tiny_lm` builds."""
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
+"""The character tokenizer's special tokens; they take ids 0, 1, 2, 3 in this order."""
+
+DEFAULT_ALPHABET = "0123456789+-*= abcdefghijklmnopqrstuvwxyz!"
+"""Characters of the tiny tokenizer when no texts are given: digits, ``+-*=``, space, lowercase
+letters, and ``!``, the filler of :func:`rlx.llm.tasks.length_biased_preferences`."""
+
+# Class-name endings of the heads AutoModelForCausalLM can build (GPT2LMHeadModel,
+# LlamaForCausalLM, XLMWithLMHeadModel, ...): anything else (a classifier, a bare encoder) is
+# not a language model, even when its model type has a causal variant.
+_CAUSAL_HEAD_SUFFIXES = ("ForCausalLM", "LMHeadModel", "WithLMHead", "ForConditionalGeneration")
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def load_model(
+    path: str | Path,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype | None = None,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a local Hugging Face causal LM folder as ``(model, tokenizer)``.
+
+    The folder must hold a ``config.json`` of a causal LM (checked first, with one clear sentence
+    when it does not), its weights, and its tokenizer. ``dtype`` is ``None`` (float32),
+    ``"float32"``, ``"bfloat16"`` or ``"float16"``. The tokenizer follows this module's
+    conventions (right padding, a pad token); when a pad token had to be added, the embeddings
+    grow to match. The model comes on ``device`` in eval mode, as ``from_pretrained`` returns it
+    (right for a frozen reference); training code calls ``model.train()``.
+    """
+    from transformers import AutoModelForCausalLM
+
+    folder = _causal_lm_folder(path)
+    torch_dtype = _parse_dtype(dtype)
+    target = _parse_device(device)
+    config = _causal_lm_config(folder)
+    tokenizer = load_tokenizer(folder)
+    try:
+        with _no_progress_bars():
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, config=config, dtype=torch_dtype, local_files_only=True
+            )
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot load the model weights in {folder}: {_first_line(err)}") from err
+    _match_pad_token(model, tokenizer)
+    return model.to(target), tokenizer
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    """Load the tokenizer of a local model folder, with right padding and a pad token.
+
+    A tokenizer without a pad token gets ``pad = eos``, or a new ``<pad>`` token when it has no
+    eos either (then :func:`load_model` grows the model's embeddings to match).
+    """
+    from transformers import AutoTokenizer
+
+    folder = _existing_folder(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError, TypeError) as err:
+        raise ConfigError(f"cannot load a tokenizer from {folder}: {_first_line(err)}") from err
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        else:
+            tokenizer.add_special_tokens({"pad_token": PAD})
+    return tokenizer
+
+
+def _existing_folder(path: str | Path) -> Path:
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"model folder {str(folder)!r} does not exist or is not a folder.")
+    return folder
+
+
+def _causal_lm_folder(path: str | Path) -> Path:
+    folder = _existing_folder(path)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(
+            f"model folder {str(folder)!r} has no config.json; expected a Hugging Face model "
+            "folder (save_pretrained output, or one made by rlx.llm.make_tiny_lm)."
+        )
+    return folder
+
+
+def _causal_lm_config(folder: Path) -> Any:
+    """The folder's config, checked to describe a causal (decoder) language model."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError, KeyError) as err:
+        raise ConfigError(f"cannot read config.json in {folder}: {_first_line(err)}") from err
+    model_type = getattr(config, "model_type", None)
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ConfigError(
+            f"model folder {str(folder)!r} holds a {model_type!r} model, which is not a causal "
+            "language model (AutoModelForCausalLM has no class for it)."
+        )
+    # Only encoder families (BERT, RoBERTa, ...) carry is_decoder; they are causal LMs only when
+    # it is set, otherwise every token sees the whole sequence.
+    if getattr(config, "is_decoder", True) is False:
+        raise ConfigError(
+            f"model folder {str(folder)!r} holds a {model_type!r} encoder (is_decoder=False), "
+            "not a causal language model."
+        )
+    architectures = list(getattr(config, "architectures", None) or [])
+    if architectures and not any(a.endswith(_CAUSAL_HEAD_SUFFIXES) for a in architectures):
+        raise ConfigError(
+            f"model folder {str(folder)!r} holds {', '.join(architectures)}, not a causal "
+            "language model (expected a class like LlamaForCausalLM or GPT2LMHeadModel)."
+        )
+    return config
+
+
+def _parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    raise ConfigError(f"dtype={dtype!r} is not supported; use None or one of {sorted(DTYPES)}.")
+
+
+def _parse_device(device: str | torch.device) -> torch.device:
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise ConfigError(f"device={device!r} is not a torch device, e.g. 'cpu', 'cuda'.") from err
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device={device!r} asks for CUDA, which this machine lacks; use 'cpu'.")
+    return target
+
+
+def _match_pad_token(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Grow the embeddings when the tokenizer gained a pad token; record the pad id."""
+    if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+        model.resize_token_embeddings(len(tokenizer))
+    model.config.pad_token_id = tokenizer.pad_token_id
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+# --- a tiny model -------------------------------------------------------------------------------
+
+
+def make_tiny_lm(
+    out_dir: str | Path,
+    texts: Iterable[str] | None = None,
+    *,
+    arch: str = "llama",
+    hidden_size: int = 128,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    max_length: int = 64,
+    seed: int = 0,
+) -> Path:
+    """Build a tiny randomly initialised causal LM with a character tokenizer, saved in ``out_dir``.
+
+    The vocabulary is ``<pad> <bos> <eos> <unk>`` (ids 0-3) followed by the sorted set of the
+    characters in ``texts`` (default :data:`DEFAULT_ALPHABET`); unseen characters map to
+    ``<unk>``. One character is one token, and decoding joins tokens without spaces, so
+    ``decode(encode("23+58=81")) == "23+58=81"``. ``arch`` is ``"llama"`` (LlamaConfig, MLP width
+    ``2 * hidden_size``) or ``"gpt2"`` (GPT2Config, MLP width ``4 * hidden_size``); the defaults
+    give about 0.7M (llama) or 0.8M (gpt2) parameters. Weights depend only on ``seed`` (the
+    global torch RNG is left as it was). The folder is a plain Hugging Face one: it loads with
+    :func:`load_model` and with ``AutoModelForCausalLM`` / ``AutoTokenizer.from_pretrained``.
+    """
+    from transformers import AutoModelForCausalLM
+
+    _check_tiny_sizes(arch, hidden_size, num_layers, num_heads, max_length)
+    tokenizer = character_tokenizer(texts, max_length=max_length)
+    special_ids = {
+        f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos")
+    }
+    sizes = (hidden_size, num_layers, num_heads, max_length)
+    config = _tiny_config(arch, len(tokenizer), *sizes, special_ids)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.generation_config.update(**special_ids)
+
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    with _no_progress_bars():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    _portable_tokenizer_class(out)
+    return out
+
+
+def character_tokenizer(
+    texts: Iterable[str] | None = None, *, max_length: int = 64
+) -> PreTrainedTokenizerBase:
+    """A fast tokenizer with one token per character of ``texts``, built with ``tokenizers``.
+
+    Vocabulary: the special tokens ``<pad> <bos> <eos> <unk>`` then the sorted characters.
+    Every character is split off on its own (``Split`` on any one character) and looked up in a
+    word-level table; the ``Fuse`` decoder joins tokens back with nothing in between.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = _alphabet(texts)
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *chars])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        unk_token=UNK,
+        model_max_length=max_length,
+        padding_side="right",
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def _alphabet(texts: Iterable[str] | None) -> list[str]:
+    if texts is None:
+        return sorted(set(DEFAULT_ALPHABET))
+    if isinstance(texts, str):
+        texts = [texts]
+    chars: set[str] = set()
+    for text in texts:
+        if not isinstance(text, str):
+            raise ConfigError(f"texts must be strings; got {type(text).__name__} {text!r}.")
+        chars.update(text)
+    if not chars:
+        raise ConfigError("texts hold no characters; give example strings or texts=None.")
+    return sorted(chars)
+
+
+def _check_tiny_sizes(
+    arch: str, hidden_size: int, num_layers: int, num_heads: int, max_length: int
+) -> None:
+    if arch not in ARCHITECTURES:
+        raise ConfigError(f"arch={arch!r} is not one of {list(ARCHITECTURES)}.")
+    for name, value in (
+        ("hidden_size", hidden_size),
+        ("num_layers", num_layers),
+        ("num_heads", num_heads),
+        ("max_length", max_length),
+    ):
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name}={value!r} must be a whole number >= 1.")
+    if hidden_size % num_heads:
+        raise ConfigError(f"hidden_size={hidden_size} must be a multiple of num_heads={num_heads}.")
+
+
+def _tiny_config(
+    arch: str,
+    vocab_size: int,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    max_length: int,
+    special_ids: dict[str, int],
+) -> Any:
+    from transformers import GPT2Config, LlamaConfig
+
+    if arch == "gpt2":
+        return GPT2Config(
+            vocab_size=vocab_size,
+            n_positions=max_length,
+            n_embd=hidden_size,
+            n_layer=num_layers,
+            n_head=num_heads,
+            architectures=["GPT2LMHeadModel"],
+            **special_ids,
+        )
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        # half of Llama's usual ~2.7x keeps the default model under 1M parameters
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=max_length,
+        architectures=["LlamaForCausalLM"],
+        **special_ids,
+    )
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    # a one-shard save of a tiny model takes milliseconds; its progress bar is only noise
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _portable_tokenizer_class(folder: Path) -> None:
+    # transformers 5 records its own backend class name, which 4.x (allowed by the `llm` extra)
+    # does not know; PreTrainedTokenizerFast names the same tokenizer for both.
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if config.get("tokenizer_class") == "TokenizersBackend":
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+        path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """The number of parameters of ``model`` (tied weights counted once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+__all__ = [
+    "ARCHITECTURES",
+    "DEFAULT_ALPHABET",
+    "DTYPES",
+    "SPECIAL_TOKENS",
+    "character_tokenizer",
+    "count_parameters",
+    "load_model",
+    "load_tokenizer",
+    "make_tiny_lm",
+]
+
+
+# --- saving and loading trained stages ----------------------------------------------------------
+
+
+def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, out: Path) -> Path:
+    """Save ``model`` and ``tokenizer`` as a normal Hugging Face folder (``from_pretrained``
+    loads it), written to a temporary sibling first and renamed, so a crash never leaves half
+    a model where a whole one is expected."""
+    import shutil
+
+    out = Path(out)
+    tmp = out.with_name(f".tmp-{out.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with _no_progress_bars():
+        model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    _portable_tokenizer_class(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+@dataclass
+class LoadedModel:
+    """A trained stage's model as ``rlx.load(run_dir)`` returns it: ``model``, ``tokenizer``
+    and greedy decoding."""
+
+    model: Any
+    tokenizer: Any
+    run_dir: Path | None = None
+
+    @classmethod
+    def from_checkpoint(cls, config: Any, state: dict[str, Any]) -> LoadedModel:
+        """The start model of ``config.model`` with the checkpoint's weights."""
+        model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+        model.load_state_dict(state["model"])
+        return cls(model, tokenizer)
+
+    def greedy(self, prompts: list[str], max_new_tokens: int = 16) -> list[str]:
+        from rlx.llm.generation import greedy
+
+        return greedy(self.model, self.tokenizer, prompts, max_new_tokens=max_new_tokens)

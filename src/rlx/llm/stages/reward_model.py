@@ -1,0 +1,358 @@
+"""The reward model (stage 3 of RLHF): a scalar score trained on preference pairs with the
+Bradley-Terry loss
+
+    L = -E[log sigma(R(x, y+) - R(x, y-))]
+
+Two kinds, the same loss:
+
+- ``kind="lm"``: a scalar head on the causal LM's backbone, initialised from the SFT model
+  (``AutoModelForSequenceClassification`` with one label), read at the sequence's last real
+  token. Saved as a normal Hugging Face folder.
+- ``kind="bow"``: the cheat sheet's simplest one, ``R(x, y) = dot(w, bag(y))`` over the
+  completion's token counts: fast, transparent (``w`` says which tokens it rewards), and a
+  handy proxy in tests.
+
+Chosen and rejected completions go through the model in one forward pass. Logged per step:
+``loss``, ``pair_accuracy``, ``reward_margin``, ``chosen_reward``, ``rejected_reward``; held
+out: the same with an ``eval_`` prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from rlx import registry
+from rlx.errors import ConfigError
+from rlx.llm.batching import (
+    Batch,
+    EncodedSequence,
+    PackedPairs,
+    encode_prompt_completions,
+    pack_pairs,
+    packed_forward,
+    packing_matches,
+    pad_batch,
+)
+from rlx.llm.losses import bradley_terry_loss
+from rlx.llm.training import (
+    Prepared,
+    Stage,
+    StageConfig,
+    StageResult,
+    run_stage,
+    split_rows,
+    stage_entry,
+)
+
+KINDS = ("lm", "bow")
+BOW_CONFIG = "rlx_reward_model.json"
+BOW_WEIGHTS = "bow_weights.pt"
+
+TARGET_ROWS = 20_000
+"""Rows (pairs) a run sees when neither steps nor epochs is given."""
+
+
+@dataclass(frozen=True)
+class RewardModelConfig(StageConfig):
+    """Bradley-Terry reward model on ``{"prompt", "chosen", "rejected"}`` rows."""
+
+    kind: str = "lm"
+    """lm: scalar head on the model's backbone; bow: linear bag-of-words over completion tokens"""
+    pack_pairs: bool | None = None
+    """score chosen and rejected in one row that shares the prompt (None: when the model
+    gives the same scores that way, checked on a few pairs at the start)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind not in KINDS:
+            raise ConfigError(
+                f"RewardModelConfig: kind={self.kind!r} is not one of {', '.join(KINDS)}."
+            )
+
+
+def reward_model(
+    model: str | Path,
+    data: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    **overrides: Any,
+) -> StageResult:
+    """Train a reward model from the causal LM in ``model`` on preference rows in ``data``;
+    ``RUN_DIR/model`` loads back with :func:`load_reward_model`."""
+    return stage_entry(
+        "rm",
+        model,
+        data,
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        overrides=overrides,
+    )
+
+
+# ============================================================================ the models
+class BagOfWordsRewardModel(nn.Module):
+    """``R(x, y) = dot(w, bag(y))``: one weight per vocabulary token, summed over the
+    completion's tokens (its eos included)."""
+
+    def __init__(self, vocab_size: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, batch: Batch) -> Tensor:
+        return (self.weight[batch.input_ids] * batch.loss_mask).sum(dim=-1)
+
+    def packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
+        w = self.weight[packed.input_ids]
+        return (w * packed.chosen_mask).sum(dim=-1), (w * packed.rejected_mask).sum(dim=-1)
+
+
+class ScalarHeadRewardModel(nn.Module):
+    """A sequence-classification LM read at each row's last real token: ``[B]`` rewards."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
+        """Chosen and rejected rewards of packed pairs, read at each completion's end."""
+        hidden = packed_forward(self.model.base_model, packed).last_hidden_state
+        rows = torch.arange(len(packed), device=hidden.device)
+        chosen = self.model.score(hidden[rows, packed.chosen_last]).squeeze(-1).float()
+        rejected = self.model.score(hidden[rows, packed.rejected_last]).squeeze(-1).float()
+        return chosen, rejected
+
+    def forward(self, batch: Batch) -> Tensor:
+        head = getattr(self.model, "score", None)
+        last = batch.attention_mask.sum(dim=-1) - 1
+        rows = torch.arange(len(last), device=last.device)
+        if head is None:  # an architecture without `score`: its own pooling (needs a pad id)
+            out = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+            return out.logits.squeeze(-1)
+        hidden = self.model.base_model(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
+        ).last_hidden_state
+        return head(hidden[rows, last]).squeeze(-1).float()
+
+
+def sequence_classifier_from(path: str | Path, seed: int, device: str, dtype: str | None) -> Any:
+    """``AutoModelForSequenceClassification`` (one label) from a causal LM folder: the
+    backbone's weights, a fresh head seeded by ``seed``."""
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    from rlx.llm.models import _causal_lm_folder, _no_progress_bars, _parse_dtype, load_tokenizer
+
+    folder = _causal_lm_folder(path)
+    tokenizer = load_tokenizer(folder)
+    torch.manual_seed(seed)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "score.weight newly initialized" is the point here
+    try:
+        with _no_progress_bars():
+            model = AutoModelForSequenceClassification.from_pretrained(
+                folder, num_labels=1, dtype=_parse_dtype(dtype), local_files_only=True
+            )
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot build a reward model from {folder}: {err}") from err
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    return model.to(device), tokenizer
+
+
+@dataclass
+class RewardScorer:
+    """A trained reward model as a reward function ``(prompts, completions, **kw) -> floats``."""
+
+    module: nn.Module
+    tokenizer: Any
+    max_length: int = 256
+    device: str = "cpu"
+
+    @torch.no_grad()
+    def __call__(self, prompts: list[str], completions: list[str], **_: Any) -> list[float]:
+        encoded = encode_prompt_completions(self.tokenizer, prompts, completions, self.max_length)
+        out: list[float] = []
+        for start in range(0, len(encoded), 256):
+            batch = pad_batch(encoded[start : start + 256], self.tokenizer.pad_token_id)
+            out.extend(self.module(batch.to(self.device)).float().tolist())
+        return out
+
+
+def load_reward_model(path: str | Path, *, device: str = "cpu") -> RewardScorer:
+    """The reward model saved in ``path`` (either kind) as a reward function."""
+    from rlx.llm.models import _existing_folder, load_tokenizer
+
+    folder = _existing_folder(path)
+    tokenizer = load_tokenizer(folder)
+    if (folder / BOW_CONFIG).exists():
+        meta = json.loads((folder / BOW_CONFIG).read_text())
+        module = BagOfWordsRewardModel(int(meta["vocab_size"]))
+        module.load_state_dict(torch.load(folder / BOW_WEIGHTS, weights_only=True))
+    else:
+        from transformers import AutoModelForSequenceClassification
+
+        from rlx.llm.models import _no_progress_bars
+
+        with _no_progress_bars():
+            model = AutoModelForSequenceClassification.from_pretrained(
+                folder, local_files_only=True
+            )
+        if model.config.num_labels != 1:
+            raise ConfigError(
+                f"{folder} holds a classifier with {model.config.num_labels} labels, not a "
+                "reward model (one scalar)."
+            )
+        module = ScalarHeadRewardModel(model)
+    return RewardScorer(module.to(device).eval(), tokenizer, device=device)
+
+
+def save_reward_model(module: nn.Module, tokenizer: Any, out: Path) -> None:
+    from rlx.llm.models import save_pretrained
+
+    if isinstance(module, ScalarHeadRewardModel):
+        save_pretrained(module.model, tokenizer, out)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    torch.save(module.state_dict(), out / BOW_WEIGHTS)
+    (out / BOW_CONFIG).write_text(
+        json.dumps({"kind": "bow", "vocab_size": int(module.weight.numel())}) + "\n"
+    )
+
+
+# ============================================================================ the stage
+def encode_pairs(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
+    """``[chosen_0, rejected_0, chosen_1, rejected_1, ...]``: a pair's two sequences side by
+    side, so one padded batch holds both and one forward pass scores them."""
+    prompts = [r.prompt for r in rows for _ in (0, 1)]
+    completions = [c for r in rows for c in (r.chosen, r.rejected)]
+    return encode_prompt_completions(tokenizer, prompts, completions, max_length)
+
+
+def pair_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> Batch:
+    return pad_batch([encoded[2 * i + k] for i in idx for k in (0, 1)], pad_id)
+
+
+def packed_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> PackedPairs:
+    return pack_pairs([encoded[2 * i] for i in idx], [encoded[2 * i + 1] for i in idx], pad_id)
+
+
+def use_packing(
+    setting: bool | None, packed: Any, separate: Any, encoded: list[EncodedSequence], pad_id: int
+) -> bool:
+    """``pack_pairs`` resolved: None packs when :func:`packing_matches` on the first pairs."""
+    if setting is False:
+        return False
+    ok = packing_matches(packed, separate, encoded[0::2], encoded[1::2], pad_id)
+    if setting and not ok:
+        raise ConfigError(
+            "pack_pairs=True, but this model scores packed pairs differently from separate "
+            "rows (it ignores position ids or 4D attention masks); use pack_pairs=False."
+        )
+    return ok
+
+
+def prepare(config: RewardModelConfig) -> Prepared:
+    from rlx.llm.models import count_parameters, load_tokenizer
+    from rlx.llm.tasks import load_preferences_jsonl
+
+    rows = load_preferences_jsonl(config.data)
+    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
+    if config.kind == "lm":
+        backbone, tokenizer = sequence_classifier_from(
+            config.model, config.seed, config.device, config.dtype
+        )
+        module: nn.Module = ScalarHeadRewardModel(backbone)
+    else:
+        tokenizer = load_tokenizer(config.model)
+        module = BagOfWordsRewardModel(len(tokenizer)).to(config.device)
+
+    def build(config: RewardModelConfig) -> Stage:
+        encoded = encode_pairs(tokenizer, train_rows, config.max_length)
+        held = encode_pairs(tokenizer, held_out, config.max_length)
+        pad_id = tokenizer.pad_token_id
+
+        packing = use_packing(
+            config.pack_pairs,
+            module.packed,
+            lambda batch: module(batch.to(config.device)),
+            encoded,
+            pad_id,
+        )
+
+        def rewards_of(enc: list[EncodedSequence], idx: np.ndarray) -> tuple[Tensor, Tensor]:
+            if packing:
+                return module.packed(packed_batch(enc, idx, pad_id).to(config.device))
+            r = module(pair_batch(enc, idx, pad_id).to(config.device))
+            return r[0::2], r[1::2]
+
+        def loss(idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
+            mean, metrics = bradley_terry_loss(*rewards_of(encoded, idx))
+            return mean * len(idx), metrics  # a sum over pairs: the loop divides by the batch
+
+        def evaluate() -> dict[str, float]:
+            if not held_out:
+                return {}
+            chosen, rejected = [], []
+            for start in range(0, len(held_out), 128):
+                idx = np.arange(start, min(start + 128, len(held_out)))
+                c, r = rewards_of(held, idx)
+                chosen.append(c)
+                rejected.append(r)
+            _, metrics = bradley_terry_loss(torch.cat(chosen), torch.cat(rejected))
+            return {f"eval_{k}": float(v) for k, v in metrics.items()}
+
+        return Stage(
+            module,
+            loss,
+            np.ones(len(train_rows)),
+            evaluate,
+            lambda out: save_reward_model(module, tokenizer, out),
+        )
+
+    return Prepared(len(train_rows), count_parameters(module), build)
+
+
+def train(config: RewardModelConfig, data: Any, run: Any) -> StageResult:
+    return run_stage(config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS)
+
+
+def load(config: RewardModelConfig, data_id: str, state: dict) -> RewardScorer:
+    from rlx.llm.models import load_tokenizer
+
+    if config.kind == "lm":
+        backbone, tokenizer = sequence_classifier_from(
+            config.model, config.seed, config.device, config.dtype
+        )
+        module: nn.Module = ScalarHeadRewardModel(backbone)
+    else:
+        tokenizer = load_tokenizer(config.model)
+        module = BagOfWordsRewardModel(len(tokenizer))
+    module.load_state_dict(state["model"])
+    return RewardScorer(module.to(config.device).eval(), tokenizer, config.max_length)
+
+
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="rm",
+        config=RewardModelConfig,
+        train=train,
+        load=load,
+        summary="Bradley-Terry reward model on preference pairs (scalar head or bag of words)",
+        budget_field="steps",
+        unit="steps",
+    )
+)

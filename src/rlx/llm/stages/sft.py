@@ -1,0 +1,159 @@
+"""Supervised fine-tuning (stage 1 of RLHF): learn the demonstrations' completions.
+
+    L_SFT = -(1 / N) sum_rows sum_t m_t log pi(x_t | x_<t)
+
+``m_t`` marks the completion's tokens and its eos (the prompt is context, never a target) and
+``N`` is the batch's number of such tokens, so every completion token weighs the same however
+the batch is split into micro-batches. Logged per step: ``loss``, ``token_accuracy``; held out:
+``eval_loss``, ``eval_token_accuracy`` and, with ``eval_exact_match``, ``exact_match``: the
+share of held-out prompts whose greedy completion equals the demonstration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlx import registry
+from rlx.diagnostics import metrics as M
+from rlx.llm.batching import EncodedSequence, encode_prompt_completions, forward_logits, pad_batch
+from rlx.llm.losses import sft_loss
+from rlx.llm.training import (
+    Prepared,
+    Stage,
+    StageConfig,
+    StageResult,
+    run_stage,
+    split_rows,
+    stage_entry,
+)
+
+EVAL_ROWS_GENERATED = 200  # held-out prompts decoded per evaluation: greedy decoding is slow
+
+TARGET_ROWS = 20_000
+"""Rows (pairs) a run sees when neither steps nor epochs is given."""
+
+
+@dataclass(frozen=True)
+class SFTConfig(StageConfig):
+    """Supervised fine-tuning on ``{"prompt", "completion"}`` rows."""
+
+    eval_exact_match: bool = True
+    """report the greedy exact-match accuracy on held-out prompts at each evaluation"""
+
+
+def sft(
+    model: str | Path,
+    data: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    **overrides: Any,
+) -> StageResult:
+    """Fine-tune the causal LM in ``model`` on the JSONL ``data``; the result's ``model_dir``
+    is a Hugging Face folder (``RUN_DIR/model``). ``overrides`` are :class:`SFTConfig` fields."""
+    return stage_entry(
+        "sft",
+        model,
+        data,
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        overrides=overrides,
+    )
+
+
+def prepare(config: SFTConfig) -> Prepared:
+    """Rows, split, tokenised once; the model loaded; the loss over row indices."""
+    from rlx.llm.models import count_parameters, load_model
+    from rlx.llm.tasks import load_sft_jsonl
+
+    rows = load_sft_jsonl(config.data)
+    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
+    model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+
+    def build(config: SFTConfig) -> Stage:
+        encoded = encode(tokenizer, train_rows, config.max_length)
+        held = encode(tokenizer, held_out, config.max_length)
+        units = np.array([sum(e.loss_mask) for e in encoded], dtype=np.float64)
+        pad_id = tokenizer.pad_token_id
+
+        def loss(idx: np.ndarray) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            batch = pad_batch([encoded[i] for i in idx], pad_id).to(config.device)
+            # a sum over the micro-batch's tokens: the loop divides by the batch's count
+            loss_sum, metrics = sft_loss(forward_logits(model, batch), batch, num_target_tokens=1)
+            metrics[M.LOSS] = loss_sum.detach() / batch.target_mask.sum().clamp(min=1)
+            return loss_sum, metrics
+
+        def evaluate() -> dict[str, float]:
+            return evaluate_sft(model, tokenizer, held, held_out, config)
+
+        return Stage(model, loss, units, evaluate, lambda out: save(model, tokenizer, out))
+
+    return Prepared(len(train_rows), count_parameters(model), build)
+
+
+def encode(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
+    return encode_prompt_completions(
+        tokenizer, [r.prompt for r in rows], [r.completion for r in rows], max_length
+    )
+
+
+def evaluate_sft(
+    model: Any, tokenizer: Any, held: list[EncodedSequence], rows: list[Any], config: SFTConfig
+) -> dict[str, float]:
+    """Held-out token loss and accuracy, and greedy exact match on up to 200 prompts."""
+    if not held:
+        return {}
+    totals = {"loss": 0.0, "token_accuracy": 0.0}
+    tokens = 0
+    for start in range(0, len(held), 256):
+        batch = pad_batch(held[start : start + 256], tokenizer.pad_token_id).to(config.device)
+        n = int(batch.target_mask.sum())
+        _, metrics = sft_loss(forward_logits(model, batch), batch)
+        for key in totals:
+            totals[key] += float(metrics[key]) * n
+        tokens += n
+    out = {f"eval_{k}": v / max(tokens, 1) for k, v in totals.items()}
+    if config.eval_exact_match:
+        from rlx.llm.generation import exact_match
+
+        out["exact_match"] = exact_match((model, tokenizer), rows[:EVAL_ROWS_GENERATED])
+    return out
+
+
+def save(model: Any, tokenizer: Any, out: Path) -> None:
+    """A normal Hugging Face model folder: ``from_pretrained`` loads it back."""
+    from rlx.llm.models import save_pretrained
+
+    save_pretrained(model, tokenizer, out)
+
+
+def train(config: SFTConfig, data: Any, run: Any) -> StageResult:
+    return run_stage(config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS)
+
+
+def load(config: SFTConfig, data_id: str, state: dict) -> Any:
+    from rlx.llm.models import LoadedModel
+
+    return LoadedModel.from_checkpoint(config, state)
+
+
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="sft",
+        config=SFTConfig,
+        train=train,
+        load=load,
+        summary="supervised fine-tuning of a causal LM on prompt/completion rows",
+        budget_field="steps",
+        unit="steps",
+    )
+)

@@ -1,0 +1,414 @@
+"""What every language-model stage shares: its config fields, the data split, the learning-rate
+schedule, the optimizer loop with gradient accumulation, checkpoints and the run folder.
+
+A stage (SFT, reward model, DPO; later RLHF and GRPO) supplies three things to
+:func:`train_loop`: the per-row weight its loss is normalised by (target tokens for SFT, 1 per
+pair otherwise), a function giving the *summed* loss of some rows, and an evaluation. The loop
+turns sums into the batch mean ``L = sum_rows loss_i / sum_rows w_i`` whatever the split into
+micro-batches, so ``grad_accum`` changes memory, never the gradient.
+
+The schedule is linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0
+(what ``transformers``' Trainer and TRL do by default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rlx.core.threads import set_torch_threads
+from rlx.errors import ConfigError
+from rlx.runs import Run
+
+MODEL_DIR = "model"
+"""Where a stage saves its trained model inside the run folder (a normal HF model folder)."""
+
+
+# ============================================================================ config
+@dataclass(frozen=True)
+class StageConfig:
+    """Fields every language-model stage takes. ``None`` means "chosen from the model and the
+    data"; the chosen value is written into the run's ``config.json``."""
+
+    model: str = ""
+    """the model folder to start from: a local Hugging Face causal LM (nothing is downloaded)"""
+    data: str = ""
+    """the JSONL data file"""
+    seed: int = 0
+    """seeds the split, the shuffles and any new weights"""
+    steps: int | None = None
+    """optimizer steps (None: `epochs` passes over the training rows)"""
+    epochs: float | None = None
+    """passes over the training rows when `steps` is None (None: enough to see the stage's
+    `TARGET_ROWS` rows, between 1 and 10 passes)"""
+    batch_size: int = 64
+    """rows per optimizer step (pairs for preference data)"""
+    grad_accum: int = 1
+    """micro-batches per optimizer step (same gradient, less memory); must divide batch_size"""
+    learning_rate: float | None = None
+    """AdamW step size (None: from the model size, see `default_learning_rate`)"""
+    warmup_ratio: float = 0.05
+    """share of the steps with a linear learning-rate warm-up; linear decay to 0 after it"""
+    weight_decay: float = 0.0
+    """AdamW weight decay"""
+    max_grad_norm: float | None = 1.0
+    """clip the global gradient norm (None: no clipping)"""
+    max_length: int = 256
+    """longest sequence in tokens; longer completions lose their tail"""
+    eval_fraction: float = 0.1
+    """share of the rows held out for evaluation (at most 500 rows)"""
+    eval_every: int | None = None
+    """optimizer steps between evaluations (None: about 10 per run)"""
+    device: str = "cpu"
+    """cpu, cuda or cuda:N"""
+    dtype: str | None = None
+    """model weights: float32, bfloat16 or float16 (None: as saved)"""
+    num_threads: int | None = None
+    """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        checks = [
+            (self.batch_size >= 1, f"batch_size={self.batch_size} must be >= 1"),
+            (self.grad_accum >= 1, f"grad_accum={self.grad_accum} must be >= 1"),
+            (
+                self.batch_size % max(self.grad_accum, 1) == 0,
+                f"grad_accum={self.grad_accum} must divide batch_size={self.batch_size}",
+            ),
+            (self.steps is None or self.steps >= 1, f"steps={self.steps} must be >= 1 or None"),
+            (
+                self.epochs is None or self.epochs > 0,
+                f"epochs={self.epochs} must be > 0 or None",
+            ),
+            (
+                self.learning_rate is None or self.learning_rate > 0,
+                f"learning_rate={self.learning_rate} must be > 0 or None",
+            ),
+            (0 <= self.warmup_ratio < 1, f"warmup_ratio={self.warmup_ratio} must be in [0, 1)"),
+            (0 <= self.eval_fraction < 1, f"eval_fraction={self.eval_fraction} must be in [0, 1)"),
+            (self.max_length >= 2, f"max_length={self.max_length} must be >= 2"),
+            (
+                self.eval_every is None or self.eval_every >= 1,
+                f"eval_every={self.eval_every} must be >= 1 or None",
+            ),
+            (
+                self.num_threads is None or self.num_threads >= 1,
+                f"num_threads={self.num_threads} must be >= 1 or None",
+            ),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(f"{name}: {message}.")
+
+
+def default_learning_rate(num_params: int, scale: float = 1.0) -> float:
+    """The step size a stage uses when none is given: ``scale`` times 1e-3 below 10M
+    parameters (tiny models trained from scratch), 1e-4 below 100M, 1e-5 above (fine-tuning
+    pretrained models, as TRL's defaults of 1e-5 to 2e-5 do)."""
+    if num_params < 10_000_000:
+        return 1e-3 * scale
+    if num_params < 100_000_000:
+        return 1e-4 * scale
+    return 1e-5 * scale
+
+
+def resolve_epochs(config: StageConfig, train_rows: int, target_rows: int) -> float:
+    """``epochs``, or, when it is None, the passes that show the model about ``target_rows``
+    rows: many passes over a small data set, one over a large one (clamped to 1..10)."""
+    if config.epochs is not None:
+        return config.epochs
+    return round(min(10.0, max(1.0, target_rows / max(train_rows, 1))), 2)
+
+
+def resolve_steps(config: StageConfig, train_rows: int) -> int:
+    """``steps``, or ``ceil(epochs * rows / batch_size)`` when it is None."""
+    if config.steps is not None:
+        return config.steps
+    assert config.epochs is not None, "resolve_epochs first"
+    return max(1, math.ceil(config.epochs * train_rows / config.batch_size))
+
+
+def resolve_eval_every(config: StageConfig, steps: int) -> int:
+    return config.eval_every or max(1, steps // 10)
+
+
+# ============================================================================ data
+def split_rows(rows: Sequence[Any], eval_fraction: float, seed: int) -> tuple[list, list]:
+    """A seeded shuffle split into (train, held out); at most 500 rows are held out and at
+    least one stays for training."""
+    order = np.random.default_rng(seed).permutation(len(rows))
+    held = min(round(eval_fraction * len(rows)), 500, len(rows) - 1)
+    held_out = [rows[i] for i in order[:held]]
+    train = [rows[i] for i in order[held:]]
+    return train, held_out
+
+
+class EpochSampler:
+    """Row indices for each step: a fresh seeded permutation per epoch, taken in order.
+
+    Its whole state is ``(epoch, position)`` plus the seed, so a resumed run draws exactly
+    the batches an uninterrupted one would.
+    """
+
+    def __init__(self, num_rows: int, batch_size: int, seed: int) -> None:
+        self.num_rows, self.batch_size, self.seed = num_rows, batch_size, seed
+        self.epoch, self.position = 0, 0
+        self._order = self._permutation(0)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, epoch]).permutation(self.num_rows)
+
+    def next(self) -> np.ndarray:
+        """The next ``batch_size`` indices, crossing into the next epoch when needed."""
+        out: list[np.ndarray] = []
+        need = self.batch_size
+        while need:
+            if self.position == self.num_rows:
+                self.epoch, self.position = self.epoch + 1, 0
+                self._order = self._permutation(self.epoch)
+            take = min(need, self.num_rows - self.position)
+            out.append(self._order[self.position : self.position + take])
+            self.position += take
+            need -= take
+        return np.concatenate(out)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self._order = self._permutation(self.epoch)
+
+
+# ============================================================================ schedule
+def warmup_linear(step: int, total: int, warmup_ratio: float) -> float:
+    """The learning-rate factor at ``step`` (0-based): ``(step + 1) / W`` during the ``W``
+    warm-up steps, then ``(total - step) / (total - W)`` down to ``1 / (total - W)``."""
+    warmup = int(warmup_ratio * total)
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+# ============================================================================ the loop
+LossFn = Callable[[np.ndarray], tuple[Tensor, dict[str, Tensor]]]
+"""Rows (indices) -> (summed loss over them, metrics of those rows as 0-d tensors)."""
+
+
+@dataclass
+class Stage:
+    """One stage's training problem, as :func:`train_loop` needs it.
+
+    Attributes:
+        model: the module trained (its parameters with ``requires_grad``).
+        loss: indices -> (loss summed over the rows' units, per-micro-batch mean metrics).
+        units: per training row, what its loss is normalised by (tokens, or 1 per pair).
+        evaluate: () -> held-out metrics (floats), called every ``eval_every`` steps and last.
+        save_model: writes the trained model into a folder.
+    """
+
+    model: torch.nn.Module
+    loss: LossFn
+    units: np.ndarray
+    evaluate: Callable[[], dict[str, float]]
+    save_model: Callable[[Path], None]
+
+
+def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters (foreach kernels: few calls per step on CPU)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
+
+
+def train_loop(
+    stage: Stage, config: StageConfig, run: Run, *, steps: int, lr: float
+) -> dict[str, float]:
+    """``steps`` optimizer steps of ``stage`` inside an open run; returns the last evaluation.
+
+    Each step draws ``batch_size`` rows, splits them into ``grad_accum`` micro-batches and
+    accumulates ``d/dtheta [sum_micro loss_micro / sum_batch units]``: the gradient of the
+    batch's mean loss. Metrics are logged per step, the held-out evaluation every
+    ``eval_every`` steps; a checkpoint (model, optimizer, sampler, RNG) every 30 s, on
+    Ctrl-C, and at the end, where the model is also saved to ``RUN_DIR/model``.
+    """
+    model = stage.model
+    optimizer = make_optimizer(model, lr, config.weight_decay)
+    sampler = EpochSampler(len(stage.units), config.batch_size, config.seed)
+    step = 0
+    if run.resumed_state is not None:
+        _restore(run.resumed_state, model, optimizer, sampler)
+        step = int(run.resumed_step or 0)
+    eval_every = resolve_eval_every(config, steps)
+    params = [p for p in model.parameters() if p.requires_grad]
+    last_eval: dict[str, float] = {}
+    model.train()
+    while step < steps and not run.stop_requested:
+        factor = warmup_linear(step, steps, config.warmup_ratio)
+        for group in optimizer.param_groups:
+            group["lr"] = lr * factor
+        metrics = accumulate_gradients(stage, sampler.next(), config.grad_accum)
+        if config.max_grad_norm is not None:
+            metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
+                params, config.max_grad_norm, foreach=True
+            )
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        metrics["lr"] = lr * factor
+        metrics["epoch"] = sampler.epoch + sampler.position / len(stage.units)
+        if step % eval_every == 0 or step == steps:
+            last_eval = _evaluate(stage)
+            metrics.update(last_eval)
+        run.log(step, metrics)
+        if run.checkpoint_due():
+            run.save_checkpoint(step, _state(model, optimizer, sampler))
+    if run.stop_requested and step < steps:
+        run.save_checkpoint(step, _state(model, optimizer, sampler))
+        return last_eval
+    run.save_checkpoint(step, _state(model, optimizer, sampler))
+    if not last_eval:  # resumed at the end: evaluate what was trained
+        last_eval = _evaluate(stage)
+    stage.save_model(run.dir / MODEL_DIR)
+    return last_eval
+
+
+def accumulate_gradients(
+    stage: Stage, rows: np.ndarray, grad_accum: int
+) -> dict[str, Tensor | float]:
+    """Backward of the batch's mean loss in ``grad_accum`` parts; returns the batch's
+    metrics, each micro-batch's weighted by its share of the units."""
+    total_units = float(stage.units[rows].sum())
+    metrics: dict[str, Tensor | float] = {}
+    for part in np.array_split(rows, grad_accum):
+        loss_sum, part_metrics = stage.loss(part)
+        (loss_sum / total_units).backward()
+        share = float(stage.units[part].sum()) / total_units
+        for key, value in part_metrics.items():
+            metrics[key] = metrics.get(key, 0.0) + share * value.detach()
+    return metrics
+
+
+def _evaluate(stage: Stage) -> dict[str, float]:
+    stage.model.eval()
+    try:
+        with torch.no_grad():
+            return {k: float(v) for k, v in stage.evaluate().items()}
+    finally:
+        stage.model.train()
+
+
+def _state(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: EpochSampler
+) -> dict[str, Any]:
+    return {
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "sampler": sampler.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+    }
+
+
+def _restore(
+    state: Mapping[str, Any],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    sampler: EpochSampler,
+) -> None:
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    sampler.load_state_dict(state["sampler"])
+    torch.set_rng_state(state["torch_rng"])
+
+
+# ============================================================================ run plumbing
+@dataclass
+class StageResult:
+    """What a stage returns: where its run and its trained model are, and its last held-out
+    metrics (``rlx.train`` sets ``run_dir`` on every result it returns)."""
+
+    run_dir: Path
+    model_dir: Path
+    metrics: dict[str, float]
+    wall_s: float
+    status: str
+
+
+@dataclass
+class Prepared:
+    """A stage's problem before the config is complete: its training rows and model size
+    decide ``steps`` and ``learning_rate``; ``build`` makes the :class:`Stage` once they are."""
+
+    train_rows: int
+    num_params: int
+    build: Callable[[StageConfig], Stage]
+
+
+def run_stage(
+    config: StageConfig,
+    run: Run,
+    prepare: Callable[[StageConfig], Prepared],
+    *,
+    lr_scale: float,
+    target_rows: int,
+) -> StageResult:
+    """The registered ``train(config, data, run)`` of every stage: load and split the data,
+    load the model, complete the config (written back into ``config.json``), train, save.
+
+    ``lr_scale`` scales :func:`default_learning_rate`; ``target_rows`` sizes the default
+    number of passes (:func:`resolve_epochs`)."""
+    set_torch_threads(config.num_threads)
+    prepared = prepare(config)
+    if config.steps is None:
+        config = dataclasses.replace(
+            config, epochs=resolve_epochs(config, prepared.train_rows, target_rows)
+        )
+    config = dataclasses.replace(
+        config,
+        steps=resolve_steps(config, prepared.train_rows),
+        learning_rate=config.learning_rate or default_learning_rate(prepared.num_params, lr_scale),
+    )
+    run.record_config(config, total=config.steps)
+    stage = prepared.build(config)
+    metrics = train_loop(stage, config, run, steps=config.steps, lr=config.learning_rate)
+    summary = run.finish(run.last_step, metrics)
+    return StageResult(
+        run.dir, run.dir / MODEL_DIR, metrics, float(summary["wall_s"]), summary["status"]
+    )
+
+
+def stage_entry(
+    name: str,
+    model: str | Path,
+    data: str | Path,
+    *,
+    run_dir: str | Path | None,
+    resume: bool,
+    progress: bool | None,
+    tensorboard: bool,
+    overrides: Mapping[str, Any],
+) -> StageResult:
+    """``llm.sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's
+    name, the data file as the run's "env", and the model folder as a config field."""
+    from rlx.api import train
+
+    fields = dict(overrides)
+    if not resume or model:
+        fields["model"] = str(model)
+    return train(
+        name,
+        str(data),
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        data=str(data),
+        **fields,
+    )
