@@ -230,7 +230,7 @@ def test_packed_pairs_score_exactly_as_separate_rows(tmp_path, arch):
     positions restarting after the prompt: the same log-probabilities and rewards as two rows."""
     from rlx.llm import batching
 
-    rows = llm.arithmetic_preferences(6, seed=3) + [llm.PreferencePair("1+1=", "2", "11111")]
+    rows = [*llm.arithmetic_preferences(6, seed=3), llm.PreferencePair("1+1=", "2", "11111")]
     path = llm.make_tiny_lm(tmp_path / arch, texts=llm.task_texts(rows), arch=arch, **TINY)
     model, tokenizer = llm.load_model(path)
     encoded = rm_stage.encode_pairs(tokenizer, rows, 32)
@@ -262,3 +262,20 @@ def test_a_model_that_ignores_packing_falls_back_to_separate_rows():
     assert not batching.packing_matches(broken, lambda b: torch.zeros(len(b)), seqs, seqs, 0)
     with pytest.raises(ConfigError, match="pack_pairs=False"):
         rm_stage.use_packing(True, broken, lambda b: torch.zeros(len(b)), seqs * 2, 0)
+
+
+def test_dpo_gradient_vanishes_when_chosen_equals_rejected(files):
+    """With y+ = y- the two log-ratios cancel for any policy: no gradient reaches the model
+    (at pi = pi_ref the gradient is -beta/2 on log pi(y+) and +beta/2 on log pi(y-), which is
+    what cancels; ``test_foundations`` checks those values)."""
+    from rlx.llm import batching, losses
+
+    model, tokenizer = llm.load_model(files["model"])
+    rows = [llm.PreferencePair("12+30=", "42", "42"), llm.PreferencePair("5+5=", "10", "10")]
+    encoded = rm_stage.encode_pairs(tokenizer, rows, 32)
+    batch = rm_stage.pair_batch(encoded, np.arange(2), tokenizer.pad_token_id)
+    logps = batching.sequence_logprobs(model, batch)
+    loss, _ = losses.dpo_loss(logps[0::2], logps[1::2], logps[0::2] - 0.3, logps[1::2] - 0.3)
+    loss.backward()
+    assert loss.item() == pytest.approx(np.log(2))
+    assert all(p.grad.abs().max() < 1e-7 for p in model.parameters() if p.grad is not None)

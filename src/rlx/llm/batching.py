@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -134,18 +135,36 @@ def pad_batch(seqs: Sequence[EncodedSequence], pad_id: int) -> Batch:
     """Right-pad sequences to the longest one: ``[B, L]`` LongTensors plus a bool loss mask."""
     if not seqs:
         raise ConfigError("pad_batch needs at least one sequence.")
-    if pad_id is None:
-        raise ConfigError("pad_id is None; load the tokenizer with rlx.llm.load_tokenizer.")
-    length = max(len(s.input_ids) for s in seqs)
-    input_ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(seqs), length), dtype=torch.long)
-    loss_mask = torch.zeros((len(seqs), length), dtype=torch.bool)
-    for row, seq in enumerate(seqs):
-        n = len(seq.input_ids)
-        input_ids[row, :n] = torch.as_tensor(seq.input_ids, dtype=torch.long)
-        attention_mask[row, :n] = 1
-        loss_mask[row, :n] = torch.as_tensor(seq.loss_mask, dtype=torch.bool)
-    return Batch(input_ids, attention_mask, loss_mask)
+    return SequenceTable(seqs, pad_id).batch(np.arange(len(seqs)))
+
+
+class SequenceTable:
+    """Encoded sequences padded once into ``[N, L_max]`` arrays, so a training step's batch is
+    a row selection trimmed to its longest row, not a Python loop over rows."""
+
+    def __init__(self, seqs: Sequence[EncodedSequence], pad_id: int) -> None:
+        if pad_id is None:
+            raise ConfigError("pad_id is None; load the tokenizer with rlx.llm.load_tokenizer.")
+        self.lengths = np.array([len(s.input_ids) for s in seqs], dtype=np.int64)
+        width = int(self.lengths.max()) if len(seqs) else 1
+        self.ids = np.full((len(seqs), width), pad_id, dtype=np.int64)
+        self.loss_mask = np.zeros((len(seqs), width), dtype=bool)
+        for row, seq in enumerate(seqs):
+            self.ids[row, : len(seq.input_ids)] = seq.input_ids
+            self.loss_mask[row, : len(seq.loss_mask)] = seq.loss_mask
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batch(self, idx: np.ndarray) -> Batch:
+        """Rows ``idx`` as a right-padded :class:`Batch`."""
+        width = int(self.lengths[idx].max())
+        attention = np.arange(width)[None, :] < self.lengths[idx, None]
+        return Batch(
+            torch.from_numpy(self.ids[idx, :width]),
+            torch.from_numpy(attention.astype(np.int64)),
+            torch.from_numpy(self.loss_mask[idx, :width]),
+        )
 
 
 def forward_logits(model: torch.nn.Module, batch: Batch) -> Tensor:
@@ -257,41 +276,64 @@ def pack_pairs(
     chosen: Sequence[EncodedSequence], rejected: Sequence[EncodedSequence], pad_id: int
 ) -> PackedPairs:
     """Pack each pair ``(chosen[i], rejected[i])`` (same prompt) into one right-padded row."""
-    rows = []
-    for c, r in zip(chosen, rejected, strict=True):
-        p = c.prompt_length
-        rows.append((c.input_ids, c.loss_mask, r.input_ids[p:], r.loss_mask[p:], p))
-    length = max(len(ci) + len(ri) for ci, _, ri, _, _ in rows)
-    B = len(rows)
-    input_ids = torch.full((B, length), pad_id, dtype=torch.long)
-    position_ids = torch.zeros((B, length), dtype=torch.long)
-    allowed = torch.tril(torch.ones((length, length), dtype=torch.bool)).repeat(B, 1, 1)
-    pred_index = (torch.arange(length) - 1).clamp(min=0).repeat(B, 1)
-    chosen_mask = torch.zeros((B, length), dtype=torch.bool)
-    rejected_mask = torch.zeros((B, length), dtype=torch.bool)
-    chosen_last = torch.zeros(B, dtype=torch.long)
-    rejected_last = torch.zeros(B, dtype=torch.long)
-    for b, (c_ids, c_mask, r_tail, r_mask, p) in enumerate(rows):
-        n_c, n_r = len(c_ids), len(r_tail)
-        end = n_c + n_r
-        input_ids[b, :end] = torch.as_tensor(c_ids + r_tail, dtype=torch.long)
-        position_ids[b, :n_c] = torch.arange(n_c)
-        position_ids[b, n_c:end] = torch.arange(p, p + n_r)
-        allowed[b, n_c:end, p:n_c] = False  # rejected tokens never see the chosen ones
-        pred_index[b, n_c] = p - 1  # the first rejected token follows the prompt
-        chosen_mask[b, :n_c] = torch.as_tensor(c_mask, dtype=torch.bool)
-        rejected_mask[b, n_c:end] = torch.as_tensor(r_mask, dtype=torch.bool)
-        chosen_last[b], rejected_last[b] = n_c - 1, end - 1
-    return PackedPairs(
-        input_ids,
-        position_ids,
-        allowed,
-        pred_index,
-        chosen_mask,
-        rejected_mask,
-        chosen_last,
-        rejected_last,
-    )
+    return PairTable(chosen, rejected, pad_id).packed(np.arange(len(chosen)))
+
+
+class PairTable:
+    """Preference pairs padded once: :meth:`packed` gives :class:`PackedPairs` and
+    :meth:`separate` the interleaved rows ``[c_0, r_0, c_1, r_1, ...]`` of any selection."""
+
+    def __init__(
+        self, chosen: Sequence[EncodedSequence], rejected: Sequence[EncodedSequence], pad_id: int
+    ) -> None:
+        self.rows = SequenceTable([s for pair in zip(chosen, rejected, strict=True)
+                                   for s in pair], pad_id)  # fmt: skip
+        self.packable = bool(chosen) and can_pack(chosen, rejected)
+        if not self.packable:
+            return
+        self.prompt = np.array([c.prompt_length for c in chosen], dtype=np.int64)
+        self.n_chosen = np.array([len(c.input_ids) for c in chosen], dtype=np.int64)
+        rejected_tail = [len(r.input_ids) - r.prompt_length for r in rejected]
+        self.end = self.n_chosen + np.array(rejected_tail, dtype=np.int64)
+        width = int(self.end.max())
+        N = len(chosen)
+        self.ids = np.full((N, width), pad_id, dtype=np.int64)
+        self.chosen_mask = np.zeros((N, width), dtype=bool)
+        self.rejected_mask = np.zeros((N, width), dtype=bool)
+        for b, (c, r) in enumerate(zip(chosen, rejected, strict=True)):
+            p, n_c, end = c.prompt_length, len(c.input_ids), int(self.end[b])
+            self.ids[b, :end] = c.input_ids + r.input_ids[p:]
+            self.chosen_mask[b, :n_c] = c.loss_mask
+            self.rejected_mask[b, n_c:end] = r.loss_mask[p:]
+
+    def separate(self, idx: np.ndarray) -> Batch:
+        return self.rows.batch(np.stack([2 * idx, 2 * idx + 1], axis=1).reshape(-1))
+
+    def packed(self, idx: np.ndarray) -> PackedPairs:
+        if not self.packable:
+            raise ConfigError("these pairs cannot be packed (a pair without a shared prompt).")
+        p, n_c, end = self.prompt[idx, None], self.n_chosen[idx, None], self.end[idx, None]
+        width = int(end.max())
+        t = np.arange(width)[None, :]
+        # positions continue from the prompt's end for the rejected tokens
+        positions = np.where(t < n_c, t, t - n_c + p)
+        positions = np.where(t < end, positions, 0)
+        # the first rejected token is predicted from the prompt's last position
+        pred = np.where(t == n_c, p - 1, np.maximum(t - 1, 0))
+        q, k = t[:, :, None], t[:, None, :]
+        blocked = (q >= n_c[:, :, None]) & (q < end[:, :, None])
+        blocked = blocked & (k >= p[:, :, None]) & (k < n_c[:, :, None])
+        allowed = (k <= q) & ~blocked
+        return PackedPairs(
+            torch.from_numpy(self.ids[idx, :width]),
+            torch.from_numpy(positions),
+            torch.from_numpy(allowed),
+            torch.from_numpy(pred),
+            torch.from_numpy(self.chosen_mask[idx, :width]),
+            torch.from_numpy(self.rejected_mask[idx, :width]),
+            torch.from_numpy(n_c[:, 0] - 1),
+            torch.from_numpy(end[:, 0] - 1),
+        )
 
 
 def packed_forward(model: torch.nn.Module, packed: PackedPairs, **kwargs: Any) -> Any:

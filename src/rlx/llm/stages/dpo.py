@@ -28,13 +28,13 @@ from rlx import registry
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
-    EncodedSequence,
+    PairTable,
     completion_lengths,
     packed_pair_logprobs,
     sequence_logprobs,
 )
 from rlx.llm.losses import _check_beta, dpo_loss
-from rlx.llm.stages.reward_model import encode_pairs, packed_batch, pair_batch, use_packing
+from rlx.llm.stages.reward_model import encode_pairs, pair_table, use_packing
 from rlx.llm.training import (
     Prepared,
     Stage,
@@ -102,34 +102,32 @@ def dpo(
 
 
 def pair_logprobs(
-    model: Any, enc: list[EncodedSequence], idx: np.ndarray, pad_id: int, device: str,
-    packing: bool,
-) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    model: Any, table: PairTable, idx: np.ndarray, device: str, packing: bool
+) -> tuple[Tensor, Tensor, Tensor]:
     """``log pi(y+|x)``, ``log pi(y-|x)`` and the chosen completions' lengths of pairs ``idx``:
     one forward pass, packed or as interleaved rows."""
     if packing:
-        packed = packed_batch(enc, idx, pad_id).to(device)
+        packed = table.packed(idx).to(device)
         chosen, rejected = packed_pair_logprobs(model, packed)
         return chosen, rejected, packed.chosen_mask.sum(dim=-1)
-    batch = pair_batch(enc, idx, pad_id).to(device)
+    batch = table.separate(idx).to(device)
     logps = sequence_logprobs(model, batch)
     return logps[0::2], logps[1::2], completion_lengths(batch)[0::2]
 
 
 @torch.no_grad()
 def reference_logprobs(
-    model: Any, encoded: list[EncodedSequence], pad_id: int, device: str, packing: bool,
-    chunk: int = 128,
-) -> tuple[Tensor, Tensor]:  # fmt: skip
+    model: Any, table: PairTable, device: str, packing: bool, chunk: int = 128
+) -> tuple[Tensor, Tensor]:
     """``log pi_ref(y+|x)`` and ``log pi_ref(y-|x)`` of every pair, ``[P]`` each, in
     batches: the reference's whole contribution to training."""
     was_training = model.training
     model.eval()
-    pairs = len(encoded) // 2
+    pairs = len(table.rows) // 2
     chosen, rejected = [], []
     for start in range(0, pairs, chunk):
         idx = np.arange(start, min(start + chunk, pairs))
-        c, r, _ = pair_logprobs(model, encoded, idx, pad_id, device, packing)
+        c, r, _ = pair_logprobs(model, table, idx, device, packing)
         chosen.append(c)
         rejected.append(r)
     model.train(was_training)
@@ -155,18 +153,15 @@ def prepare(config: DPOConfig) -> Prepared:
             encoded,
             pad_id,
         )
+        train_table, held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
         # the start model is the reference: score every pair with it before any step
-        ref_chosen, ref_rejected = reference_logprobs(
-            model, encoded, pad_id, config.device, packing
-        )
-        held_ref = reference_logprobs(model, held, pad_id, config.device, packing) if held else None
+        ref_chosen, ref_rejected = reference_logprobs(model, train_table, config.device, packing)
+        held_ref = reference_logprobs(model, held_table, config.device, packing) if held else None
 
         def pair_loss(
-            enc: list[EncodedSequence], idx: np.ndarray, ref_c: Tensor, ref_r: Tensor
+            table: PairTable, idx: np.ndarray, ref_c: Tensor, ref_r: Tensor
         ) -> tuple[Tensor, dict[str, Tensor]]:
-            chosen, rejected, chosen_len = pair_logprobs(
-                model, enc, idx, pad_id, config.device, packing
-            )
+            chosen, rejected, chosen_len = pair_logprobs(model, table, idx, config.device, packing)
             key = torch.from_numpy(idx)
             loss, metrics = dpo_loss(chosen, rejected, ref_c[key], ref_r[key], config.beta)
             if config.rpo_alpha > 0:
@@ -178,7 +173,7 @@ def prepare(config: DPOConfig) -> Prepared:
             return loss, metrics
 
         def loss(idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
-            mean, metrics = pair_loss(encoded, idx, ref_chosen, ref_rejected)
+            mean, metrics = pair_loss(train_table, idx, ref_chosen, ref_rejected)
             return mean * len(idx), metrics
 
         def evaluate() -> dict[str, float]:
@@ -187,7 +182,7 @@ def prepare(config: DPOConfig) -> Prepared:
             totals: dict[str, float] = {}
             for start in range(0, len(held_out), 128):
                 idx = np.arange(start, min(start + 128, len(held_out)))
-                _, metrics = pair_loss(held, idx, *held_ref)
+                _, metrics = pair_loss(held_table, idx, *held_ref)
                 for k, v in metrics.items():
                     totals[f"eval_{k}"] = totals.get(f"eval_{k}", 0.0) + float(v) * len(idx)
             out = {k: v / len(held_out) for k, v in totals.items()}

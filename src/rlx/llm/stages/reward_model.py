@@ -34,6 +34,7 @@ from rlx.llm.batching import (
     Batch,
     EncodedSequence,
     PackedPairs,
+    PairTable,
     encode_prompt_completions,
     pack_pairs,
     packed_forward,
@@ -242,6 +243,11 @@ def encode_pairs(tokenizer: Any, rows: list[Any], max_length: int) -> list[Encod
     return encode_prompt_completions(tokenizer, prompts, completions, max_length)
 
 
+def pair_table(encoded: list[EncodedSequence], pad_id: int) -> PairTable:
+    """The pairs of :func:`encode_pairs`, padded once for fast batches."""
+    return PairTable(encoded[0::2], encoded[1::2], pad_id)
+
+
 def pair_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> Batch:
     return pad_batch([encoded[2 * i + k] for i in idx for k in (0, 1)], pad_id)
 
@@ -293,14 +299,16 @@ def prepare(config: RewardModelConfig) -> Prepared:
             pad_id,
         )
 
-        def rewards_of(enc: list[EncodedSequence], idx: np.ndarray) -> tuple[Tensor, Tensor]:
+        train_table, held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+
+        def rewards_of(table: PairTable, idx: np.ndarray) -> tuple[Tensor, Tensor]:
             if packing:
-                return module.packed(packed_batch(enc, idx, pad_id).to(config.device))
-            r = module(pair_batch(enc, idx, pad_id).to(config.device))
+                return module.packed(table.packed(idx).to(config.device))
+            r = module(table.separate(idx).to(config.device))
             return r[0::2], r[1::2]
 
         def loss(idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
-            mean, metrics = bradley_terry_loss(*rewards_of(encoded, idx))
+            mean, metrics = bradley_terry_loss(*rewards_of(train_table, idx))
             return mean * len(idx), metrics  # a sum over pairs: the loop divides by the batch
 
         def evaluate() -> dict[str, float]:
@@ -309,7 +317,7 @@ def prepare(config: RewardModelConfig) -> Prepared:
             chosen, rejected = [], []
             for start in range(0, len(held_out), 128):
                 idx = np.arange(start, min(start + 128, len(held_out)))
-                c, r = rewards_of(held, idx)
+                c, r = rewards_of(held_table, idx)
                 chosen.append(c)
                 rejected.append(r)
             _, metrics = bradley_terry_loss(torch.cat(chosen), torch.cat(rejected))

@@ -20,7 +20,13 @@ import torch
 
 from rlx import registry
 from rlx.diagnostics import metrics as M
-from rlx.llm.batching import EncodedSequence, encode_prompt_completions, forward_logits, pad_batch
+from rlx.llm.batching import (
+    EncodedSequence,
+    SequenceTable,
+    encode_prompt_completions,
+    forward_logits,
+    pad_batch,
+)
 from rlx.llm.losses import sft_loss
 from rlx.llm.training import (
     Prepared,
@@ -83,10 +89,10 @@ def prepare(config: SFTConfig) -> Prepared:
         encoded = encode(tokenizer, train_rows, config.max_length)
         held = encode(tokenizer, held_out, config.max_length)
         units = np.array([sum(e.loss_mask) for e in encoded], dtype=np.float64)
-        pad_id = tokenizer.pad_token_id
+        table = SequenceTable(encoded, tokenizer.pad_token_id)
 
         def loss(idx: np.ndarray) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            batch = pad_batch([encoded[i] for i in idx], pad_id).to(config.device)
+            batch = table.batch(idx).to(config.device)
             # a sum over the micro-batch's tokens: the loop divides by the batch's count
             loss_sum, metrics = sft_loss(forward_logits(model, batch), batch, num_target_tokens=1)
             metrics[M.LOSS] = loss_sum.detach() / batch.target_mask.sum().clamp(min=1)
