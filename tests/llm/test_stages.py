@@ -216,6 +216,8 @@ def test_cli_align_end_to_end(files, tmp_path, capsys):
                      str(tmp_path / "t.jsonl")]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "exact match" in out
+    assert cli.main(["eval", str(tmp_path / "s")]) == 2  # points to `rlx align eval` instead
+    assert "rlx align eval" in capsys.readouterr().err
     assert cli.main(["list"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in ("sft", "rm", "dpo"))

@@ -55,6 +55,13 @@ def evaluate(
     """
     if episodes < 1:
         raise ConfigError(f"episodes={episodes} must be >= 1.")
+    if not hasattr(agent, "act"):
+        run_dir = getattr(agent, "run_dir", None) or "RUN_DIR"
+        raise ConfigError(
+            f"{type(agent).__name__} is not an agent that acts in an env; for a language-model "
+            f"run use `rlx align eval --model {run_dir}/model --data FILE` "
+            "(rlx.llm.exact_match)."
+        )
     env = env if env is not None else getattr(agent, "env_id", None)
     if env is None:
         raise ConfigError("evaluate needs an env: the agent does not record one.")
