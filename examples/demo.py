@@ -2,30 +2,23 @@
 
 1. Value iteration on Sutton & Barto's 4x4 GridWorld: V* and the optimal policy.
 2. Q-learning on FrozenLake 8x8 (slippery), evaluated on the real env and checked against DP.
-3. PPO on CartPole-v1 with a progress bar, evaluated, with its final PPO diagnostics read
-   back from the run folder next to the cheat sheet's healthy ranges.
+3. PPO on CartPole-v1 with a progress bar, evaluated, and diagnosed by the doctor, with an
+   HTML report of the run.
+4. The doctor on a deliberately broken run (learning rate 0.1, 40 epochs): what went wrong,
+   and what to change.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 
 import rlx
-from rlx.diagnostics import metrics as M
 from rlx.planning import format_policy, format_values
 
 RUNS = Path("runs")
 LAKE = "FrozenLake8x8-v1"  # slippery, 8x8, episodes capped at 200 steps
-
-# (metric, healthy range, what the cheat sheet's troubleshooting table says outside it)
-PPO_CHECKS = (
-    (M.APPROX_KL, (0.0, 0.1), "mean KL past 0.1: reduce epochs or the learning rate"),
-    (M.CLIP_FRACTION, (0.0, 0.5), "clip fraction 0.5 or more: lower LR or epochs"),
-    (M.ENTROPY, (0.05, float("inf")), "entropy collapsed: add an entropy bonus c_e > 0"),
-)
 
 
 def banner(text: str) -> None:
@@ -65,25 +58,28 @@ def ppo_on_cartpole() -> None:
     agent = rlx.train("ppo", "CartPole-v1", run_dir=run_dir, seed=0, progress=True)
     print(f"trained in {time.perf_counter() - t0:.1f} s -> {run_dir}/")
     print(f"evaluation: {rlx.evaluate(agent, 'CartPole-v1', episodes=20, seed=100)}")
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    last = {k: v for row in rows for k, v in row.items()}  # latest value of every metric
-    print("final diagnostics:")
-    for metric, (low, high), advice in PPO_CHECKS:
-        if metric in last:
-            verdict = "ok" if low <= last[metric] < high else f"WARNING: {advice}"
-            print(f"  {metric:<20} {last[metric]:>9.4f}  {verdict}")
-    for metric in (M.EXPLAINED_VARIANCE, M.EPISODE_RETURN):
-        if metric in last:
-            print(f"  {metric:<20} {last[metric]:>9.4f}")
+    print(rlx.doctor(run_dir))
+    print(f"report: {rlx.report(run_dir)}")
+
+
+def doctor_on_a_broken_run() -> None:
+    banner("4. The doctor on a broken run: PPO with learning rate 0.1 and 40 epochs")
+    run_dir = fresh("demo-ppo-broken")
+    rlx.train("ppo", "CartPole-v1", run_dir=run_dir, seed=0, learning_rate=0.1, num_epochs=40,
+              anneal_lr=False, anneal_clip=False, total_steps=30_000, eval_episodes=0,
+              progress=True, doctor=False)  # fmt: skip
+    print(rlx.doctor(run_dir))
 
 
 def main() -> None:
     solve_gridworld()
     q_learning_on_frozen_lake()
     ppo_on_cartpole()
+    doctor_on_a_broken_run()
     print(
-        "\nNext: `rlx eval runs/demo-ppo`, `rlx train dqn --env CartPole-v1`, "
-        "`rlx solve FrozenLake8x8-v1`, `rlx list`."
+        "\nNext: `rlx doctor runs/demo-ppo-broken --json`, `rlx report runs/demo-ppo "
+        "runs/demo-ppo-broken`, `rlx recommend Pendulum-v1`, `rlx train dqn --env CartPole-v1`, "
+        "`rlx list`."
     )
 
 

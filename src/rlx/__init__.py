@@ -25,13 +25,21 @@ __version__ = "0.1.0"
 
 # Subpackages load on first use, so `import rlx` (and the CLI) start fast.
 _SUBPACKAGES = frozenset(
-    {"agents", "core", "diagnostics", "mdp", "planning", "registry", "runs", "tabular"}
+    {"agents", "core", "diagnostics", "llm", "mdp", "planning", "registry", "runs", "tabular"}
 )
+# Functions of subpackages, loaded on first use too.
+_FUNCTIONS = {
+    "doctor": "rlx.diagnostics.doctor",
+    "recommend": "rlx.diagnostics.recommend",
+    "report": "rlx.diagnostics.report",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"rlx.{name}")
+    if name in _FUNCTIONS:
+        return getattr(importlib.import_module(_FUNCTIONS[name]), name)
     raise AttributeError(f"module 'rlx' has no attribute {name!r}")
 
 
@@ -39,11 +47,14 @@ __all__ = [
     "EvalStats",
     "RLXError",
     "__version__",
+    "doctor",
     "errors",
     "evaluate",
     "load",
     "mdp",
     "planning",
+    "recommend",
+    "report",
     "tabular",
     "train",
 ]

@@ -36,6 +36,8 @@ def train(
     resume: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
+    stop_on: tuple[str, ...] | list[str] = (),
+    doctor: bool = True,
     **overrides: Any,
 ) -> Any:
     """Train ``algo`` on ``env`` and return the trained agent.
@@ -48,6 +50,10 @@ def train(
             may raise its budget (e.g. ``episodes`` or ``total_steps``).
         progress: show a progress bar (None: when stderr is a terminal).
         tensorboard: also log to ``run_dir/tensorboard``.
+        stop_on: doctor rule ids (``rlx.diagnostics.rules.RULES_BY_ID``) that end the run,
+            checkpoint saved, when they fire, e.g. ``["kl-too-high", "non-finite"]``.
+        doctor: run the doctor's rules on the metrics as they are logged; a new finding
+            prints one line, and the final findings go into ``summary.json``.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
     """
     spec = registry.get(algo)
@@ -77,6 +83,8 @@ def train(
         progress=progress,
         tensorboard=tensorboard,
         preset=preset,
+        stop_on=tuple(stop_on),
+        doctor=doctor,
     ) as run:
         agent = spec.train(config, env, run)
     agent.run_dir = run_dir

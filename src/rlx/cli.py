@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from rlx.errors import ConfigError, RLXError
 
-TRAIN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress")
+TRAIN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress", "stop_on")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,6 +49,9 @@ def _dispatch(argv: list[str]) -> int:
         "solve": _solve,
         "list": _list,
         "align": _align,
+        "doctor": _doctor,
+        "report": _report,
+        "recommend": _recommend,
     }
     if command not in handlers:
         raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
@@ -66,7 +69,10 @@ def _top_parser() -> argparse.ArgumentParser:
             "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
             "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
             "  list                                       list the registered algorithms\n"
-            "  align tiny|data|sft|rm|dpo|eval ...        align a language model (extra llm)\n\n"
+            "  align tiny|data|sft|rm|dpo|eval ...        align a language model (extra llm)\n"
+            "  doctor RUN_DIR [--strict] [--json]         diagnose a run (rlx, SB3, TRL, TB logs)\n"
+            "  report RUN_DIR [RUN_DIR ...]               a self-contained HTML report\n"
+            "  recommend ID [--safety-critical]           which method to use, and the command\n\n"
             "Every command has --help. Example:\n"
             "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
             "  rlx eval runs/ql"
@@ -150,6 +156,14 @@ def _train_args_class(spec: Any) -> type:
             "progress",
             Annotated[bool, opt("show a progress bar when the terminal is interactive")],
             dataclasses.field(default=True),
+        ),
+        (
+            "stop_on",
+            Annotated[
+                tuple[str, ...],
+                opt("doctor rules that end the run (checkpoint saved), e.g. kl-too-high"),
+            ],
+            dataclasses.field(default=()),
         ),
     ]
     cls = dataclasses.make_dataclass(
@@ -382,6 +396,78 @@ def _align_eval(argv: list[str]) -> int:
 
     accuracy = llm.exact_match(args.model, args.data, device=args.device)
     print(f"{args.model}: exact match {accuracy:.3f} on {args.data}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- rlx doctor
+def _doctor(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx doctor",
+        description=(
+            "Diagnose training runs: the troubleshooting table's rules over the logged metrics. "
+            "RUN is an rlx run folder, or another library's logs: a TensorBoard folder or "
+            "event file, a Stable-Baselines3 progress.csv, a TRL trainer_state.json."
+        ),
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders or log files")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a finding is an error")
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    args = parser.parse_args(argv)
+    from rlx.diagnostics.doctor import doctor
+
+    diagnoses = [doctor(run) for run in args.runs]
+    if args.json:
+        import json
+
+        payload = [d.to_dict() for d in diagnoses]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, default=str))
+    else:
+        print("\n\n".join(str(d) for d in diagnoses))
+    return 1 if args.strict and any(d.errors for d in diagnoses) else 0
+
+
+# ---------------------------------------------------------------------------- rlx report
+def _report(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx report",
+        description="Write a self-contained HTML report (plots, findings, config) of runs; "
+        "several runs overlay for comparison.",
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders or log files")
+    parser.add_argument(
+        "--out", default=None, help="HTML file (default RUN/report.html, or ./report.html)"
+    )
+    parser.add_argument("--title", default=None, help="page title")
+    args = parser.parse_args(argv)
+    from rlx.diagnostics.report import report
+
+    path = report(args.runs, args.out, title=args.title)
+    print(f"report written to {path}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- rlx recommend
+def _recommend(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx recommend",
+        description=(
+            "Choose a method: the cheat sheet's table applied to an env id (its spaces and "
+            "whether a model is available), a JSONL data file (preferences, verifier rows, "
+            "demonstrations), or a board game name."
+        ),
+    )
+    parser.add_argument("target", help="Gymnasium id, JSONL file, or game (tictactoe)")
+    parser.add_argument(
+        "--safety-critical", action="store_true", help="exploration must stay safe (SARSA)"
+    )
+    parser.add_argument(
+        "--no-model", action="store_true", help="only samples, even if a model exists"
+    )
+    args = parser.parse_args(argv)
+    from rlx.diagnostics.recommend import recommend
+
+    kwargs = {"has_model": False} if args.no_model else {}
+    print(recommend(args.target, safety_critical=args.safety_critical, **kwargs))
     return 0
 
 

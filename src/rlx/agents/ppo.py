@@ -270,16 +270,19 @@ def load(config: PPOConfig, env_id: str, state: dict) -> PolicyAgent:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # rl-baselines3-zoo's CartPole-v1 settings, re-tuned for wall time (see benchmarks/)
+    # rl-baselines3-zoo's CartPole-v1 settings (8 x 32 steps, full-batch updates, gamma 0.98,
+    # lambda 0.8, annealed LR and clip), re-tuned for wall time: 12 epochs at 3e-3 learn as
+    # much per sample as the zoo's 20 at 1e-3 with 40% fewer gradient steps (seeds 0-4 all
+    # reach 500; 10 epochs lost a seed, 32-unit layers lost one at the end; benchmarks/)
     "CartPole-v1": {
         "num_envs": 8,
         "num_steps": 32,
         "minibatch_size": 256,
-        "num_epochs": 20,
+        "num_epochs": 12,
         "gamma": 0.98,
         "gae_lambda": 0.8,
         "ent_coef": 0.0,
-        "learning_rate": 1e-3,
+        "learning_rate": 3e-3,
         "anneal_lr": True,
         "anneal_clip": True,
     },

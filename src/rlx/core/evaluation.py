@@ -55,7 +55,7 @@ def evaluate(
     """
     if episodes < 1:
         raise ConfigError(f"episodes={episodes} must be >= 1.")
-    if not hasattr(agent, "act"):
+    if not (hasattr(agent, "act") or hasattr(agent, "act_batch")):
         run_dir = getattr(agent, "run_dir", None) or "RUN_DIR"
         raise ConfigError(
             f"{type(agent).__name__} is not an agent that acts in an env; for a language-model "

@@ -100,6 +100,8 @@ class Run:
         progress: bool | None = None,
         tensorboard: bool = False,
         preset: str | None = None,
+        stop_on: tuple[str, ...] = (),
+        doctor: bool = True,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -117,6 +119,7 @@ class Run:
         wall_offset = self._prepare_folder(resume, preset)
         self.logger = MetricLogger(self.dir, wall_offset=wall_offset, tensorboard=tensorboard)
         self.progress: ProgressBar | None = None
+        self.live = self._live_doctor(doctor, stop_on)
 
     # ------------------------------------------------------------------ folder lifecycle
     def _prepare_folder(self, resume: bool, preset: str | None) -> float:
@@ -225,6 +228,22 @@ class Run:
             file=sys.stderr,
         )
 
+    def _live_doctor(self, enabled: bool, stop_on: tuple[str, ...]) -> Any:
+        """The doctor's rules on the metrics as they are logged (one line per new finding, on
+        stderr); ``stop_on`` rules end the run, checkpoint saved, when they fire."""
+        from rlx.diagnostics.doctor import LiveDoctor, check_rule_ids
+
+        stop_on = check_rule_ids(stop_on)
+        if not enabled and not stop_on:
+            return None
+        config = dataclasses.asdict(self.config) if dataclasses.is_dataclass(self.config) else {}
+        live = LiveDoctor(self.algo, self.env_id, config, stop_on=stop_on, printer=_to_stderr)
+        if self.resumed_step is not None:  # a resumed run is judged whole, not from the resume
+            from rlx.diagnostics.series import read_rlx_run
+
+            live.preload(read_rlx_run(self.dir).metrics)
+        return live
+
     def record_config(self, config: Any, total: int | None = None) -> None:
         """Rewrite ``config.json`` with a config completed during training (values chosen
         from the data or the model), and move the progress bar's budget to ``total``."""
@@ -244,6 +263,14 @@ class Run:
         self.last_step = step
         if self.unit == "steps":
             self.update_progress(step)
+        if self.live is not None:
+            self.live.observe(step, values)
+            if self.live.stop is not None and not self.stop_requested:
+                self.stop_requested = True
+                _to_stderr(
+                    f"rlx doctor: stopping the run (stop_on {self.live.stop.rule.id}); "
+                    "a checkpoint is saved."
+                )
         bad = [k for k, v in values.items() if not math.isfinite(v)]
         if bad:
             raise TrainingError(
@@ -288,9 +315,18 @@ class Run:
             "status": self.status,
             **(figures or {}),
         }
+        if self.live is not None:
+            # every rule over the whole run; live findings that did not last are not kept
+            summary["doctor"] = [f.rule.id for f in self.live.final().findings]
+            if self.live.stop is not None:
+                summary["stopped_by"] = self.live.stop.rule.id
         write_json_atomic(self.dir / SUMMARY_FILE, summary)
         self._summary_written = True
         return summary
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _truncate_logs_after(run_dir: Path, step: int) -> float:

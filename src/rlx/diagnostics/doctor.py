@@ -1,0 +1,215 @@
+"""The doctor: every rule of :mod:`rlx.diagnostics.rules` over a run's metric series.
+
+``rlx.doctor(run_dir)`` and ``rlx doctor RUN_DIR [--strict] [--json]`` read an rlx run
+folder, or another library's logs (TensorBoard, Stable-Baselines3, TRL), and report each
+finding with its evidence (metric, steps, value, threshold), its cause, and the fix: which
+config field to change and to what value. :class:`LiveDoctor` runs the same rules on the
+metrics of a run in progress.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlx.diagnostics.rules import ERROR, RULES, RULES_BY_ID, Evidence, Rule
+from rlx.diagnostics.series import RunLog, Series, read_run
+from rlx.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that fired on a run: what was seen, why it happens, what to change."""
+
+    rule: Rule
+    evidence: Evidence
+    current: Any = None  # the config field's value in the run, when known
+    suggested: Any = None  # the value to try
+
+    @property
+    def severity(self) -> str:
+        return self.rule.severity
+
+    def change(self) -> str:
+        """``"learning_rate: 0.001 -> 0.0003"``, or the fix in words when there is no field."""
+        field_name = self.rule.config_field
+        if field_name is None or self.suggested is None:
+            return self.rule.fix
+        return f"{self.rule.fix}: {field_name} {self.current!r} -> {self.suggested!r}"
+
+    def line(self) -> str:
+        """One line, as the live doctor prints it."""
+        return f"{self.severity}: {self.rule.symptom} ({self.evidence.describe()}); {self.change()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule.id,
+            "severity": self.severity,
+            "symptom": self.rule.symptom,
+            "cause": self.rule.cause,
+            "fix": self.rule.fix,
+            "config_field": self.rule.config_field,
+            "current": self.current,
+            "suggested": self.suggested,
+            "evidence": {
+                "metric": self.evidence.metric,
+                "step_start": self.evidence.step_start,
+                "step_end": self.evidence.step_end,
+                "value": self.evidence.value,
+                "threshold": self.evidence.threshold,
+                "statistic": self.evidence.statistic,
+            },
+        }
+
+
+@dataclass
+class Diagnosis:
+    """The doctor's answer for one run."""
+
+    log: RunLog
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": str(self.log.source),
+            "kind": self.log.kind,
+            "algo": self.log.algo,
+            "env": self.log.env,
+            "metrics": sorted(self.log.metrics),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def __str__(self) -> str:
+        head = f"rlx doctor: {self.log.label}"
+        if self.healthy:
+            checked = ", ".join(sorted(applicable_metrics(self.log))) or "no known metric"
+            return f"{head}\nno findings (checked {checked})."
+        lines = [head]
+        for f in self.findings:
+            lines += [
+                f"[{f.severity}] {f.rule.symptom}",
+                f"  evidence: {f.evidence.describe()}",
+                f"  cause:    {f.rule.cause}",
+                f"  fix:      {f.change()}",
+            ]
+        return "\n".join(lines)
+
+
+def applicable(rule: Rule, log: RunLog) -> bool:
+    """A rule applies when the run logged its metric (and, for algorithm-specific rules, the
+    run's algorithm is one of them; another library's run of unknown algorithm passes)."""
+    if rule.algos is not None and log.algo is not None and log.algo not in rule.algos:
+        return False
+    return rule.metric == "*" or log.get(rule.metric) is not None
+
+
+def applicable_metrics(log: RunLog) -> set[str]:
+    return {r.metric for r in RULES if r.metric != "*" and applicable(r, log)}
+
+
+def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
+    """Every applicable rule over ``log``; findings in rule order, errors first."""
+    findings = []
+    for rule in rules:
+        if not applicable(rule, log):
+            continue
+        evidence = rule.check(log)
+        if evidence is None:
+            continue
+        current = log.config.get(rule.config_field) if rule.config_field else None
+        suggested = (
+            rule.suggest(log.config) if rule.suggest and rule.config_field in log.config else None
+        )
+        findings.append(Finding(rule, evidence, current, suggested))
+    findings.sort(key=lambda f: f.severity != ERROR)
+    return Diagnosis(log, findings)
+
+
+def doctor(run: str | Path | RunLog) -> Diagnosis:
+    """Diagnose a run folder (rlx's, or another library's logs): ``print(rlx.doctor(path))``."""
+    log = run if isinstance(run, RunLog) else read_run(run)
+    return diagnose(log)
+
+
+def check_rule_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """``ids`` validated against the rule table (for ``stop_on``)."""
+    unknown = [i for i in ids if i not in RULES_BY_ID]
+    if unknown:
+        raise ConfigError(
+            f"stop_on: unknown rule {unknown[0]!r}; rules are {', '.join(RULES_BY_ID)}."
+        )
+    return tuple(ids)
+
+
+class LiveDoctor:
+    """The rules on the metrics of a run in progress, fed one logged row at a time.
+
+    Every ``every`` rows (and at the end) the rules run over everything logged so far; a rule
+    that fires prints one line, once per run. Rules in ``stop_on`` set :attr:`stop` when they
+    fire, and the training loop ends the run with its checkpoint saved.
+    """
+
+    def __init__(
+        self,
+        algo: str | None,
+        env: str | None,
+        config: Mapping[str, Any],
+        *,
+        stop_on: Sequence[str] = (),
+        every: int = 10,
+        printer: Any = print,
+    ) -> None:
+        self.log = RunLog(Path("."), "rlx", algo=algo, env=env, config=dict(config))
+        self.stop_on = set(check_rule_ids(stop_on))
+        self.every, self.printer = max(1, every), printer
+        self.points: dict[str, list[tuple[float, float]]] = {}
+        self.fired: dict[str, Finding] = {}
+        self.stop: Finding | None = None
+        self._rows = 0
+
+    def preload(self, metrics: Mapping[str, Series]) -> None:
+        """Start from series already logged (a resumed run's rows before the checkpoint)."""
+        for key, series in metrics.items():
+            self.points[key] = list(zip(series.steps.tolist(), series.values.tolist(), strict=True))
+
+    def observe(self, step: float, values: Mapping[str, float]) -> None:
+        for key, value in values.items():
+            self.points.setdefault(key, []).append((float(step), float(value)))
+        self._rows += 1
+        if self._rows % self.every == 0:
+            self.check()
+
+    def check(self) -> list[Finding]:
+        """Run the live rules now; returns the findings that fired for the first time."""
+        self._refresh()
+        live_rules = [rule for rule in RULES if rule.live]
+        new = [f for f in diagnose(self.log, live_rules).findings if f.rule.id not in self.fired]
+        for finding in new:
+            self.fired[finding.rule.id] = finding
+            self.printer(f"rlx doctor: {finding.line()}")
+            if finding.rule.id in self.stop_on and self.stop is None:
+                self.stop = finding
+        return new
+
+    def final(self) -> Diagnosis:
+        """Every rule over the whole run, at its end (what ``summary.json`` records)."""
+        self._refresh()
+        return diagnose(self.log)
+
+    def _refresh(self) -> None:
+        self.log.metrics = {k: Series.from_pairs(v) for k, v in self.points.items()}
+
+
+def to_json(diagnosis: Diagnosis) -> str:
+    return json.dumps(diagnosis.to_dict(), indent=2, default=str)

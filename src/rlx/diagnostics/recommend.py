@@ -1,0 +1,608 @@
+"""The method chooser: the cheat sheet's "Choose a method" table as code.
+
+The table (``seed/rl-cheatsheet.txt``, from Lessons 09.02, 09.04, 09.05, 09.08, 09.09, 09.12)::
+
+    Situation                                  Method
+    Small tabular MDP, known model             value iteration or policy iteration
+    Small tabular MDP, samples only            Q-learning
+    On-policy, safety critical                 SARSA or Expected SARSA
+    High dimensional state, discrete actions   DQN, with Double DQN in production
+    Continuous control                         PPO with Gaussian policy, or SAC and TD3
+    LLM alignment from preferences             DPO first, RLHF-PPO with KL penalty
+    LLM math and code reasoning                GRPO with a verifier reward
+    Two player board games                     AlphaZero or MuZero
+
+Each row is a :class:`Row` in :data:`ROWS` (a docs page is generated from it).
+:func:`recommend` finds the row that fits a target by reading it, not by name:
+
+- a Gymnasium id or env object: its observation and action spaces, and whether rlx can read
+  its model (:func:`rlx.mdp.from_gymnasium`); ``GridWorld`` ids and ``TabularMDP`` objects are
+  tabular MDPs with a known model;
+- a JSONL data file: the keys of its first row (the row kinds of :mod:`rlx.llm.tasks`);
+- a board game: ``tictactoe``, ``connect4`` and OpenSpiel names such as ``tic_tac_toe``.
+
+```
+>>> print(recommend("Pendulum-v1"))
+Recommended: ppo  (Continuous control: PPO with Gaussian policy, or SAC and TD3)
+Why: Pendulum-v1 has Box(3,) observations and Box(-2, 2, (1,)) actions (continuous control). ...
+Run: rlx train ppo --env Pendulum-v1
+Alternatives:
+  - sac: off-policy, more sample-efficient; maximum-entropy exploration
+  - td3: off-policy with a deterministic actor and twin critics
+```
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlx.errors import ConfigError, EnvError
+
+# ---------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the cheat sheet's "Choose a method" table.
+
+    Attributes:
+        situation: the Situation cell, verbatim.
+        method: rlx's name of the first choice (a registered algorithm, an ``rlx solve``
+            method, or a planned one in :data:`PLANNED`).
+        alternatives: ``(rlx name, when to prefer it)`` pairs, in the cheat sheet's order.
+        why: why the first choice fits the situation, in one or two sentences.
+        cheat_sheet: the Method cell, verbatim.
+    """
+
+    situation: str
+    method: str
+    alternatives: tuple[tuple[str, str], ...]
+    why: str
+    cheat_sheet: str
+
+
+TABULAR_MODEL = Row(
+    situation="Small tabular MDP, known model",
+    method="value-iteration",
+    alternatives=(
+        ("policy-iteration", "fewer, costlier sweeps; converges faster when gamma is near 1"),
+    ),
+    why="P and R are known, so dynamic programming computes V* and an optimal policy exactly, "
+    "with no sampling and no exploration.",
+    cheat_sheet="value iteration or policy iteration",
+)
+TABULAR_SAMPLES = Row(
+    situation="Small tabular MDP, samples only",
+    method="q-learning",
+    alternatives=(
+        ("double-q", "when max-based targets overestimate (noisy rewards)"),
+        ("sarsa", "when the mistakes made while exploring are costly (on-policy)"),
+    ),
+    why="Without a model the Q table is learned from sampled transitions; Q-learning's "
+    "off-policy target r + gamma max_a' Q(s', a') converges to Q* under epsilon-greedy "
+    "exploration.",
+    cheat_sheet="Q-learning",
+)
+SAFETY_CRITICAL = Row(
+    situation="On-policy, safety critical",
+    method="sarsa",
+    alternatives=(
+        ("expected-sarsa", "a lower-variance target: the mean over the epsilon-greedy policy"),
+    ),
+    why="SARSA learns the value of the epsilon-greedy policy it actually follows, so it keeps "
+    "away from states where an exploratory step is costly (the cliff-walking lesson: SARSA "
+    "takes the safe path, Q-learning the cliff edge).",
+    cheat_sheet="SARSA or Expected SARSA",
+)
+DISCRETE_DEEP = Row(
+    situation="High dimensional state, discrete actions",
+    method="dqn",
+    alternatives=(("ppo", "on-policy, no replay buffer; steadier with many parallel envs"),),
+    why="A Q network generalises over a state space too large for a table, and an argmax over "
+    "a few discrete actions is cheap; rlx's dqn uses the Double DQN target by default "
+    "(double=True).",
+    cheat_sheet="DQN, with Double DQN in production",
+)
+CONTINUOUS = Row(
+    situation="Continuous control",
+    method="ppo",
+    alternatives=(
+        ("sac", "off-policy, more sample-efficient; maximum-entropy exploration"),
+        ("td3", "off-policy with a deterministic actor and twin critics"),
+    ),
+    why="There is no argmax over a continuous action, so a policy-gradient method samples "
+    "actions from a Gaussian policy (rlx's ppo picks it for Box actions).",
+    cheat_sheet="PPO with Gaussian policy, or SAC and TD3",
+)
+PREFERENCES = Row(
+    situation="LLM alignment from preferences",
+    method="dpo",
+    alternatives=(
+        (
+            "rlhf",
+            "RLHF-PPO: a reward model (rlx align rm) then PPO with a KL penalty to the SFT "
+            "model; for online generation",
+        ),
+    ),
+    why="DPO learns from the preference pairs directly, with no reward model and no "
+    "generation during training: the simplest stable first step.",
+    cheat_sheet="DPO first, RLHF-PPO with KL penalty",
+)
+VERIFIER = Row(
+    situation="LLM math and code reasoning",
+    method="grpo",
+    alternatives=(
+        ("rlhf", "when answers cannot be checked: PPO on a learned reward model"),
+        ("sft", "to teach the answer format first, from demonstrations"),
+    ),
+    why="A verifier checks each completion against the answer, so GRPO scores a group of "
+    "completions per prompt and needs no reward model and no value network.",
+    cheat_sheet="GRPO with a verifier reward",
+)
+BOARD_GAMES = Row(
+    situation="Two player board games",
+    method="alphazero",
+    alternatives=(("muzero", "when search should use a learned model instead of the rules"),),
+    why="Monte Carlo tree search guided by a policy-value network, trained by self-play, "
+    "plays both sides of a two-player zero-sum game.",
+    cheat_sheet="AlphaZero or MuZero",
+)
+
+ROWS: tuple[Row, ...] = (
+    TABULAR_MODEL,
+    TABULAR_SAMPLES,
+    SAFETY_CRITICAL,
+    DISCRETE_DEEP,
+    CONTINUOUS,
+    PREFERENCES,
+    VERIFIER,
+    BOARD_GAMES,
+)
+"""The cheat sheet's "Choose a method" rows, in its order."""
+
+# Not a row of the cheat sheet: demonstrations {"prompt", "completion"} are the SFT stage that
+# precedes every alignment method, so a file of them gets this answer.
+DEMONSTRATIONS = Row(
+    situation="Demonstrations for a language model",
+    method="sft",
+    alternatives=(("dpo", "next, once preference pairs for the SFT model are collected"),),
+    why="Supervised fine-tuning on demonstrations gives the reference model that DPO, "
+    "RLHF-PPO and GRPO start from.",
+    cheat_sheet="SFT (before any alignment method)",
+)
+
+# Not a row either: the "On-policy, safety critical" row names tabular learners; with too many
+# states for a table, its on-policy counterpart among rlx's deep agents is PPO.
+SAFETY_CRITICAL_DEEP = Row(
+    situation=SAFETY_CRITICAL.situation,
+    method="ppo",
+    alternatives=(("dqn", "off-policy Double DQN, when exploratory mistakes are cheap"),),
+    why="The on-policy safety row names tabular SARSA; among deep agents the on-policy one is "
+    "ppo, which learns the value of the stochastic policy it actually follows.",
+    cheat_sheet=SAFETY_CRITICAL.cheat_sheet,
+)
+
+# Methods that run through `rlx solve`, not the algorithm registry.
+SOLVERS: tuple[str, ...] = ("value-iteration", "policy-iteration")
+# Methods the design names (DESIGN.md: llm.rlhf, llm.grpo, games/alphazero, games/muzero)
+# that are not registered yet; a recommendation of one says so instead of a failing command.
+PLANNED: tuple[str, ...] = ("rlhf", "grpo", "alphazero", "muzero")
+_LLM_METHODS = ("sft", "rm", "dpo", "rlhf", "grpo")
+
+# ---------------------------------------------------------------------------- the answer
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What to run, and why.
+
+    Attributes:
+        method: rlx's name of the recommended method.
+        reason: one or two sentences naming what was read (spaces, row keys) and why it fits.
+        alternatives: ``(method, when to prefer it)`` pairs.
+        command: the line to run: ``rlx train``, ``rlx solve`` or ``rlx align`` (a Python call
+            when the target is an object with no id).
+        available: whether rlx can run ``method`` now (registered, or an ``rlx solve`` method).
+        situation: the cheat-sheet row it comes from.
+        note: anything the user must know before running ``command`` (e.g. not yet available).
+    """
+
+    method: str
+    reason: str
+    alternatives: list[tuple[str, str]]
+    command: str
+    available: bool
+    situation: str
+    note: str = ""
+
+    @property
+    def why(self) -> str:
+        """The reason (DESIGN.md's name for it)."""
+        return self.reason
+
+    def __str__(self) -> str:
+        row = _ROW_BY_SITUATION.get(self.situation)
+        title = f"{self.situation}: {row.cheat_sheet}" if row else self.situation
+        lines = [
+            f"Recommended: {self.method}  ({title})",
+            f"Why: {self.reason}",
+            f"Run: {self.command}",
+        ]
+        if self.alternatives:
+            lines.append("Alternatives:")
+            lines += [f"  - {name}: {when}" for name, when in self.alternatives]
+        if self.note:
+            lines.append(f"Note: {self.note}")
+        return "\n".join(lines)
+
+
+_ROW_BY_SITUATION = {row.situation: row for row in (*ROWS, DEMONSTRATIONS)}
+
+
+def recommend(
+    target: Any, *, safety_critical: bool = False, has_model: bool | None = None
+) -> Recommendation:
+    """The cheat sheet's method for ``target``, with the reason, alternatives and command.
+
+    Args:
+        target: a Gymnasium id (``"CartPole-v1"``) or env object, a ``GridWorld[-RxC]`` id or
+            ``TabularMDP``, a JSONL data file, or a board game (``"tictactoe"``, ``"connect4"``).
+        safety_critical: mistakes made while learning are costly; the "On-policy, safety
+            critical" row then wins (SARSA or Expected SARSA for tabular problems).
+        has_model: for tabular problems, whether the model P, R is available; ``None`` asks
+            whether rlx can read it (:func:`rlx.mdp.from_gymnasium`).
+
+    Raises:
+        ConfigError: the target is none of the above, or a data file's rows are of no known kind.
+        EnvError: a registered Gymnasium id cannot be made (e.g. a missing dependency).
+    """
+    from rlx.mdp import TabularMDP
+
+    if isinstance(target, TabularMDP):
+        return _tabular_mdp(target, None, safety_critical, has_model)
+    if _is_game_object(target):
+        return _board_game(type(target).__name__, None)
+    if _is_env_object(target):
+        return _from_env(target, _spec_id(target), safety_critical, has_model)
+    if isinstance(target, Path):
+        return _data_file(target)
+    if isinstance(target, str):
+        return _from_name(target.strip(), safety_critical, has_model)
+    raise ConfigError(_unknown_message(repr(target)))
+
+
+def _from_name(name: str, safety_critical: bool, has_model: bool | None) -> Recommendation:
+    from rlx.core.envs import gridworld_from_id, is_gridworld_id
+
+    game = _game_id(name)
+    if game is not None:
+        return _board_game(name, game)
+    if is_gridworld_id(name):
+        return _tabular_mdp(gridworld_from_id(name), name, safety_critical, has_model)
+    path = Path(name).expanduser()
+    if path.is_file() or path.suffix.lower() in (".jsonl", ".json"):
+        return _data_file(path)
+    if _is_gymnasium_id(name):
+        env = _make(name)
+        try:
+            return _from_env(env, name, safety_critical, has_model)
+        finally:
+            env.close()
+    raise ConfigError(_unknown_message(name))
+
+
+# ---------------------------------------------------------------------------- environments
+
+
+def _from_env(
+    env: Any, env_id: str | None, safety_critical: bool, has_model: bool | None
+) -> Recommendation:
+    """Pick the row from the spaces: Discrete/Discrete is tabular, Box actions continuous."""
+    from gymnasium.spaces import Box, Discrete
+
+    obs, act = env.observation_space, env.action_space
+    spaces = f"{describe_space(obs)} observations and {describe_space(act)} actions"
+    where = env_id or type(env.unwrapped).__name__
+    if isinstance(act, Box):
+        return _continuous(where, env_id, spaces, safety_critical)
+    if isinstance(act, Discrete) and isinstance(obs, Discrete):
+        if has_model is None:
+            has_model = _rlx_reads_model(env)
+        return _tabular(where, env_id, spaces, safety_critical, has_model)
+    if isinstance(act, Discrete) and isinstance(obs, Box):
+        return _discrete_deep(where, env_id, spaces, safety_critical)
+    raise ConfigError(
+        f"{where} has {spaces}; the chooser reads Discrete or Box observations with Discrete or "
+        "Box actions (flatten other spaces with a Gymnasium wrapper first)."
+    )
+
+
+def _tabular(
+    where: str, env_id: str | None, spaces: str, safety_critical: bool, has_model: bool
+) -> Recommendation:
+    if safety_critical:
+        # Planning with a known model explores nothing, so it stays a safe alternative.
+        extra = [("value-iteration", "plan offline with the known model")] if has_model else []
+        facts = f"{where} has {spaces} (a small tabular MDP) and mistakes while learning cost"
+        return _answer(SAFETY_CRITICAL, facts, env_id, extra=extra)
+    if has_model:
+        facts = f"{where} has {spaces} (a small tabular MDP) and rlx can read its model"
+        return _answer(TABULAR_MODEL, facts, env_id)
+    facts = f"{where} has {spaces} (a small tabular MDP) and no model is available"
+    return _answer(TABULAR_SAMPLES, facts, env_id)
+
+
+def _discrete_deep(
+    where: str, env_id: str | None, spaces: str, safety_critical: bool
+) -> Recommendation:
+    facts = f"{where} has {spaces}: too many states for a table, few actions"
+    if not safety_critical:
+        return _answer(DISCRETE_DEEP, facts, env_id)
+    # The safety row asks for an on-policy learner; its deep counterpart in rlx is PPO.
+    return _answer(SAFETY_CRITICAL_DEEP, facts, env_id)
+
+
+def _continuous(
+    where: str, env_id: str | None, spaces: str, safety_critical: bool
+) -> Recommendation:
+    facts = f"{where} has {spaces} (continuous control)"
+    note = (
+        "safety critical: ppo is also the on-policy choice, which the safety row asks for."
+        if safety_critical
+        else ""
+    )
+    return _answer(CONTINUOUS, facts, env_id, note=note)
+
+
+def _tabular_mdp(
+    mdp: Any, mdp_id: str | None, safety_critical: bool, has_model: bool | None
+) -> Recommendation:
+    """A TabularMDP (or GridWorld id): its model is known unless the caller says otherwise."""
+    where = mdp_id or mdp.name
+    spaces = f"Discrete({mdp.n_states}) states and Discrete({mdp.n_actions}) actions"
+    known = True if has_model is None else has_model
+    return _tabular(where, mdp_id, spaces, safety_critical, known)
+
+
+def describe_space(space: Any) -> str:
+    """A short space name: ``Discrete(2)``, ``Box(4,)``, or ``Box(-2, 2, (1,))`` when bounded
+    alike in every dimension."""
+    from gymnasium.spaces import Box, Discrete
+
+    if isinstance(space, Discrete):
+        start = f", start={int(space.start)}" if int(space.start) != 0 else ""
+        return f"Discrete({int(space.n)}{start})"
+    if isinstance(space, Box):
+        low, high = space.low.ravel(), space.high.ravel()
+        uniform = low.size and (low == low[0]).all() and (high == high[0]).all()
+        if uniform and abs(float(low[0])) < float("inf") and abs(float(high[0])) < float("inf"):
+            return f"Box({float(low[0]):g}, {float(high[0]):g}, {space.shape})"
+        return f"Box{space.shape}"
+    return type(space).__name__
+
+
+def _rlx_reads_model(env: Any) -> bool:
+    """Whether :func:`rlx.mdp.from_gymnasium` builds a TabularMDP from ``env``."""
+    from rlx.mdp import from_gymnasium
+
+    try:
+        from_gymnasium(env)
+    except EnvError:
+        return False
+    return True
+
+
+def _is_env_object(target: Any) -> bool:
+    return all(hasattr(target, name) for name in ("observation_space", "action_space", "step"))
+
+
+def _spec_id(env: Any) -> str | None:
+    spec = getattr(env, "spec", None)
+    return str(spec.id) if spec is not None and getattr(spec, "id", None) else None
+
+
+def _is_gymnasium_id(name: str) -> bool:
+    import gymnasium as gym
+
+    try:
+        gym.spec(name)
+    except gym.error.Error:
+        return False
+    return True
+
+
+def _make(env_id: str) -> Any:
+    import gymnasium as gym
+
+    try:
+        return gym.make(env_id)
+    except (gym.error.Error, ImportError) as exc:
+        raise EnvError(f"cannot make Gymnasium env {env_id!r} to read its spaces: {exc}") from exc
+
+
+# ---------------------------------------------------------------------------- data files
+
+# The row kinds of rlx.llm.tasks (SFTExample, PreferencePair, VerifierExample), most specific
+# first: a preference row also has a "prompt". Written out here so that choosing a method does
+# not need the `llm` extra.
+_DATA_KINDS: tuple[tuple[tuple[str, ...], str, Row], ...] = (
+    (("prompt", "chosen", "rejected"), "preference", PREFERENCES),
+    (("prompt", "answer"), "verifier", VERIFIER),
+    (("prompt", "completion"), "demonstration", DEMONSTRATIONS),
+)
+_ACCEPTED_ROWS = (
+    '{"prompt", "chosen", "rejected"} (preferences), {"prompt", "answer"} (verifier tasks) '
+    'or {"prompt", "completion"} (demonstrations)'
+)
+
+
+def _data_file(path: Path) -> Recommendation:
+    """The row kind of a JSONL file, read from the keys of its first non-blank line."""
+    keys, number = _first_row_keys(path)
+    for fields, kind, row in _DATA_KINDS:
+        if set(fields) <= keys:
+            listed = ", ".join(f'"{name}"' for name in fields)
+            facts = f"{path.name} holds {kind} rows {{{listed}}} (line {number})"
+            return _answer(row, facts, None, data=str(path))
+    raise ConfigError(
+        f"data file {str(path)!r} has rows with keys {sorted(keys)}; the chooser reads JSONL "
+        f"rows {_ACCEPTED_ROWS}."
+    )
+
+
+def _first_row_keys(path: Path) -> tuple[set[str], int]:
+    if not path.is_file():
+        raise ConfigError(f"data file {str(path)!r} does not exist.")
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ConfigError(
+                    f"data file {str(path)!r}, line {number}: not valid JSON ({err.msg}); "
+                    f"expected JSONL rows {_ACCEPTED_ROWS}."
+                ) from err
+            if not isinstance(obj, dict):
+                raise ConfigError(
+                    f"data file {str(path)!r}, line {number}: a JSON {type(obj).__name__}, not "
+                    f"an object; expected JSONL rows {_ACCEPTED_ROWS}."
+                )
+            return set(obj), number
+    raise ConfigError(f"data file {str(path)!r} is empty; expected JSONL rows {_ACCEPTED_ROWS}.")
+
+
+# ---------------------------------------------------------------------------- board games
+
+# name (lowercased, '-', '_' and spaces removed) -> the --env name rlx's games will use
+_RLX_GAMES = {"tictactoe": "tictactoe", "connect4": "connect4", "connectfour": "connect4"}
+# Other two-player zero-sum board games under their OpenSpiel names: the table still says
+# AlphaZero or MuZero, but rlx's game protocol has no implementation of them.
+_OPENSPIEL_GAMES = ("breakthrough", "checkers", "chess", "clobber", "go", "hex", "othello")
+
+
+def _game_id(name: str) -> str | None:
+    """rlx's id for a board game name (``tic-tac-toe`` -> ``tictactoe``), else ``None``."""
+    key = re.sub(r"[-_\s]", "", name.lower())
+    if key in _RLX_GAMES:
+        return _RLX_GAMES[key]
+    return name.lower() if name.lower() in _OPENSPIEL_GAMES else None
+
+
+def _is_game_object(target: Any) -> bool:
+    """Duck-typed rlx game (DESIGN.md: initial_state, apply, legal_actions, winner)."""
+    methods = ("initial_state", "apply", "legal_actions", "is_terminal", "winner")
+    return all(callable(getattr(target, name, None)) for name in methods)
+
+
+def _board_game(name: str, game: str | None) -> Recommendation:
+    facts = f"{name} is a two-player zero-sum board game (turns alternate, perfect information)"
+    note = ""
+    if game is not None and game not in _RLX_GAMES.values():
+        note = f"rlx's games are tictactoe and connect4; {game} needs rlx's game protocol."
+    return _answer(BOARD_GAMES, facts, game or "GAME", note=note, game=True)
+
+
+# ---------------------------------------------------------------------------- assembling
+
+
+def _answer(
+    row: Row,
+    facts: str,
+    target_id: str | None,
+    *,
+    extra: list[tuple[str, str]] | None = None,
+    note: str = "",
+    data: str | None = None,
+    game: bool = False,
+) -> Recommendation:
+    """The Recommendation for ``row``: facts read from the target, then the row's reason."""
+    available = is_available(row.method)
+    notes = [note] if note else []
+    if not available:
+        notes.append(_unavailable_note(row))
+    return Recommendation(
+        method=row.method,
+        reason=f"{facts}. {row.why}",
+        alternatives=[*row.alternatives, *(extra or [])],
+        command=_command(row.method, target_id, data=data, game=game),
+        available=available,
+        situation=row.situation,
+        note=" ".join(notes),
+    )
+
+
+def _command(method: str, target_id: str | None, *, data: str | None, game: bool) -> str:
+    """The CLI line for ``method``; a Python call when the target has no id to type."""
+    if data is not None:
+        line = f"rlx align {method} --model MODEL --data {shlex.quote(data)}"
+        return line + " --reward exact-match" if method == "grpo" else line
+    if method in SOLVERS:
+        if target_id is None:
+            return f"rlx.planning.{method.replace('-', '_')}(mdp)"
+        option = "" if method == "value-iteration" else f" --method {method}"
+        return f"rlx solve {shlex.quote(target_id)}{option}"
+    if target_id is None:
+        return f'rlx.train("{method}", env)'
+    return f"rlx train {method} --env {shlex.quote(target_id)}"
+
+
+def is_available(method: str) -> bool:
+    """Whether rlx runs ``method`` now: an ``rlx solve`` method or a registered algorithm."""
+    from rlx import registry
+
+    return method in SOLVERS or method in registry.names()
+
+
+def _unavailable_note(row: Row) -> str:
+    if row.method in _LLM_METHODS and importlib.util.find_spec("transformers") is None:
+        return f"{row.method} needs the llm extra: pip install 'rlx[llm]'."
+    ready = [name for name, _ in row.alternatives if is_available(name)]
+    meanwhile = f"; available now: {', '.join(ready)}" if ready else ""
+    return (
+        f"{row.method} is planned but not yet registered in this rlx, so the command does "
+        f"not run yet{meanwhile}."
+    )
+
+
+def _unknown_message(name: str) -> str:
+    import gymnasium as gym
+
+    candidates = [str(k) for k in gym.registry] + ["tictactoe", "connect4"]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return (
+        f"cannot recommend a method for {name!r}: give a Gymnasium id or env (e.g. "
+        f"CartPole-v1), a GridWorld[-RxC] id, a JSONL data file with rows {_ACCEPTED_ROWS}, "
+        f"or a board game (tictactoe, connect4).{hint}"
+    )
+
+
+__all__ = [
+    "BOARD_GAMES",
+    "CONTINUOUS",
+    "DEMONSTRATIONS",
+    "DISCRETE_DEEP",
+    "PLANNED",
+    "PREFERENCES",
+    "ROWS",
+    "SAFETY_CRITICAL",
+    "SAFETY_CRITICAL_DEEP",
+    "SOLVERS",
+    "TABULAR_MODEL",
+    "TABULAR_SAMPLES",
+    "VERIFIER",
+    "Recommendation",
+    "Row",
+    "describe_space",
+    "is_available",
+    "recommend",
+]

@@ -1,0 +1,547 @@
+"""The doctor's rules: the cheat sheet's troubleshooting table as data.
+
+    Symptom                           Cause                              Fix
+    Mean KL past 0.1                  policy drifts far from the old     reduce K_EPOCHS or LR
+    Clip fraction near 0              clip never triggers                raise LR or K_EPOCHS
+    Clip fraction 0.5 or more         overfit to the rollout             lower LR or K_EPOCHS
+    Reward climbs, human eval drops   reward hacking of the RM           stop early, raise beta
+    Responses get longer              RM rewards length                  length normalized reward
+    Q values too high                 max bias on noisy Q                Double DQN
+    DQN diverges                      deadly triad                       keep target net, replay
+    Policy stops exploring            entropy collapse                   entropy bonus c_e > 0
+
+plus the RLHF monitor ("watch mean KL: past about 5 to 10, drift or reward hacking starts"),
+GRPO groups with no reward spread, a critic that explains nothing, NaN/inf, and a return that
+never moves. Each :class:`Rule` names its symptom, the :class:`Check` that tests the metric
+series, the cause, the fix, the config field to change and how to pick its new value.
+
+Checks read robust statistics (medians of windows, shares of points), never one noisy point,
+and stay silent when a run has too few points to judge: a false alarm costs the user's trust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlx.diagnostics import metrics as M
+from rlx.diagnostics.series import RunLog, Series
+
+ERROR, WARNING = "error", "warning"
+MIN_POINTS = 10
+"""A check needs at least this many points of its metric (updates, log steps) to say
+anything: a handful of updates is not a trend."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a rule saw: ``metric`` between ``step_start`` and ``step_end``, summarised as
+    ``value`` (what ``statistic`` says), against ``threshold``."""
+
+    metric: str
+    step_start: float
+    step_end: float
+    value: float
+    threshold: float
+    statistic: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.metric}: {self.statistic} {self.value:.4g} vs threshold {self.threshold:.4g} "
+            f"over steps {self.step_start:.0f}-{self.step_end:.0f}"
+        )
+
+
+Check = Callable[[RunLog], "Evidence | None"]
+
+
+# ============================================================================ checks
+def median_of_last(metric: str, threshold: float, *, above: bool, fraction: float = 0.5) -> Check:
+    """Fires when the median of the last ``fraction`` of ``metric``'s points is above (or
+    below) ``threshold``: a sustained level, not a spike."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, metric)
+        if series is None:
+            return None
+        tail = series.last(fraction)
+        value = float(np.median(tail.values))
+        if (value > threshold) if above else (value < threshold):
+            word = "above" if above else "below"
+            return _evidence(
+                metric, tail, value, threshold, f"median of the last {fraction:.0%} ({word})"
+            )
+        return None
+
+    return check
+
+
+def median_overall(metric: str, threshold: float, *, above: bool, skip: float = 0.1) -> Check:
+    """The median over the run (after its first ``skip`` share) above or below ``threshold``."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, metric)
+        if series is None:
+            return None
+        body = series.last(1.0 - skip)
+        value = float(np.median(body.values))
+        if (value > threshold) if above else (value < threshold):
+            return _evidence(metric, body, value, threshold, "median")
+        return None
+
+    return check
+
+
+def critic_explains_nothing(threshold: float = 0.05) -> Check:
+    """Explained variance with median below ``threshold`` while there is something to
+    explain: up to the point the return first gets within 10% of its best (or reaches the
+    env's solved threshold). Once a task is solved the returns stop varying and the explained
+    variance of a good critic falls to 0 or below, which is no fault."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, M.EXPLAINED_VARIANCE)
+        if series is None:
+            return None
+        series = series.window(-np.inf, _learning_phase_end(log)).last(0.9)
+        if len(series) < MIN_POINTS:
+            return None
+        value = float(np.median(series.values))
+        if value < threshold:
+            return _evidence(
+                M.EXPLAINED_VARIANCE, series, value, threshold, "median while learning"
+            )
+        return None
+
+    return check
+
+
+def _learning_phase_end(log: RunLog) -> float:
+    """The step where the return first reaches the env's solved threshold, or 90% of the way
+    from its worst to its best; the last step when the run logged no return."""
+    returns = _finite(log, M.EPISODE_RETURN)
+    if returns is None:
+        return np.inf
+    smooth = np.convolve(returns.values, np.ones(5) / 5, mode="valid")
+    target = _solved_threshold(log.env)
+    if target is None or target > smooth.max():
+        target = smooth.min() + 0.9 * (smooth.max() - smooth.min())
+    reached = np.flatnonzero(smooth >= target)
+    return float(returns.steps[reached[0] + 4]) if len(reached) else np.inf
+
+
+def any_non_finite(log: RunLog) -> Evidence | None:
+    """The first metric with a NaN or infinite value, at its first such step."""
+    for name, series in sorted(log.metrics.items()):
+        bad = ~np.isfinite(series.values)
+        if bad.any():
+            i = int(np.argmax(bad))
+            step = float(series.steps[i])
+            return Evidence(name, step, step, float(series.values[i]), 0.0, "non-finite value")
+    return None
+
+
+def flat_return(log: RunLog) -> Evidence | None:
+    """The return never rose above its start: no later tenth of the episodes has a mean above
+    the first tenth's by more than noise (three standard errors of a tenth's mean, or 5% of
+    the return's spread). Means, not medians, so a sparse 0/1 return that starts to succeed
+    counts as learning."""
+    series = _finite(log, M.EPISODE_RETURN, min_points=20)
+    if series is None:
+        return None
+    parts = np.array_split(series.values, 10)
+    tenths = [float(np.mean(part)) for part in parts]
+    gain = max(tenths[1:]) - tenths[0]
+    standard_error = float(np.std(series.values)) / np.sqrt(min(len(p) for p in parts))
+    tolerance = max(3 * standard_error, 0.05 * _spread(series.values), 1e-6)
+    if gain <= tolerance:
+        return _evidence(M.EPISODE_RETURN, series, gain, tolerance, "best tenth's mean gain")
+    return None
+
+
+def return_plateau_below_best(log: RunLog) -> tuple[bool, float]:
+    """Whether the return has stopped improving short of good: its last quarter is no better
+    than the quarter before, and below the env's solved threshold (Gymnasium's
+    ``reward_threshold``) when there is one, else below the best tenth of the run."""
+    series = _finite(log, M.EPISODE_RETURN, min_points=20)
+    if series is None:
+        return False, float("nan")
+    quarters = [float(np.mean(part)) for part in np.array_split(series.values, 4)]
+    spread = _spread(series.values)
+    stuck = quarters[3] <= quarters[2] + 0.05 * spread
+    solved = _solved_threshold(log.env)
+    if solved is not None:
+        return stuck and quarters[3] < solved, quarters[3]
+    best = max(float(np.mean(part)) for part in np.array_split(series.values, 10))
+    return stuck and quarters[3] < best - 0.1 * spread, quarters[3]
+
+
+def overestimation(margin: float = 0.2) -> Check:
+    """``q_start`` above the discounted return actually observed from those states,
+    ``mc_return``, by more than ``margin`` of the return's scale, over the last half: the
+    max operator's bias on noisy estimates."""
+
+    def check(log: RunLog) -> Evidence | None:
+        q, g = _finite(log, M.Q_START), _finite(log, M.MC_RETURN)
+        if q is None or g is None:
+            return None
+        n = min(len(q), len(g))
+        q_tail, g_tail = q.last(0.5), g.last(0.5)
+        gap = float(np.median(q_tail.values) - np.median(g_tail.values))
+        scale = max(float(np.median(np.abs(g.values[-n:]))), 1.0)
+        if gap > margin * scale:
+            return _evidence(M.Q_START, q_tail, gap, margin * scale, "median Q - observed return")
+        return None
+
+    return check
+
+
+def diverging(metric: str, factor: float = 100.0) -> Check:
+    """``metric``'s magnitude in the last fifth is ``factor`` times its calmest fifth and still
+    rising: values running away, not settling."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, metric, min_points=10)
+        if series is None:
+            return None
+        values = np.abs(series.values)
+        fifths = np.array_split(values, 5)
+        calm = max(min(float(np.median(part)) for part in fifths), 1e-8)
+        tail = series.last(0.2)
+        level = float(np.median(np.abs(tail.values)))
+        rising = (
+            np.polyfit(np.arange(len(tail)), np.abs(tail.values), 1)[0] > 0
+            if len(tail) > 2
+            else True
+        )
+        if level > factor * calm and rising:
+            return _evidence(metric, tail, level / calm, factor, "growth over the calmest fifth")
+        return None
+
+    return check
+
+
+def entropy_collapse(share: float = 0.3) -> Check:
+    """Entropy below ``share`` of its starting value while the return is stuck short of good:
+    the policy stopped exploring before it stopped being bad. (A solved task may end nearly
+    deterministic; that is not a collapse, so the return must be stuck too.)"""
+
+    def check(log: RunLog) -> Evidence | None:
+        entropy = _finite(log, M.ENTROPY, min_points=10)
+        if entropy is None:
+            return None
+        start = float(np.median(entropy.first(0.1).values))
+        tail = entropy.last(0.25)
+        level = float(np.median(tail.values))
+        if start <= 0 or level > share * start:
+            return None
+        stuck, _ = return_plateau_below_best(log)
+        if stuck:
+            return _evidence(M.ENTROPY, tail, level, share * start, "median of the last 25%")
+        return None
+
+    return check
+
+
+def climbs_while_drops(rising: str, falling: str, drop: float = 0.1) -> Check:
+    """``rising`` keeps climbing while ``falling`` (the gold or held-out measure) has dropped
+    more than ``drop`` of its range from its best point: the proxy is being gamed."""
+
+    def check(log: RunLog) -> Evidence | None:
+        up, down = _finite(log, rising), _finite(log, falling)
+        if up is None or down is None:
+            return None
+        best = int(np.argmax(down.values))
+        after = down.values[best:]
+        span = float(np.ptp(down.values)) + 1e-8
+        fall = float(down.values[best] - np.median(after[-max(1, len(after) // 4) :]))
+        up_after = up.window(float(down.steps[best]), float(up.steps[-1]))
+        climbed = len(up_after) >= 2 and float(up_after.values[-1]) > float(up_after.values[0])
+        if fall > drop * span and climbed and best < len(down) - 1:
+            tail = down.window(float(down.steps[best]), float(down.steps[-1]))
+            return _evidence(
+                falling, tail, fall, drop * span, f"drop from its best while {rising} climbs"
+            )
+        return None
+
+    return check
+
+
+def grows_with(metric: str, driver: str, growth: float = 0.5, correlation: float = 0.8) -> Check:
+    """``metric`` grows by more than ``growth`` (relative) and tracks ``driver`` (Spearman
+    correlation above ``correlation``): e.g. responses lengthen as the reward rises."""
+
+    def check(log: RunLog) -> Evidence | None:
+        a, b = _finite(log, metric), _finite(log, driver)
+        if a is None or b is None:
+            return None
+        b_on_a = np.interp(a.steps, b.steps, b.values)
+        start = float(np.median(a.first(0.2).values))
+        end = float(np.median(a.last(0.2).values))
+        rel = (end - start) / max(abs(start), 1e-8)
+        rho = _spearman(a.values, b_on_a)
+        if rel > growth and rho > correlation:
+            return _evidence(
+                metric, a, rel, growth, f"relative growth (Spearman {rho:.2f} with {driver})"
+            )
+        return None
+
+    return check
+
+
+# ============================================================================ rules
+@dataclass(frozen=True)
+class Rule:
+    """One row of the troubleshooting table, executable.
+
+    ``suggest(config)`` gives the new value of ``config_field`` from the run's config (None
+    when the run's config does not have the field). ``lines`` are thresholds a report draws
+    on the metric's plot. ``algos``: where the rule applies (None: any run with the metric).
+    """
+
+    id: str
+    symptom: str
+    cause: str
+    fix: str
+    severity: str
+    metric: str
+    check: Check
+    config_field: str | None = None
+    suggest: Callable[[Mapping[str, Any]], Any] | None = None
+    lines: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    algos: frozenset[str] | None = None
+    live: bool = True
+    """checked during training too; False for rules that judge a whole run (a return that
+    has not moved yet at 10% of training is no finding)"""
+
+
+def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[str, Any]], Any]:
+    def suggest(config: Mapping[str, Any]) -> Any:
+        value = config.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        new = value * factor
+        return max(1, round(new)) if kind is int else float(f"{new:.3g}")
+
+    return suggest
+
+
+def _constant(value: Any) -> Callable[[Mapping[str, Any]], Any]:
+    return lambda config: value
+
+
+PPO_LIKE = frozenset({"ppo", "a2c", "rlhf-ppo", "grpo"})
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="kl-too-high",
+        symptom="Mean KL past 0.1",
+        cause="the policy drifts far from the old policy in each update",
+        fix="reduce K_EPOCHS or LR",
+        severity=WARNING,
+        metric=M.APPROX_KL,
+        check=median_of_last(M.APPROX_KL, 0.1, above=True),
+        config_field="learning_rate",
+        suggest=_scaled("learning_rate", 0.3),
+        lines={M.APPROX_KL: (0.1,)},
+    ),
+    Rule(
+        id="clip-fraction-near-zero",
+        symptom="Clip fraction near 0",
+        cause="the clip never triggers: updates are too timid to use the trust region",
+        fix="raise LR or K_EPOCHS",
+        severity=WARNING,
+        metric=M.CLIP_FRACTION,
+        check=median_overall(M.CLIP_FRACTION, 0.005, above=False),
+        config_field="learning_rate",
+        suggest=_scaled("learning_rate", 3.0),
+        lines={M.CLIP_FRACTION: (0.005, 0.5)},
+    ),
+    Rule(
+        id="clip-fraction-high",
+        symptom="Clip fraction 0.5 or more",
+        cause="each update overfits to its rollout",
+        fix="lower LR or K_EPOCHS",
+        severity=WARNING,
+        metric=M.CLIP_FRACTION,
+        check=median_of_last(M.CLIP_FRACTION, 0.5, above=True),
+        config_field="num_epochs",
+        suggest=_scaled("num_epochs", 0.5, int),
+        lines={M.CLIP_FRACTION: (0.005, 0.5)},
+    ),
+    Rule(
+        id="reward-hacking",
+        symptom="Reward climbs, gold / held-out reward drops",
+        cause="reward hacking of the reward model",
+        fix="stop early, raise beta, broaden the reward model's data",
+        severity=ERROR,
+        metric=M.GOLD_REWARD,
+        check=climbs_while_drops(M.REWARD, M.GOLD_REWARD),
+        config_field="beta",
+        suggest=_scaled("beta", 2.0),
+    ),
+    Rule(
+        id="length-bias",
+        symptom="Responses get longer",
+        cause="the reward model rewards length",
+        fix="use a length-normalised reward",
+        severity=WARNING,
+        metric=M.RESPONSE_LENGTH,
+        check=grows_with(M.RESPONSE_LENGTH, M.REWARD),
+        config_field="length_normalize",
+        suggest=_constant(True),
+    ),
+    Rule(
+        id="q-overestimation",
+        symptom="Q values too high",
+        cause="max bias on noisy Q estimates (Q above the returns actually observed)",
+        fix="Double DQN",
+        severity=WARNING,
+        metric=M.Q_START,
+        check=overestimation(),
+        config_field="double",
+        # already Double DQN: the finding stands, but there is no switch left to flip
+        suggest=lambda config: True if config.get("double") is False else None,
+    ),
+    Rule(
+        id="dqn-diverges",
+        symptom="DQN diverges (TD error or Q values running away)",
+        cause="the deadly triad: bootstrapping, off-policy data and function approximation",
+        fix="keep the target net and the replay buffer (sync the target less often)",
+        severity=ERROR,
+        metric=M.TD_ERROR,
+        check=diverging(M.TD_ERROR),
+        config_field="sync_every",
+        suggest=_scaled("sync_every", 2.0, int),
+    ),
+    Rule(
+        id="q-diverges",
+        symptom="Q values running away",
+        cause="the deadly triad: bootstrapping, off-policy data and function approximation",
+        fix="keep the target net and the replay buffer (sync the target less often)",
+        severity=ERROR,
+        metric=M.Q_MEAN,
+        check=diverging(M.Q_MEAN),
+        config_field="sync_every",
+        suggest=_scaled("sync_every", 2.0, int),
+    ),
+    Rule(
+        id="entropy-collapse",
+        symptom="Policy stops exploring",
+        cause="entropy collapse: the policy turned nearly deterministic while still poor",
+        fix="entropy bonus with c_e > 0",
+        severity=WARNING,
+        metric=M.ENTROPY,
+        check=entropy_collapse(),
+        config_field="ent_coef",
+        suggest=_constant(0.01),
+    ),
+    Rule(
+        id="kl-ref-drift",
+        symptom="KL to the reference past 5",
+        cause="the policy drifts from the SFT model: past about 5 to 10, reward hacking starts",
+        fix="raise beta (the KL penalty) or stop earlier",
+        severity=WARNING,
+        metric=M.KL_REF,
+        check=median_of_last(M.KL_REF, 5.0, above=True, fraction=0.2),
+        config_field="beta",
+        suggest=_scaled("beta", 2.0),
+        lines={M.KL_REF: (5.0, 10.0)},
+        algos=frozenset({"rlhf-ppo", "grpo", "ppo-llm"}),
+    ),
+    Rule(
+        id="zero-spread-groups",
+        symptom="GRPO groups with no reward spread",
+        cause="every sample of a group got the same reward: zero advantage, no learning signal",
+        fix="more samples per group, a higher temperature, or prompts of the right difficulty",
+        severity=WARNING,
+        metric=M.FRAC_ZERO_STD_GROUPS,
+        check=median_of_last(M.FRAC_ZERO_STD_GROUPS, 0.5, above=True),
+        config_field="group_size",
+        suggest=_scaled("group_size", 2.0, int),
+        lines={M.FRAC_ZERO_STD_GROUPS: (0.5,)},
+    ),
+    Rule(
+        id="critic-not-learning",
+        symptom="Explained variance at or below 0",
+        cause="the critic does not predict the returns, so advantages are mostly noise",
+        fix="raise the value-loss weight c_v or the learning rate; check reward scaling",
+        severity=WARNING,
+        metric=M.EXPLAINED_VARIANCE,
+        # at or below 0: A2C's critic on CartPole explains 3% while the agent learns well
+        check=critic_explains_nothing(0.0),
+        config_field="vf_coef",
+        suggest=_scaled("vf_coef", 2.0),
+        lines={M.EXPLAINED_VARIANCE: (0.0,)},
+        # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance
+        algos=frozenset({"ppo", "a2c", "rlhf-ppo"}),
+        live=False,
+    ),
+    Rule(
+        id="non-finite",
+        symptom="NaN or inf in a metric",
+        cause="a numerical blow-up (learning rate too high, a log of 0, a division by 0)",
+        fix="lower the learning rate, clip gradients, check rewards and observations",
+        severity=ERROR,
+        metric="*",
+        check=any_non_finite,
+        config_field="learning_rate",
+        suggest=_scaled("learning_rate", 0.3),
+    ),
+    Rule(
+        id="no-learning",
+        symptom="Return flat from the start",
+        cause="no learning at all: the agent behaves as it did at the start",
+        fix="check the reward signal and the learning rate; train longer",
+        severity=WARNING,
+        metric=M.EPISODE_RETURN,
+        check=flat_return,
+        live=False,
+    ),
+)
+"""Every rule, in the order findings are reported."""
+
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+
+# ============================================================================ helpers
+def _finite(log: RunLog, metric: str, min_points: int = MIN_POINTS) -> Series | None:
+    series = log.get(metric)
+    if series is None:
+        return None
+    series = series.finite()
+    return series if len(series) >= min_points else None
+
+
+def _evidence(
+    metric: str, series: Series, value: float, threshold: float, statistic: str
+) -> Evidence:
+    return Evidence(
+        metric, float(series.steps[0]), float(series.steps[-1]), value, threshold, statistic
+    )
+
+
+def _spread(values: np.ndarray) -> float:
+    return float(np.percentile(values, 95) - np.percentile(values, 5))
+
+
+def _solved_threshold(env_id: str | None) -> float | None:
+    """Gymnasium's ``reward_threshold`` of a registered env id (None when unknown)."""
+    if not env_id:
+        return None
+    try:
+        import gymnasium
+
+        threshold = gymnasium.spec(env_id).reward_threshold
+    except Exception:  # not a Gymnasium id (a data file, a GridWorld, another library's run)
+        return None
+    return None if threshold is None else float(threshold)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])

@@ -1,0 +1,272 @@
+"""The doctor: each rule fires on a synthetic series showing its symptom and stays silent on
+a healthy one; real runs with broken configs get the expected findings and healthy default
+runs none; the CLI, ``--strict`` and ``--json``; the live checks and ``stop_on``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rlx
+from rlx import cli
+from rlx.diagnostics import metrics as M
+from rlx.diagnostics.doctor import LiveDoctor, diagnose
+from rlx.diagnostics.rules import RULES, RULES_BY_ID
+from rlx.diagnostics.series import RunLog, Series
+from rlx.errors import ConfigError
+from tests.toy_envs import NoisyBanditEnv
+
+N = 60
+STEPS = np.arange(1, N + 1, dtype=float) * 1000
+RNG = np.random.default_rng(0)
+
+
+def log_of(algo=None, env=None, config=None, **series) -> RunLog:
+    metrics = {k: Series(STEPS[: len(v)], np.asarray(v, dtype=float)) for k, v in series.items()}
+    return RunLog(Path("synthetic"), "rlx", metrics, algo=algo, env=env, config=config or {})
+
+
+def fired(log: RunLog) -> set[str]:
+    return {f.rule.id for f in diagnose(log).findings}
+
+
+def noise(scale=1.0, n=N):
+    return RNG.normal(0, scale, n)
+
+
+LEARNING = np.linspace(20, 480, N) + noise(10)  # a return that improves
+HEALTHY_PPO = {
+    M.APPROX_KL: 0.015 + np.abs(noise(0.005)),
+    M.CLIP_FRACTION: 0.12 + np.abs(noise(0.03)),
+    M.ENTROPY: np.linspace(0.69, 0.3, N),
+    M.EXPLAINED_VARIANCE: np.clip(np.linspace(0.2, 0.95, N) + noise(0.05), -1, 1),
+    M.EPISODE_RETURN: LEARNING,
+}
+
+# rule id -> (symptom series, what the run was)
+SYMPTOMS = {
+    "kl-too-high": dict(HEALTHY_PPO, **{M.APPROX_KL: np.r_[np.full(30, 0.02), np.full(30, 0.3)]}),
+    "clip-fraction-near-zero": dict(HEALTHY_PPO, **{M.CLIP_FRACTION: np.full(N, 0.001)}),
+    "clip-fraction-high": dict(HEALTHY_PPO, **{M.CLIP_FRACTION: np.linspace(0.2, 0.8, N)}),
+    "reward-hacking": {
+        M.REWARD: np.linspace(0, 5, N) + noise(0.1),
+        M.GOLD_REWARD: np.r_[np.linspace(0.2, 0.6, 30), np.linspace(0.6, 0.3, 30)],
+    },
+    "length-bias": {
+        M.REWARD: np.linspace(0, 5, N) + noise(0.1),
+        M.RESPONSE_LENGTH: np.linspace(20, 80, N) + noise(1),
+    },
+    "q-overestimation": {
+        M.Q_START: np.linspace(1, 8, N),
+        M.MC_RETURN: np.full(N, 1.0) + noise(0.1),
+    },
+    "dqn-diverges": {M.TD_ERROR: np.r_[np.full(30, 0.1), np.geomspace(0.1, 1e4, 30)]},
+    "q-diverges": {M.Q_MEAN: np.r_[np.full(30, 1.0), np.geomspace(1, 1e5, 30)]},
+    "entropy-collapse": dict(
+        HEALTHY_PPO,
+        **{
+            M.ENTROPY: np.r_[np.full(10, 0.69), np.geomspace(0.69, 0.01, 50)],
+            M.EPISODE_RETURN: np.r_[np.linspace(20, 60, 20), np.full(40, 60.0) + noise(1, 40)],
+        },
+    ),
+    "kl-ref-drift": {M.KL_REF: np.linspace(0.1, 12, N)},
+    "zero-spread-groups": {M.FRAC_ZERO_STD_GROUPS: np.full(N, 0.8)},
+    "critic-not-learning": dict(HEALTHY_PPO, **{M.EXPLAINED_VARIANCE: -0.1 + noise(0.02)}),
+    "non-finite": dict(
+        HEALTHY_PPO, **{M.APPROX_KL: np.r_[np.full(40, 0.01), [np.nan], np.full(19, 0.01)]}
+    ),
+    "no-learning": {M.EPISODE_RETURN: 22 + noise(5)},
+}
+HEALTHY = {
+    "ppo": HEALTHY_PPO,
+    "rlhf": {
+        M.REWARD: np.linspace(0, 2, N) + noise(0.1),
+        M.GOLD_REWARD: np.linspace(0.2, 0.7, N) + noise(0.01),
+        M.RESPONSE_LENGTH: 20 + noise(1),
+        M.KL_REF: np.linspace(0, 3, N),
+    },
+    "dqn": {
+        M.Q_START: np.linspace(0, 9, N) + noise(0.2),
+        M.MC_RETURN: np.linspace(0, 9.5, N) + noise(0.5),
+        M.TD_ERROR: np.linspace(0.1, 0.8, N) + np.abs(noise(0.05)),
+        M.Q_MEAN: np.linspace(0, 10, N),
+        M.EPISODE_RETURN: LEARNING,
+    },
+    "grpo": {M.FRAC_ZERO_STD_GROUPS: np.full(N, 0.2), M.KL_REF: np.full(N, 0.5)},
+    "solved, deterministic at the end": dict(
+        HEALTHY_PPO,
+        **{
+            M.ENTROPY: np.geomspace(0.69, 0.02, N),
+            M.EPISODE_RETURN: np.r_[np.linspace(20, 500, 30), np.full(30, 500.0)],
+            M.EXPLAINED_VARIANCE: np.r_[np.full(40, 0.9), np.full(20, 0.0)],
+        },
+    ),
+}
+
+
+def test_every_rule_has_a_symptom_case():
+    assert set(SYMPTOMS) == set(RULES_BY_ID)
+
+
+@pytest.mark.parametrize("rule_id", sorted(SYMPTOMS))
+def test_rule_fires_on_its_symptom(rule_id):
+    algo = "rlhf-ppo" if rule_id == "kl-ref-drift" else None
+    log = log_of(algo=algo, env="CartPole-v1", **SYMPTOMS[rule_id])
+    assert rule_id in fired(log)
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_rules_stay_silent_on_healthy_series(name):
+    assert fired(log_of(env="CartPole-v1", **HEALTHY[name])) == set()
+
+
+def test_too_few_points_say_nothing():
+    log = log_of(**{M.APPROX_KL: [0.5, 0.5, 0.5], M.CLIP_FRACTION: [0.9, 0.9]})
+    assert fired(log) == set()
+
+
+def test_a_finding_cites_evidence_and_a_concrete_change():
+    log = log_of(algo="ppo", config={"learning_rate": 0.001, "num_epochs": 10},
+                 **SYMPTOMS["kl-too-high"])  # fmt: skip
+    (finding,) = diagnose(log).findings
+    assert finding.evidence.metric == M.APPROX_KL
+    assert finding.evidence.threshold == 0.1 and finding.evidence.value == pytest.approx(0.3)
+    assert finding.evidence.step_start == 31000 and finding.evidence.step_end == 60000
+    assert (finding.current, finding.suggested) == (0.001, 0.0003)
+    assert "learning_rate 0.001 -> 0.0003" in finding.line()
+
+
+def test_every_rule_is_data_with_a_fix():
+    for rule in RULES:
+        assert rule.symptom and rule.cause and rule.fix and rule.severity in ("error", "warning")
+
+
+# ---------------------------------------------------------------------------- real runs
+def train(tmp_path, name, algo, env, **config):
+    run_dir = tmp_path / name
+    rlx.train(algo, env, run_dir=run_dir, progress=False, seed=0, **config)
+    return rlx.doctor(run_dir)
+
+
+def test_ppo_with_a_very_high_learning_rate_and_many_epochs(tmp_path):
+    """KL fires; the clip fraction stays near 0.15 here (the ratio runs far past the clip
+    range on a few samples rather than a little on many), so the clip rule rightly does not."""
+    diagnosis = train(tmp_path, "hot", "ppo", "CartPole-v1", learning_rate=0.1, num_epochs=40,
+                      anneal_lr=False, anneal_clip=False, total_steps=30_000,
+                      eval_episodes=0)  # fmt: skip
+    ids = {f.rule.id for f in diagnosis.findings}
+    assert "kl-too-high" in ids
+    finding = next(f for f in diagnosis.findings if f.rule.id == "kl-too-high")
+    assert finding.current == 0.1 and finding.suggested < 0.1
+
+
+def test_ppo_with_a_tiny_learning_rate(tmp_path):
+    diagnosis = train(tmp_path, "cold", "ppo", "CartPole-v1", learning_rate=1e-7,
+                      total_steps=20_000, eval_episodes=0)  # fmt: skip
+    assert "clip-fraction-near-zero" in {f.rule.id for f in diagnosis.findings}
+
+
+def test_ppo_without_entropy_bonus_collapses_on_mountain_car(tmp_path):
+    diagnosis = train(tmp_path, "ent0", "ppo", "MountainCar-v0", ent_coef=0.0,
+                      learning_rate=3e-3, total_steps=60_000, eval_episodes=0)  # fmt: skip
+    finding = next(f for f in diagnosis.findings if f.rule.id == "entropy-collapse")
+    assert finding.rule.config_field == "ent_coef"
+    assert (finding.current, finding.suggested) == (0.0, 0.01)
+
+
+def test_vanilla_dqn_on_noisy_rewards_overestimates_and_double_dqn_does_not(tmp_path):
+    config = dict(total_steps=8000, num_envs=4, learning_starts=500, lr=3e-3, train_freq=2,
+                  sync_every=200, exploration_fraction=0.2, batch_size=32, eval_episodes=0,
+                  log_every=200)  # fmt: skip
+    found = {}
+    for double in (False, True):
+        run_dir = tmp_path / f"double-{double}"
+        rlx.train("dqn", NoisyBanditEnv(n_actions=16), run_dir=run_dir, seed=0, double=double,
+                  progress=False, **config)  # fmt: skip
+        findings = rlx.doctor(run_dir).findings
+        found[double] = next((f for f in findings if f.rule.id == "q-overestimation"), None)
+    vanilla, double = found[False], found[True]
+    assert vanilla is not None and (vanilla.current, vanilla.suggested) == (False, True)
+    assert "double False -> True" in vanilla.line()
+    # on every-action-pays-noise rewards Double DQN still overestimates, less: no switch to flip
+    assert double is None or (double.evidence.value < vanilla.evidence.value
+                              and double.suggested is None)  # fmt: skip
+
+
+def test_healthy_default_ppo_run_has_no_findings(tmp_path):
+    assert train(tmp_path, "ok", "ppo", "CartPole-v1", total_steps=40_000).findings == []
+
+
+def test_healthy_q_learning_run_has_no_findings(tmp_path):
+    assert train(tmp_path, "ql", "q-learning", "FrozenLake-v1", episodes=3000).findings == []
+
+
+# ---------------------------------------------------------------------------- CLI and live
+def write_run(folder: Path, rows: list[dict], algo="ppo") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(
+        {"algo": algo, "env": "CartPole-v1", "config": {"learning_rate": 0.001}}))  # fmt: skip
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_cli_doctor_json_and_strict(tmp_path, capsys):
+    kl = [{"step": i, M.APPROX_KL: 0.3 if i > 10 else 0.01} for i in range(1, 21)]
+    run = write_run(tmp_path / "kl", kl)
+    assert cli.main(["doctor", str(run), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [f["rule"] for f in payload["findings"]] == ["kl-too-high"]
+    assert cli.main(["doctor", str(run), "--strict"]) == 0  # a warning, not an error
+    out = capsys.readouterr().out
+    assert "Mean KL past 0.1" in out and "learning_rate 0.001 -> 0.0003" in out
+    nan = write_run(tmp_path / "nan", [{"step": i, M.LOSS: float("nan") if i == 7 else 1.0}
+                                       for i in range(1, 21)])  # fmt: skip
+    assert cli.main(["doctor", str(nan), "--strict"]) == 1
+    assert "NaN or inf" in capsys.readouterr().out
+    assert cli.main(["doctor", str(tmp_path / "missing")]) == 2
+
+
+def test_live_doctor_prints_a_finding_once(tmp_path):
+    lines = []
+    live = LiveDoctor("ppo", "CartPole-v1", {"learning_rate": 0.01}, every=5, printer=lines.append)
+    for step in range(1, 61):
+        live.observe(step, {M.APPROX_KL: 0.3, M.CLIP_FRACTION: 0.2})
+    assert len(lines) == 1 and "Mean KL past 0.1" in lines[0]
+    assert live.stop is None
+
+
+def test_stop_on_ends_the_run_with_a_checkpoint(tmp_path):
+    run_dir = tmp_path / "stopped"
+    rlx.train("ppo", "CartPole-v1", run_dir=run_dir, progress=False, seed=0,
+              learning_rate=0.03, num_epochs=40, anneal_lr=False, anneal_clip=False,
+              total_steps=100_000, eval_episodes=0, stop_on=["kl-too-high"])  # fmt: skip
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "kl-too-high" and summary["status"] == "interrupted"
+    assert summary["steps"] < 100_000
+    assert (run_dir / "checkpoints" / "latest").exists()
+    with pytest.raises(ConfigError, match="unknown rule"):
+        rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "x", stop_on=["kl-too-hgh"])
+
+
+def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):
+    """The final findings of a run stopped and resumed are those of the whole run."""
+    log = rlx.runs.Run.log
+
+    def log_then_stop(self, step, metrics):
+        values = log(self, step, metrics)
+        self.stop_requested = self.stop_requested or step >= 30_000
+        return values
+
+    kwargs = dict(learning_rate=0.1, num_epochs=40, anneal_lr=False, anneal_clip=False,
+                  eval_episodes=0, progress=False, seed=0)  # fmt: skip
+    with monkeypatch.context() as patch:
+        patch.setattr(rlx.runs.Run, "log", log_then_stop)
+        rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "r", total_steps=40_000, **kwargs)
+    rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "r", resume=True, progress=False)
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["doctor"] == [f.rule.id for f in rlx.doctor(tmp_path / "r").findings]
+    assert "kl-too-high" in summary["doctor"]

@@ -1,0 +1,218 @@
+"""The method chooser: each row of the cheat sheet's "Choose a method" table, read from a target."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from rlx import registry
+from rlx.diagnostics.recommend import (
+    PLANNED,
+    ROWS,
+    SOLVERS,
+    Recommendation,
+    describe_space,
+    recommend,
+)
+from rlx.errors import ConfigError
+
+# The cheat sheet's table, verbatim: (Situation, Method).
+CHEAT_SHEET_TABLE = [
+    ("Small tabular MDP, known model", "value iteration or policy iteration"),
+    ("Small tabular MDP, samples only", "Q-learning"),
+    ("On-policy, safety critical", "SARSA or Expected SARSA"),
+    ("High dimensional state, discrete actions", "DQN, with Double DQN in production"),
+    ("Continuous control", "PPO with Gaussian policy, or SAC and TD3"),
+    ("LLM alignment from preferences", "DPO first, RLHF-PPO with KL penalty"),
+    ("LLM math and code reasoning", "GRPO with a verifier reward"),
+    ("Two player board games", "AlphaZero or MuZero"),
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def alternative_names(rec: Recommendation) -> list[str]:
+    return [name for name, _ in rec.alternatives]
+
+
+def test_rows_quote_the_cheat_sheet_in_order():
+    assert [(row.situation, row.cheat_sheet) for row in ROWS] == CHEAT_SHEET_TABLE
+
+
+def test_cartpole_gets_double_dqn_with_ppo_alternative():
+    rec = recommend("CartPole-v1")
+    assert rec.method == "dqn"
+    assert "ppo" in alternative_names(rec)
+    assert "Box(4,) observations" in rec.reason and "Discrete(2) actions" in rec.reason
+    assert "Double DQN" in rec.reason
+    assert rec.command == "rlx train dqn --env CartPole-v1"
+    assert rec.available
+    assert registry.get("dqn").config().double  # the reason's claim: Double DQN by default
+
+
+def test_pendulum_gets_gaussian_ppo_then_sac_and_td3():
+    rec = recommend("Pendulum-v1")
+    assert rec.method == "ppo"
+    assert alternative_names(rec) == ["sac", "td3"]  # the cheat sheet's order
+    assert "Box(3,) observations" in rec.reason and "Box(-2, 2, (1,)) actions" in rec.reason
+    assert rec.command == "rlx train ppo --env Pendulum-v1"
+
+
+def test_frozenlake_with_model_is_solved_by_value_iteration():
+    rec = recommend("FrozenLake-v1")
+    assert rec.method == "value-iteration"
+    assert alternative_names(rec) == ["policy-iteration"]
+    assert "Discrete(16) observations" in rec.reason and "Discrete(4) actions" in rec.reason
+    assert rec.command == "rlx solve FrozenLake-v1"
+    assert rec.available
+
+
+def test_frozenlake_without_model_gets_q_learning():
+    rec = recommend("FrozenLake-v1", has_model=False)
+    assert rec.method == "q-learning"
+    assert rec.situation == "Small tabular MDP, samples only"
+    assert rec.command == "rlx train q-learning --env FrozenLake-v1"
+
+
+def test_frozenlake_safety_critical_gets_sarsa_or_expected_sarsa():
+    rec = recommend("FrozenLake-v1", safety_critical=True)
+    assert rec.method == "sarsa"
+    assert "expected-sarsa" in alternative_names(rec)
+
+
+def test_taxi_with_model_is_solved_by_value_iteration():
+    # Gymnasium 1.x registers Taxi-v4 (Taxi-v3 is deprecated there).
+    rec = recommend("Taxi-v4")
+    assert rec.method == "value-iteration"
+    assert "Discrete(500) observations" in rec.reason and "Discrete(6) actions" in rec.reason
+    assert rec.command == "rlx solve Taxi-v4"
+
+
+def test_cliffwalking_safety_critical_gets_sarsa():
+    rec = recommend("CliffWalking-v1", safety_critical=True)
+    assert rec.method == "sarsa"
+    assert "cliff" in rec.reason.lower()
+    assert rec.command == "rlx train sarsa --env CliffWalking-v1"
+
+
+def test_gridworld_id_and_env_object_are_read_too():
+    assert recommend("GridWorld-3x5").command == "rlx solve GridWorld-3x5"
+    env = gym.make("CartPole-v1")
+    try:
+        rec = recommend(env)
+    finally:
+        env.close()
+    assert rec.method == "dqn" and rec.command == "rlx train dqn --env CartPole-v1"
+
+
+def test_preference_file_gets_dpo_then_rlhf(tmp_path):
+    data = write_jsonl(
+        tmp_path / "prefs.jsonl", [{"prompt": "2+2=", "chosen": "4", "rejected": "5"}]
+    )
+    rec = recommend(str(data))
+    assert rec.method == "dpo"
+    assert "rlhf" in alternative_names(rec)
+    assert "KL penalty" in dict(rec.alternatives)["rlhf"]
+    assert '{"prompt", "chosen", "rejected"}' in rec.reason
+    assert rec.command == f"rlx align dpo --model MODEL --data {data}"
+
+
+def test_verifier_file_gets_grpo_with_exact_match(tmp_path):
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('\n{"prompt": "2+2=", "answer": "4"}\n', encoding="utf-8")
+    rec = recommend(data)
+    assert rec.method == "grpo"
+    assert '{"prompt", "answer"}' in rec.reason
+    assert rec.command == f"rlx align grpo --model MODEL --data {data} --reward exact-match"
+    assert rec.available == ("grpo" in registry.names())
+    if not rec.available:
+        assert "not yet registered" in rec.note
+
+
+def test_sft_file_gets_sft(tmp_path):
+    data = write_jsonl(tmp_path / "sft.jsonl", [{"prompt": "2+2=", "completion": "4"}])
+    rec = recommend(str(data))
+    assert rec.method == "sft"
+    assert '{"prompt", "completion"}' in rec.reason
+
+
+@pytest.mark.parametrize("name", ["tictactoe", "Tic-Tac-Toe", "tic_tac_toe"])
+def test_tictactoe_gets_alphazero_then_muzero(name):
+    rec = recommend(name)
+    assert rec.method == "alphazero"
+    assert alternative_names(rec) == ["muzero"]
+    assert rec.command == "rlx train alphazero --env tictactoe"
+    assert "board game" in rec.reason
+    assert rec.available == ("alphazero" in registry.names())
+    if not rec.available:
+        assert "planned" in rec.note
+
+
+def test_connect_four_names_the_rlx_game():
+    assert recommend("connect-four").command == "rlx train alphazero --env connect4"
+
+
+@pytest.mark.parametrize("target", ["NoSuchEnv-v0", "Taxi-v3", 3.5])
+def test_unknown_target_is_a_config_error(target):
+    with pytest.raises(ConfigError, match="Gymnasium id"):
+        recommend(target)
+
+
+def test_unknown_or_malformed_data_files_are_config_errors(tmp_path):
+    odd = write_jsonl(tmp_path / "odd.jsonl", [{"question": "?", "label": 1}])
+    with pytest.raises(ConfigError, match=r"odd\.jsonl.*\['label', 'question'\].*chosen"):
+        recommend(str(odd))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.jsonl', line 1: not valid JSON"):
+        recommend(str(broken))
+    with pytest.raises(ConfigError, match="does not exist"):
+        recommend(str(tmp_path / "missing.jsonl"))
+
+
+def test_every_command_names_a_registered_or_planned_method(tmp_path):
+    prefs = write_jsonl(tmp_path / "p.jsonl", [{"prompt": "a", "chosen": "b", "rejected": "c"}])
+    targets = [
+        ("CartPole-v1", {}),
+        ("Pendulum-v1", {}),
+        ("FrozenLake-v1", {}),
+        ("FrozenLake-v1", {"has_model": False}),
+        ("CliffWalking-v1", {"safety_critical": True}),
+        ("CartPole-v1", {"safety_critical": True}),
+        (str(prefs), {}),
+        ("tictactoe", {}),
+    ]
+    known = set(registry.names()) | set(SOLVERS) | set(PLANNED)
+    for target, options in targets:
+        rec = recommend(target, **options)
+        assert rec.method in known, rec
+        assert all(name in known for name in alternative_names(rec)), rec
+        if rec.method in SOLVERS:
+            assert rec.command.startswith("rlx solve ")
+        else:  # rlx train NAME ... or rlx align NAME ...
+            assert rec.command.split()[2] == rec.method
+        assert rec.available == (rec.method in SOLVERS or rec.method in registry.names())
+    for row in ROWS:
+        assert row.method in known
+        assert all(name in known for name, _ in row.alternatives)
+
+
+def test_str_shows_method_reason_command_and_alternatives():
+    text = str(recommend("Pendulum-v1"))
+    assert text.splitlines()[0] == (
+        "Recommended: ppo  (Continuous control: PPO with Gaussian policy, or SAC and TD3)"
+    )
+    assert "Run: rlx train ppo --env Pendulum-v1" in text
+    assert "  - sac: " in text and "  - td3: " in text
+
+
+def test_describe_space():
+    assert describe_space(gym.spaces.Discrete(3)) == "Discrete(3)"
+    assert describe_space(gym.spaces.Box(-1.0, 1.0, (2, 3))) == "Box(-1, 1, (2, 3))"
+    assert describe_space(gym.spaces.Box(-float("inf"), float("inf"), (4,))) == "Box(4,)"
