@@ -270,3 +270,17 @@ def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):
     assert summary["status"] == "completed"
     assert summary["doctor"] == [f.rule.id for f in rlx.doctor(tmp_path / "r").findings]
     assert "kl-too-high" in summary["doctor"]
+
+
+def test_cli_report_and_recommend(tmp_path, capsys):
+    kl = [{"step": i, M.APPROX_KL: 0.3 if i > 10 else 0.01} for i in range(1, 21)]
+    run = write_run(tmp_path / "kl", kl)
+    assert cli.main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text()
+    assert 'data-rule="kl-too-high"' in page
+    assert cli.main(["recommend", "CartPole-v1"]) == 0
+    out = capsys.readouterr().out
+    assert "dqn" in out and "rlx train dqn --env CartPole-v1" in out
+    assert cli.main(["recommend", "FrozenLake-v1", "--no-model", "--safety-critical"]) == 0
+    assert "sarsa" in capsys.readouterr().out
+    assert cli.main(["recommend", "NoSuchEnv-v9"]) == 2
