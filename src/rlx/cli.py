@@ -218,7 +218,7 @@ def _print_summary(run_dir: Path, seconds: float) -> str:
 
 
 # ---------------------------------------------------------------------------- rlx align
-ALIGN_STAGES = {"sft": "sft", "rm": "rm", "dpo": "dpo"}
+ALIGN_STAGES = {"sft": "sft", "rm": "rm", "dpo": "dpo", "grpo": "grpo"}
 ALIGN_DATA = ("arithmetic", "arithmetic-sft", "arithmetic-prefs", "length-biased-prefs")
 
 
@@ -233,6 +233,7 @@ def _align(argv: list[str]) -> int:
             "  sft --model DIR --data FILE             supervised fine-tuning\n"
             "  rm  --model DIR --data FILE             Bradley-Terry reward model\n"
             "  dpo --model DIR --data FILE             Direct Preference Optimisation\n"
+            "  grpo --model DIR --data FILE            GRPO with a verifier reward (--reward)\n"
             "  eval --model DIR --data FILE            greedy exact-match accuracy\n\n"
             "`rlx align sft --help` lists every field with its default."
         )

@@ -33,6 +33,7 @@ _OPTIONAL_MODULES: tuple[str, ...] = (
     "rlx.llm.stages.sft",
     "rlx.llm.stages.reward_model",
     "rlx.llm.stages.dpo",
+    "rlx.llm.stages.grpo",
 )
 _REGISTRY: dict[str, Algorithm] = {}
 _loaded = False

@@ -131,7 +131,7 @@ def test_too_few_points_say_nothing():
 def test_a_finding_cites_evidence_and_a_concrete_change():
     log = log_of(algo="ppo", config={"learning_rate": 0.001, "num_epochs": 10},
                  **SYMPTOMS["kl-too-high"])  # fmt: skip
-    (finding,) = diagnose(log).findings
+    (finding,) = diagnose(log)  # a Diagnosis iterates over its findings
     assert finding.evidence.metric == M.APPROX_KL
     assert finding.evidence.threshold == 0.1 and finding.evidence.value == pytest.approx(0.3)
     assert finding.evidence.step_start == 31000 and finding.evidence.step_end == 60000

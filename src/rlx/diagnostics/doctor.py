@@ -10,7 +10,7 @@ metrics of a run in progress.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,10 +67,17 @@ class Finding:
 
 @dataclass
 class Diagnosis:
-    """The doctor's answer for one run."""
+    """The doctor's answer for one run: iterate it (or read ``findings``) for the findings,
+    print it for the report."""
 
     log: RunLog
     findings: list[Finding] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
 
     @property
     def errors(self) -> list[Finding]:

@@ -358,6 +358,8 @@ RULES: tuple[Rule, ...] = (
         config_field="learning_rate",
         suggest=_scaled("learning_rate", 3.0),
         lines={M.CLIP_FRACTION: (0.005, 0.5)},
+        # on-policy GRPO (one pass per batch) has a ratio of exactly 1: nothing to clip
+        algos=frozenset({"ppo", "rlhf-ppo"}),
     ),
     Rule(
         id="clip-fraction-high",

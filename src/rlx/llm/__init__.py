@@ -86,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "sft": "stages.sft",
     "reward_model": "stages.reward_model",
     "dpo": "stages.dpo",
+    "grpo": "stages.grpo",
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",
     "StageResult": "training",

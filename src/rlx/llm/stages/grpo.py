@@ -1,0 +1,506 @@
+"""GRPO (Shao et al., 2024): policy optimisation from verifier rewards, with no value network.
+
+Per step, for each of ``batch_size`` prompts, ``G`` completions are sampled and scored; each
+completion's advantage is its reward standardised within its group (the cheat sheet's
+``advs = [(r - mean_r) / std_r for r in rewards]``), shared by all its tokens. The loss is
+PPO's clipped surrogate per token, minus a KL penalty to the frozen start model:
+
+    r_t   = pi(y_t | x, y_<t) / pi_old(y_t | x, y_<t)
+    L     = -mean[ min(r_t A, clip(r_t, 1 - eps, 1 + eps_high) A) - beta KL_t ]
+    KL_t  = exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1      (k3, >= 0)
+
+averaged per sequence then over sequences (``loss_aggregation="sequence"``) or over all tokens
+(``"token"``). A group whose rewards are all equal has zero advantage and gives no gradient:
+``frac_zero_std_groups`` counts them. Logged per step: ``reward`` (mean) and ``reward_std``,
+``frac_zero_std_groups``, ``kl_ref``, ``clip_fraction``, ``approx_kl``, ``response_length``,
+``entropy``, ``generation_s`` and ``update_s``; held out, ``exact_match`` when the rows have
+answers.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rlx import registry
+from rlx.diagnostics import metrics as M
+from rlx.errors import ConfigError, RLXError
+from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
+from rlx.llm.generation import left_pad
+from rlx.llm.training import (
+    MODEL_DIR,
+    EpochSampler,
+    StageConfig,
+    StageResult,
+    default_learning_rate,
+    resolve_epochs,
+    resolve_steps,
+    split_rows,
+    stage_entry,
+    warmup_linear,
+)
+
+TARGET_ROWS = 2_000
+"""Prompts a run sees when neither steps nor epochs is given."""
+LR_SCALE = 0.1
+"""GRPO's default step size relative to SFT's (it moves a trained model)."""
+AGGREGATIONS = ("sequence", "token")
+EVAL_ROWS = 200
+
+
+class RewardFunctionError(RLXError):
+    """A reward function raised, or returned something other than one finite number per
+    completion."""
+
+
+@dataclass(frozen=True)
+class GRPOConfig(StageConfig):
+    """GRPO on ``{"prompt", "answer"}`` rows with a verifier reward. ``batch_size`` counts
+    prompts per step; each gets ``group_size`` completions."""
+
+    batch_size: int = 8
+    """prompts per step (each sampled group_size times)"""
+    reward: str = "exact-match"
+    """the reward function: a name of rlx.llm.REWARDS (exact-match, numeric, ...)"""
+    group_size: int = 8
+    """G: completions per prompt (8 to 64 is standard; below 4 the advantages are noisy)"""
+    max_new_tokens: int = 16
+    """longest completion in tokens"""
+    temperature: float = 1.0
+    """sampling temperature"""
+    top_p: float = 1.0
+    """nucleus sampling: keep the smallest token set with this probability mass"""
+    beta: float = 0.04
+    """weight of the KL to the frozen start model (0: no reference model is kept)"""
+    clip_eps: float = 0.2
+    """epsilon of the clipped ratio (lower side, and upper unless clip_eps_high is set)"""
+    clip_eps_high: float | None = None
+    """a higher upper clip (DAPO's clip-higher, e.g. 0.28); None: clip_eps"""
+    scale_rewards: bool = True
+    """divide the group-centred rewards by the group's std (False: centre only)"""
+    loss_aggregation: str = "sequence"
+    """sequence: mean over each completion's tokens, then over completions; token: over all"""
+    num_iterations: int = 1
+    """optimisation passes over each batch of samples (1: on-policy, the ratio stays 1)"""
+    length_normalize: bool = False
+    """divide each reward by the completion's length in tokens (against length bias)"""
+    eval_exact_match: bool = True
+    """greedy exact match on held-out rows at each evaluation"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks = [
+            (self.group_size >= 2, f"group_size={self.group_size} must be >= 2 (a group of 1 "
+             "has no spread to learn from; 8 or more is standard)"),
+            (self.max_new_tokens >= 1, f"max_new_tokens={self.max_new_tokens} must be >= 1"),
+            (self.temperature > 0, f"temperature={self.temperature} must be > 0"),
+            (0 < self.top_p <= 1, f"top_p={self.top_p} must be in (0, 1]"),
+            (self.beta >= 0, f"beta={self.beta} must be >= 0"),
+            (self.clip_eps > 0, f"clip_eps={self.clip_eps} must be > 0"),
+            (self.clip_eps_high is None or self.clip_eps_high >= self.clip_eps,
+             f"clip_eps_high={self.clip_eps_high} must be >= clip_eps={self.clip_eps}"),
+            (self.loss_aggregation in AGGREGATIONS,
+             f"loss_aggregation={self.loss_aggregation!r} must be one of {AGGREGATIONS}"),
+            (self.num_iterations >= 1, f"num_iterations={self.num_iterations} must be >= 1"),
+        ]  # fmt: skip
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(f"GRPOConfig: {message}.")
+
+
+def grpo(
+    model: str | Path,
+    data: str | Path,
+    *,
+    reward: str | Callable[..., list[float]] = "exact-match",
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    **overrides: Any,
+) -> StageResult:
+    """Improve the causal LM in ``model`` on the verifier rows in ``data`` with GRPO.
+
+    ``reward`` is a name in :data:`rlx.llm.tasks.REWARDS` or a callable
+    ``(prompts, completions, answers=...) -> list[float]`` (a callable is not recorded in
+    ``config.json``, so a run trained with one resumes with ``reward=`` given again).
+    """
+    if callable(reward):
+        _CALLABLE_REWARDS["current"] = reward
+        overrides["reward"] = f"callable:{getattr(reward, '__name__', 'reward')}"
+    else:
+        overrides["reward"] = reward
+    return stage_entry(
+        "grpo",
+        model,
+        data,
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        overrides=overrides,
+    )
+
+
+_CALLABLE_REWARDS: dict[str, Callable[..., list[float]]] = {}
+
+
+def reward_function(name: str) -> Callable[..., list[float]]:
+    from rlx.llm.tasks import get_reward
+
+    if name.startswith("callable:"):
+        if "current" not in _CALLABLE_REWARDS:
+            raise ConfigError(f"reward {name!r} was a Python callable: pass reward= again.")
+        return _CALLABLE_REWARDS["current"]
+    return get_reward(name)
+
+
+# ============================================================================ the math
+def group_advantages(rewards: Tensor, group_size: int, scale: bool = True) -> Tensor:
+    """``A_i = (r_i - mean_r) / std_r`` within each group of ``group_size`` consecutive
+    rewards (``std`` the population std plus 1e-4, so an all-equal group gives exactly 0)."""
+    groups = rewards.view(-1, group_size)
+    centred = groups - groups.mean(dim=1, keepdim=True)
+    if scale:
+        centred = centred / (groups.std(dim=1, unbiased=False, keepdim=True) + 1e-4)
+    return centred.reshape(-1)
+
+
+def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Per-token ``KL(pi || pi_ref)`` estimate ``exp(d) - d - 1`` with ``d = log pi_ref -
+    log pi`` (unbiased for tokens sampled from pi, and >= 0)."""
+    d = ref_logp - logp
+    return torch.expm1(d) - d
+
+
+def clipped_token_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    clip_low: float,
+    clip_high: float,
+    aggregation: str,
+    kl: Tensor | None = None,
+    beta: float = 0.0,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """PPO's clipped surrogate on tokens ``[B, T]`` (``mask`` marks completion tokens), each
+    sequence's advantage ``[B]`` shared by its tokens, minus ``beta`` times the KL."""
+    ratio = (logp - old_logp).exp()
+    adv = advantages.unsqueeze(-1)
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - clip_low, 1.0 + clip_high) * adv
+    objective = torch.minimum(unclipped, clipped)
+    if kl is not None and beta > 0:
+        objective = objective - beta * kl
+    maskf = mask.to(objective.dtype)
+    if aggregation == "token":
+        loss = -(objective * maskf).sum() / maskf.sum().clamp(min=1)
+    else:
+        per_sequence = (objective * maskf).sum(-1) / maskf.sum(-1).clamp(min=1)
+        loss = -per_sequence.mean()
+    with torch.no_grad():
+        n = maskf.sum().clamp(min=1)
+        log_ratio = logp - old_logp
+        metrics = {
+            M.POLICY_LOSS: loss.detach(),
+            M.CLIP_FRACTION: ((unclipped > clipped).to(maskf.dtype) * maskf).sum() / n,
+            M.APPROX_KL: ((torch.expm1(log_ratio) - log_ratio) * maskf).sum() / n,
+        }
+        if kl is not None:
+            metrics[M.KL_REF] = (kl * maskf).sum() / n
+    return loss, metrics
+
+
+def token_logps_and_entropy(model: Any, batch: Batch) -> tuple[Tensor, Tensor]:
+    """``log pi(x_t | x_<t)`` ``[B, L-1]`` at every position and the policy's entropy at
+    each, from one forward pass."""
+    logits = model(
+        input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
+    ).logits[:, :-1]
+    logits = logits.float()
+    log_probs = F.log_softmax(logits, dim=-1)
+    token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    return token, entropy
+
+
+# ============================================================================ sampling
+@torch.no_grad()
+def sample_groups(
+    model: Any, tokenizer: Any, prompts: Sequence[str], config: GRPOConfig
+) -> list[list[int]]:
+    """``G`` sampled completions per prompt (token ids, cut after eos), prompt-major:
+    completions ``i * G .. i * G + G - 1`` belong to prompt ``i``."""
+    encoded = [encode_prompt(tokenizer, p) for p in prompts]
+    ids, mask = left_pad(encoded, tokenizer.pad_token_id)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = model.generate(
+        input_ids=ids.to(device),
+        attention_mask=mask.to(device),
+        do_sample=True,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        top_k=0,
+        max_new_tokens=config.max_new_tokens,
+        num_return_sequences=config.group_size,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    model.train(was_training)
+    eos = tokenizer.eos_token_id
+    completions = []
+    for row in out[:, ids.shape[1] :].tolist():
+        if eos is not None and eos in row:
+            row = row[: row.index(eos) + 1]  # the eos is part of the completion: it is learned
+        completions.append(row)
+    return completions
+
+
+def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: GRPOConfig) -> None:
+    """Every prompt plus ``max_new_tokens`` must fit the model's context."""
+    context = getattr(model.config, "max_position_embeddings", None) or getattr(
+        model.config, "n_positions", None
+    )
+    if context is None:
+        return
+    for row in rows:
+        n = len(encode_prompt(tokenizer, row.prompt))
+        if n + config.max_new_tokens > context:
+            raise ConfigError(
+                f"{config.data}: a prompt of {n} tokens (row {row.prompt[:40]!r}...) plus "
+                f"max_new_tokens={config.max_new_tokens} exceeds the model's context of "
+                f"{context} tokens; shorten the prompt or lower max_new_tokens."
+            )
+
+
+def score(
+    reward: Callable[..., list[float]],
+    prompts: list[str],
+    texts: list[str],
+    answers: list[str],
+) -> Tensor:
+    """The reward function's values as a tensor, or a RewardFunctionError that names it."""
+    name = getattr(reward, "__name__", repr(reward))
+    try:
+        values = reward(prompts, texts, answers=answers)
+    except Exception as exc:
+        raise RewardFunctionError(
+            f"the reward function {name} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(values, Sequence) or len(values) != len(texts):
+        got = len(values) if isinstance(values, Sequence) else type(values).__name__
+        raise RewardFunctionError(
+            f"the reward function {name} must return one number per completion "
+            f"({len(texts)}), got {got}."
+        )
+    out = torch.tensor([float(v) for v in values], dtype=torch.float32)
+    if not torch.isfinite(out).all():
+        raise RewardFunctionError(f"the reward function {name} returned NaN or inf.")
+    return out
+
+
+# ============================================================================ the stage
+def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
+    """The registered ``train``: load, complete the config, then sample-score-update."""
+    from rlx.core.threads import set_torch_threads
+    from rlx.llm.models import count_parameters, load_model
+    from rlx.llm.tasks import load_verifier_jsonl
+
+    set_torch_threads(config.num_threads)
+    torch.manual_seed(config.seed)
+    rows = load_verifier_jsonl(config.data)
+    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
+    reward = reward_function(config.reward)
+    model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
+    if config.steps is None:
+        config = _replace(config, epochs=resolve_epochs(config, len(train_rows), TARGET_ROWS))
+    config = _replace(
+        config,
+        steps=resolve_steps(config, len(train_rows)),
+        learning_rate=config.learning_rate
+        or default_learning_rate(count_parameters(model), LR_SCALE),
+    )
+    run.record_config(config, total=config.steps)
+    reference = _frozen_copy(model) if config.beta > 0 else None
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=config.learning_rate,
+        weight_decay=config.weight_decay,
+        foreach=True,
+    )
+    sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
+    step = 0
+    if run.resumed_state is not None:
+        state = run.resumed_state
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        sampler.load_state_dict(state["sampler"])
+        torch.set_rng_state(state["torch_rng"])
+        step = int(run.resumed_step or 0)
+    eval_every = config.eval_every or max(1, config.steps // 10)
+    last_eval: dict[str, float] = {}
+    model.train()
+    while step < config.steps and not run.stop_requested:
+        lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch_rows = [train_rows[i] for i in sampler.next()]
+        metrics = grpo_step(model, reference, tokenizer, optimizer, batch_rows, reward, config)
+        step += 1
+        metrics[M.LR] = lr
+        if step % eval_every == 0 or step == config.steps:
+            last_eval = evaluate(model, tokenizer, held_out, config)
+            metrics.update(last_eval)
+        run.log(step, metrics)
+        if run.checkpoint_due():
+            run.save_checkpoint(step, _state(model, optimizer, sampler))
+    run.save_checkpoint(step, _state(model, optimizer, sampler))
+    if step >= config.steps:
+        from rlx.llm.models import save_pretrained
+
+        save_pretrained(model, tokenizer, run.dir / MODEL_DIR)
+    summary = run.finish(step, last_eval)
+    return StageResult(
+        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
+    )
+
+
+def grpo_step(
+    model: Any,
+    reference: Any,
+    tokenizer: Any,
+    optimizer: torch.optim.Optimizer,
+    rows: list[Any],
+    reward: Callable[..., list[float]],
+    config: GRPOConfig,
+) -> dict[str, float]:
+    """Sample G completions per prompt, score them, and take ``num_iterations`` gradient
+    steps on the clipped token loss. Returns the step's metrics."""
+    G = config.group_size
+    t0 = time.perf_counter()
+    prompts = [r.prompt for r in rows]
+    completions = sample_groups(model, tokenizer, prompts, config)
+    generation_s = time.perf_counter() - t0
+    texts = tokenizer.batch_decode(completions, skip_special_tokens=True)
+    group_prompts = [p for p in prompts for _ in range(G)]
+    answers = [r.answer for r in rows for _ in range(G)]
+    rewards = score(reward, group_prompts, texts, answers)
+    lengths = torch.tensor([len(c) for c in completions], dtype=torch.float32)
+    if config.length_normalize:
+        rewards = rewards / lengths.clamp(min=1)
+    advantages = group_advantages(rewards, G, config.scale_rewards)
+    zero_spread = (rewards.view(-1, G).std(dim=1, unbiased=False) < 1e-6).float().mean()
+
+    seqs = [
+        EncodedSequence.from_parts(encode_prompt(tokenizer, p), c)
+        for p, c in zip(group_prompts, completions, strict=True)
+    ]
+    batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
+    batch = batch.to(config.device)
+    mask = batch.target_mask
+    with torch.no_grad():
+        old_logp, _ = token_logps_and_entropy(model, batch)
+        ref_logp = token_logps_and_entropy(reference, batch)[0] if reference is not None else None
+    params = [p for p in model.parameters() if p.requires_grad]
+    rows_metrics: list[dict[str, Tensor]] = []
+    for _ in range(config.num_iterations):
+        logp, entropy = token_logps_and_entropy(model, batch)
+        kl = kl_k3(logp, ref_logp) if ref_logp is not None else None
+        loss, metrics = clipped_token_loss(
+            logp,
+            old_logp,
+            advantages.to(logp.device),
+            mask,
+            clip_low=config.clip_eps,
+            clip_high=config.clip_eps_high or config.clip_eps,
+            aggregation=config.loss_aggregation,
+            kl=kl,
+            beta=config.beta,
+        )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.max_grad_norm is not None:
+            metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
+                params, config.max_grad_norm, foreach=True
+            )
+        optimizer.step()
+        with torch.no_grad():
+            metrics[M.ENTROPY] = (entropy * mask).sum() / mask.sum().clamp(min=1)
+        rows_metrics.append(metrics)
+    out = {k: float(torch.stack([m[k] for m in rows_metrics]).mean()) for k in rows_metrics[0]}
+    out.update(
+        {
+            M.REWARD: float(rewards.mean()),
+            "reward_std": float(rewards.std(unbiased=False)),
+            M.FRAC_ZERO_STD_GROUPS: float(zero_spread),
+            M.RESPONSE_LENGTH: float(lengths.mean()),
+            "generation_s": generation_s,
+            "update_s": time.perf_counter() - t0 - generation_s,
+        }
+    )
+    return out
+
+
+def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: GRPOConfig) -> dict[str, float]:
+    if not rows or not config.eval_exact_match:
+        return {}
+    from rlx.llm.generation import exact_match
+
+    return {"exact_match": exact_match((model, tokenizer), rows[:EVAL_ROWS])}
+
+
+def _frozen_copy(model: Any) -> Any:
+    reference = copy.deepcopy(model).eval()
+    for p in reference.parameters():
+        p.requires_grad_(False)
+    return reference
+
+
+def _state(model: Any, optimizer: Any, sampler: EpochSampler) -> dict[str, Any]:
+    return {
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "sampler": sampler.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+    }
+
+
+def _replace(config: GRPOConfig, **changes: Any) -> GRPOConfig:
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)
+
+
+def load(config: GRPOConfig, data_id: str, state: dict) -> Any:
+    from rlx.llm.models import LoadedModel
+
+    return LoadedModel.from_checkpoint(config, state)
+
+
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="grpo",
+        config=GRPOConfig,
+        train=train,
+        load=load,
+        summary="GRPO: group-relative policy optimisation of a causal LM with verifier rewards",
+        budget_field="steps",
+        unit="steps",
+    )
+)
+
+__all__ = ["GRPOConfig", "clipped_token_loss", "group_advantages", "grpo", "kl_k3"]
