@@ -146,3 +146,15 @@ def test_grpo_learns_what_the_verifier_rewards(tiny, tmp_path):
     first = np.mean([r["reward"] for r in rows[:5]])
     last = np.mean([r["reward"] for r in rows[-5:]])
     assert first < 0.2 and last > 0.6, (first, last)
+
+
+def test_builtin_rewards_numeric_and_python_tests():
+    numeric = llm.get_reward("numeric")
+    got = numeric(["q"] * 6, ["81", " 81.0", "= 81", "it is 81", "eighty-one", "80"],
+                  answers=["81"] * 6)  # fmt: skip
+    assert got == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    run_tests = llm.get_reward("python-tests")
+    prompts = ["def inc(x):\n", "def inc(x):\n"]
+    rewards = run_tests(prompts, ["    return x + 1\n", "    return x + 2\n"],
+                        tests=["assert inc(1) == 2", "assert inc(1) == 2"])  # fmt: skip
+    assert rewards == [1.0, 0.0]

@@ -6,23 +6,29 @@ an early ``exit()``, a timeout, a crash, running out of memory, or being killed.
 
 Each program runs in a child process, never in the trainer, through two stages:
 
-1. a *launcher*, started as the trainer's user, that prepares the sandbox and sets the limits;
-2. a *harness*, exec'd by the launcher with the sandbox's credentials, that runs the program and
-   its tests in a fresh interpreter and, only when they finish, writes a random one-time marker
-   to its output. A program that calls ``sys.exit(0)`` or ``os._exit(0)`` before the tests run
-   exits without the marker and scores 0, the commonest reward hack of code-RL.
+1. a *launcher*, started as the trainer's user, that prepares the sandbox, forks the program
+   and supervises it: it enforces the time limit, adopts the program's orphans (as a child
+   subreaper, or as init of the PID namespace) and, when the program ends, kills and reaps
+   every process it left, so no stray or zombie outlives a run;
+2. a *harness*, exec'd in the forked child after the limits are set and the credentials
+   dropped, that runs the program and its tests in a fresh interpreter and, only when they
+   finish, writes a random one-time marker to its output. A program that calls
+   ``sys.exit(0)`` or ``os._exit(0)`` before the tests run exits without the marker and scores
+   0, the commonest reward hack of code-RL.
 
 What protects the trainer (:func:`sandbox_info` says which of these are active on this machine):
 
 - **time**: a wall-clock limit of ``timeout_s`` per program (including interpreter start-up),
-  after which the whole process tree is killed; ``RLIMIT_CPU`` of ``ceil(timeout_s) + 1`` s as a
-  second stop that holds even if the trainer dies.
+  enforced by the launcher, after which the whole process tree is killed; it holds even if the
+  trainer dies. ``RLIMIT_CPU`` of ``ceil(timeout_s) + 1`` s is a second stop, and the trainer
+  kills a launcher that is still there 2 s after the limit.
 - **memory**: ``RLIMIT_AS`` of ``memory_mb`` MiB per process; a larger allocation raises
   ``MemoryError`` in the program. Address space is not memory used: each thread reserves its
   8 MiB stack, so under the default 256 MiB a program can start about 25 threads.
-- **processes** (fork bombs): the child runs in its own session, and as root inside a private
-  PID namespace (``unshare --pid``) whose init is the program: when it exits or is killed the
-  kernel kills every process in the namespace, including ones that called ``setsid``. As root
+- **processes** (fork bombs): the child runs in its own session; the launcher kills every
+  process the program started, including ones that called ``setsid``; as root everything runs
+  in a private PID namespace (``unshare --pid``) whose init is the launcher, so when it exits
+  the kernel kills whatever is left in the namespace. As root
   each concurrent run also gets its own unused uid (:data:`SANDBOX_UIDS`) with ``RLIMIT_NPROC``
   of 32, so a fork bomb stops at 32 processes and threads and cannot starve its neighbours.
   When a run ends, any process still owned by its uid is killed before the uid is used again.
@@ -52,8 +58,6 @@ What is *not* protected:
   can write wherever that user can, and ``os.kill(-1, 9)`` would kill the trainer; only the
   session, the limits and the timeout apply (``RLIMIT_NPROC`` is then the user's current task
   count + 64);
-- if the trainer itself is killed during a run, a sleeping program can outlive it (a busy one
-  dies at its CPU limit);
 - a program written to forge the marker: it runs in the same interpreter as the harness, so
   frame introspection can find it; the marker stops accidental and lazy hacks, not an
   adversary. Likewise an ``__eq__`` that always returns True passes ``assert f(x) == y``.
@@ -112,46 +116,130 @@ _PRIVATE_WORKDIR = "/tmp/rlx-sandbox"  # on the namespace's own tmpfs, never on 
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _UNSHARE_FLAGS = ("--net", "--pid", "--fork", "--kill-child", "--mount-proc")
 _KILL_GRACE_S = 1.0
+_BACKSTOP_S = 2.0  # the launcher enforces the time limit; this is for a launcher that hangs
+_TIMEOUT_EXIT = 124
+_SWEEP_PASSES = 1000
 _UID_POOLS: dict[tuple[int, ...], queue.Queue[int]] = {}
 _UID_POOLS_LOCK = threading.Lock()
 
-# Runs as the trainer's user (root when namespaces are on), inside the namespaces. It reads its
-# job as JSON on stdin, prepares the working folder, sets the limits, drops to the sandbox uid and
-# exec's the harness. Kept to the standard library and free of rlx imports: it runs with -I -S.
+# The launcher runs as the trainer's user (root for the namespaces and the uid change), inside
+# the namespaces, where it is init. It reads its job as JSON on stdin and prepares the working
+# folder; then it forks the program, which sets its limits, drops to the sandbox uid and exec's
+# the harness, while the launcher stays behind as the program's supervisor: a child subreaper
+# that enforces the time limit, then kills and reaps every process the program left, so no
+# stray or zombie survives it even without a PID namespace. Exit status: the harness's, 128 +
+# the signal that killed it, or 124 at the time limit (as timeout(1)). Standard library only:
+# it runs with -I -S.
 _LAUNCHER = r"""
-import ctypes, json, os, resource, sys
+import ctypes, json, os, resource, signal, sys, time
 job = json.loads(sys.stdin.buffer.read())
+deadline = time.monotonic() + job["timeout_s"]
 libc = ctypes.CDLL(None, use_errno=True)
-if job["private_tmp"]:
+
+def private_tmp():
     for target, mb in (("/tmp", job["tmp_mb"]), ("/var/tmp", 8), ("/dev/shm", 8)):
         options = f"size={mb}m,nr_inodes=4096,mode=1777".encode()
         if os.path.isdir(target) and libc.mount(b"tmpfs", target.encode(), b"tmpfs", 6, options):
             sys.exit(f"rlx sandbox: cannot mount tmpfs on {target}: "
                      f"{os.strerror(ctypes.get_errno())}")
-work, uid = job["workdir"], job["uid"]
-tmp, program = os.path.join(work, "tmp"), os.path.join(work, "program.py")
-os.makedirs(tmp, mode=0o700, exist_ok=True)
-with open(program, "w", encoding="utf-8") as handle:
-    handle.write(job["program"])
-os.chmod(work, 0o700)
-if uid is not None:
-    for path in (work, tmp, program):
-        os.chown(path, uid, uid)
-for name, (soft, hard) in job["limits"].items():
-    resource.setrlimit(getattr(resource, name), (soft, hard))
-libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot give privileges back
-if uid is not None:
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-read_end, write_end = os.pipe()  # the marker reaches the harness on stdin, never on disk
-os.write(write_end, (job["marker"] + "\n").encode())
-os.close(write_end)
-os.dup2(read_end, 0)
-os.close(read_end)
-os.chdir(work)
-python = job["python"]
-os.execve(python, [python, "-I", "-c", job["harness"], "program.py"], job["env"])
+
+def working_folder():
+    work, uid = job["workdir"], job["uid"]
+    tmp, program = os.path.join(work, "tmp"), os.path.join(work, "program.py")
+    os.makedirs(tmp, mode=0o700, exist_ok=True)
+    with open(program, "w", encoding="utf-8") as handle:
+        handle.write(job["program"])
+    os.chmod(work, 0o700)
+    if uid is not None:
+        for path in (work, tmp, program):
+            os.chown(path, uid, uid)
+
+def start_program():
+    os.setpgid(0, 0)
+    for name, (soft, hard) in job["limits"].items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot raise it back
+    uid = job["uid"]
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    read_end, write_end = os.pipe()  # the marker reaches the harness on stdin, never on disk
+    os.write(write_end, (job["marker"] + "\n").encode())
+    os.close(write_end)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+    os.chdir(job["workdir"])
+    python = job["python"]
+    os.execve(python, [python, "-I", "-c", job["harness"], "program.py"], job["env"])
+
+def wait_for(pid):
+    while True:
+        reaped, status = os.waitpid(-1, os.WNOHANG)  # orphans come here too: reap them all
+        if reaped == pid:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
+        if reaped == 0:
+            if time.monotonic() >= deadline:
+                return 124
+            time.sleep(0.005)
+
+def descendants():
+    found, frontier = [], [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as handle:
+                    children = [int(pid) for pid in handle.read().split()]
+            except OSError:
+                continue
+            found += children
+            frontier += children
+    return found
+
+def reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+def kill_everything(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for _ in range(1000):  # a fork bomb forks while we kill: sweep until nothing is left
+        reap()
+        left = descendants()
+        if not left:
+            return
+        for child in left:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+if job["private_tmp"]:
+    private_tmp()
+working_folder()
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the program's orphans come to us, not init
+pid = os.fork()
+if pid == 0:
+    try:
+        start_program()  # exec's the harness: returns only on failure
+    except BaseException as error:
+        os.write(2, f"rlx sandbox: cannot start the program: {error!r}\n".encode())
+    os._exit(127)
+status = wait_for(pid)
+kill_everything(pid)
+os._exit(status)
 """
 
 # Runs as the sandbox uid: the program and its tests, then the marker only if they finished.
@@ -206,7 +294,8 @@ class SandboxResult:
     """``"passed"`` (ran to the end), ``"failed"`` (exception, non-zero exit, killed by a limit)
     or ``"timeout"`` (killed at the wall-clock limit)."""
     returncode: int | None
-    """The child's exit status (negative: killed by that signal); None after a timeout."""
+    """The program's exit status: 128 + n when signal n killed it, 124 when the time limit
+    stopped it (as ``timeout(1)``); None if the sandbox itself had to be killed."""
     elapsed_s: float
     """Wall time of the run, start-up and clean-up included."""
     output: str
@@ -319,8 +408,8 @@ def run_sandboxed(
 ) -> SandboxResult:
     """Run the Python source ``program`` in the sandbox and report how it ended.
 
-    Never raises for anything the program does; wall time is at most about ``timeout_s`` plus
-    process start-up and a second of clean-up after a timeout.
+    Never raises for anything the program does; wall time is ``timeout_s`` plus about 50 ms of
+    process start-up and clean-up (at most 2 s more, should the launcher itself hang).
     """
     _check_limits(timeout_s, memory_mb, 1)
     isolation = isolation or current_isolation()
@@ -363,6 +452,7 @@ def _job(
     return {
         "program": program,
         "marker": marker,
+        "timeout_s": timeout_s,
         "workdir": workdir,
         "uid": uid,
         "python": isolation.python,
@@ -459,8 +549,8 @@ def _launcher_command(isolation: Isolation) -> list[str]:
 def _run_launcher(
     job: dict[str, Any], isolation: Isolation, output: Any, timeout_s: float
 ) -> int | None:
-    """Start the launcher, feed it the job, wait up to ``timeout_s``; the exit status, or None
-    when it was killed at the time limit."""
+    """Start the launcher, feed it the job and wait; its exit status, or None when it outlived
+    its own time limit by :data:`_BACKSTOP_S` and had to be killed from here."""
     # No preexec_fn (not thread-safe); start_new_session gives the child its own process group
     # and session, so it cannot signal ours through them and we can kill its group.
     with subprocess.Popen(
@@ -473,7 +563,7 @@ def _run_launcher(
         start_new_session=True,
     ) as child:
         try:
-            child.communicate(json.dumps(job).encode(), timeout=timeout_s)
+            child.communicate(json.dumps(job).encode(), timeout=timeout_s + _BACKSTOP_S)
             return child.returncode
         except subprocess.TimeoutExpired:
             _kill_tree(child, isolation)
@@ -514,9 +604,17 @@ def _signal(pid: int, signum: int) -> None:
 
 def _kill_processes_of(uid: int) -> None:
     """Kill every process still owned by ``uid``, e.g. one that escaped with ``setsid`` when
-    there is no PID namespace, so the uid goes back to the pool clean."""
-    for pid in _processes_of(uid):
-        _signal(pid, signal.SIGKILL)
+    there is no PID namespace, so the uid goes back to the pool clean.
+
+    A fork bomb forks while its siblings are being killed, so this sweeps until a pass finds
+    nothing alive (at most 32 processes exist at once; a zombie is already dead).
+    """
+    for _ in range(_SWEEP_PASSES):
+        alive = [pid for pid in _processes_of(uid) if not _is_zombie(pid)]
+        if not alive:
+            return
+        for pid in alive:
+            _signal(pid, signal.SIGKILL)
 
 
 def _processes_of(uid: int) -> list[int]:
@@ -527,6 +625,15 @@ def _processes_of(uid: int) -> list[int]:
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     pids.append(int(entry))
     return pids
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # gone already
+    return state == b"Z"
 
 
 def _task_count(uid: int) -> int:
@@ -546,7 +653,7 @@ def _output_tail(output: Any) -> str:
 
 def _status(returncode: int | None, marker: str, output: str) -> str:
     """``passed`` needs both a clean exit and the harness's marker (the tests ran to the end)."""
-    if returncode is None:
+    if returncode is None or returncode == _TIMEOUT_EXIT:
         return "timeout"
     return "passed" if returncode == 0 and marker in output else "failed"
 

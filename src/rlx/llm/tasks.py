@@ -341,8 +341,46 @@ def exact_match_reward(
     ]
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def numeric_reward(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    answers: Sequence[str] | None = None,
+    **_: Any,
+) -> list[float]:
+    """1.0 when the last number in the completion equals the answer as a number ("81",
+    " 81.0", "= 81" all match 81; within 1e-6 relative), else 0.0."""
+    if answers is None:
+        raise ConfigError("the numeric reward needs answers: rows {'prompt', 'answer'}.")
+    _same_length(prompts, completions, "completions")
+    _same_length(prompts, answers, "answers")
+    return [float(_numbers_equal(c, a)) for c, a in zip(completions, answers, strict=True)]
+
+
+def _numbers_equal(completion: str, answer: str) -> bool:
+    found = _NUMBER.findall(completion)
+    target = _NUMBER.findall(answer)
+    if not found or not target:
+        return False
+    got, want = float(found[-1]), float(target[-1])
+    return abs(got - want) <= 1e-6 * max(1.0, abs(want))
+
+
+def python_tests_reward(
+    prompts: Sequence[str], completions: Sequence[str], **kw: Any
+) -> list[float]:
+    """Runs each completion against its row's tests in a sandbox (:mod:`rlx.llm.sandbox`)."""
+    from rlx.llm.sandbox import python_tests_reward as run
+
+    return run(prompts, completions, **kw)
+
+
 REWARDS: dict[str, RewardFunction] = {
     "exact-match": exact_match_reward,
+    "numeric": numeric_reward,
+    "python-tests": python_tests_reward,
     "arithmetic-gold": gold_reward,
 }
 """Reward functions by name, as the CLI and ``llm.grpo(reward=...)`` accept them."""
