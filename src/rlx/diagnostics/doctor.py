@@ -162,7 +162,8 @@ def check_rule_ids(ids: Sequence[str]) -> tuple[str, ...]:
 class LiveDoctor:
     """The rules on the metrics of a run in progress, fed one logged row at a time.
 
-    Every ``every`` rows (and at the end) the rules run over everything logged so far; a rule
+    Every ``every`` rows (every tenth of the rows so far once that is more, and at the end)
+    the rules run over everything logged so far; a rule
     that fires prints one line, once per run. Rules in ``stop_on`` set :attr:`stop` when they
     fire, and the training loop ends the run with its checkpoint saved.
     """
@@ -184,6 +185,7 @@ class LiveDoctor:
         self.fired: dict[str, Finding] = {}
         self.stop: Finding | None = None
         self._rows = 0
+        self._next_check = self.every
 
     def preload(self, metrics: Mapping[str, Series]) -> None:
         """Start from series already logged (a resumed run's rows before the checkpoint)."""
@@ -194,8 +196,11 @@ class LiveDoctor:
         for key, value in values.items():
             self.points.setdefault(key, []).append((float(step), float(value)))
         self._rows += 1
-        if self._rows % self.every == 0:
+        # every `every` rows early on, then every tenth of the rows so far: the rules read the
+        # whole history, so checking at a fixed rate would cost quadratic time on long runs
+        if self._rows >= self._next_check:
             self.check()
+            self._next_check = self._rows + max(self.every, self._rows // 10)
 
     def check(self) -> list[Finding]:
         """Run the live rules now; returns the findings that fired for the first time."""
