@@ -69,7 +69,7 @@ def _top_parser() -> argparse.ArgumentParser:
             "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
             "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
             "  list                                       list the registered algorithms\n"
-            "  align tiny|data|sft|rm|dpo|eval ...        align a language model (extra llm)\n"
+            "  align tiny|data|sft|rm|dpo|grpo|eval ...   align a language model (extra llm)\n"
             "  doctor RUN_DIR [--strict] [--json]         diagnose a run (rlx, SB3, TRL, TB logs)\n"
             "  report RUN_DIR [RUN_DIR ...]               a self-contained HTML report\n"
             "  recommend ID [--safety-critical]           which method to use, and the command\n\n"
@@ -497,7 +497,7 @@ def _solve(argv: list[str]) -> int:
         description=(
             "Solve a tabular MDP exactly and print V* and the optimal policy. ENV is "
             "GridWorld, GridWorld-RxC, or a Gymnasium toy-text id with a model "
-            "(FrozenLake-v1, CliffWalking-v1, Taxi-v3)."
+            "(FrozenLake-v1, CliffWalking-v1, Taxi-v4)."
         ),
     )
     parser.add_argument("env", help="GridWorld[-RxC] or a Gymnasium toy-text id")
