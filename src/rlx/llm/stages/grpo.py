@@ -413,7 +413,9 @@ def grpo_step(
     batch = batch.to(config.device)
     mask = batch.target_mask
     with torch.no_grad():
-        old_logp, _ = token_logps_and_entropy(model, batch)
+        # one pass per batch is on-policy: pi_old is the policy itself, so its log-probs are
+        # the first pass's own, detached (no extra forward)
+        old_logp = token_logps_and_entropy(model, batch)[0] if config.num_iterations > 1 else None
         ref_logp = token_logps_and_entropy(reference, batch)[0] if reference is not None else None
     params = [p for p in model.parameters() if p.requires_grad]
     rows_metrics: list[dict[str, Tensor]] = []
@@ -422,7 +424,7 @@ def grpo_step(
         kl = kl_k3(logp, ref_logp) if ref_logp is not None else None
         loss, metrics = clipped_token_loss(
             logp,
-            old_logp,
+            logp.detach() if old_logp is None else old_logp,
             advantages.to(logp.device),
             mask,
             clip_low=config.clip_eps,
