@@ -40,7 +40,7 @@ def negate(value: float) -> float:
     return -value
 
 
-TOKEN_ACCURACY = "token_accuracy"  # rlx.llm.losses.TOKEN_ACCURACY (importing it needs torch)
+TOKEN_ACCURACY = M.TOKEN_ACCURACY
 
 # Stable-Baselines3 keys (``logger.record`` in ppo.py, a2c.py, dqn.py, sac.py, td3.py) -> rlx.
 SB3_NAMES: dict[str, Target] = {

@@ -46,6 +46,8 @@ CHOSEN_REWARD = "chosen_reward"
 REJECTED_REWARD = "rejected_reward"
 REWARD_MARGIN = "reward_margin"
 PAIR_ACCURACY = "pair_accuracy"
+TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts by argmax (SFT)
+EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
 
 ALL_METRICS: frozenset[str] = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)

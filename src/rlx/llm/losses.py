@@ -18,7 +18,7 @@ from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 from rlx.llm.batching import Batch
 
-TOKEN_ACCURACY = "token_accuracy"
+TOKEN_ACCURACY = M.TOKEN_ACCURACY
 """Share of target tokens whose argmax prediction is the target (SFT)."""
 
 

@@ -191,7 +191,7 @@ def prepare(config: DPOConfig) -> Prepared:
                 from rlx.llm.tasks import SFTExample
 
                 rows = [SFTExample(r.prompt, r.chosen) for r in held_out[:EVAL_ROWS_GENERATED]]
-                out["exact_match"] = exact_match((model, tokenizer), rows)
+                out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows)
             return out
 
         def save(out: Path) -> None:

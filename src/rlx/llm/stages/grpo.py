@@ -462,7 +462,7 @@ def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: GRPOConfig) ->
         return {}
     from rlx.llm.generation import exact_match
 
-    return {"exact_match": exact_match((model, tokenizer), rows[:EVAL_ROWS])}
+    return {M.EXACT_MATCH: exact_match((model, tokenizer), rows[:EVAL_ROWS])}
 
 
 def _frozen_copy(model: Any) -> Any:

@@ -131,7 +131,7 @@ def evaluate_sft(
     if config.eval_exact_match:
         from rlx.llm.generation import exact_match
 
-        out["exact_match"] = exact_match((model, tokenizer), rows[:EVAL_ROWS_GENERATED])
+        out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows[:EVAL_ROWS_GENERATED])
     return out
 
 
