@@ -158,3 +158,30 @@ def test_builtin_rewards_numeric_and_python_tests():
     rewards = run_tests(prompts, ["    return x + 1\n", "    return x + 2\n"],
                         tests=["assert inc(1) == 2", "assert inc(1) == 2"])  # fmt: skip
     assert rewards == [1.0, 0.0]
+
+
+def test_interrupted_and_resumed_equals_uninterrupted(tiny, tmp_path, monkeypatch):
+    """Sampling, rewards and updates continue exactly: same final weights either way."""
+    import rlx
+
+    root, model = tiny
+    common = dict(steps=4, batch_size=2, group_size=4, max_new_tokens=3, learning_rate=1e-3,
+                  eval_exact_match=False, progress=False)  # fmt: skip
+    llm.grpo(model, root / "prompts.jsonl", run_dir=tmp_path / "whole", **common)
+    log = rlx.runs.Run.log
+
+    def log_then_stop(self, step, metrics):
+        values = log(self, step, metrics)
+        self.stop_requested = self.stop_requested or step == 2
+        return values
+
+    with monkeypatch.context() as patch:
+        patch.setattr(rlx.runs.Run, "log", log_then_stop)
+        part = llm.grpo(model, root / "prompts.jsonl", run_dir=tmp_path / "part", **common)
+    assert part.status == "interrupted"
+    llm.grpo("", root / "prompts.jsonl", run_dir=tmp_path / "part", resume=True, progress=False)
+    a = torch.load(tmp_path / "whole" / "checkpoints" / "latest", weights_only=True)
+    b = torch.load(tmp_path / "part" / "checkpoints" / "latest", weights_only=True)
+    assert a["step"] == b["step"] == 4
+    for key, value in a["state"]["model"].items():
+        torch.testing.assert_close(value, b["state"]["model"][key], rtol=0, atol=1e-6)

@@ -244,7 +244,7 @@ def train_loop(
     sampler = EpochSampler(len(stage.units), config.batch_size, config.seed)
     step = 0
     if run.resumed_state is not None:
-        _restore(run.resumed_state, model, optimizer, sampler)
+        restore_state(run.resumed_state, model, optimizer, sampler)
         step = int(run.resumed_step or 0)
     eval_every = resolve_eval_every(config, steps)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -269,11 +269,11 @@ def train_loop(
             metrics.update(last_eval)
         run.log(step, metrics)
         if run.checkpoint_due():
-            run.save_checkpoint(step, _state(model, optimizer, sampler))
+            run.save_checkpoint(step, training_state(model, optimizer, sampler))
     if run.stop_requested and step < steps:
-        run.save_checkpoint(step, _state(model, optimizer, sampler))
+        run.save_checkpoint(step, training_state(model, optimizer, sampler))
         return last_eval
-    run.save_checkpoint(step, _state(model, optimizer, sampler))
+    run.save_checkpoint(step, training_state(model, optimizer, sampler))
     if not last_eval:  # resumed at the end: evaluate what was trained
         last_eval = _evaluate(stage)
     stage.save_model(run.dir / MODEL_DIR)
@@ -305,7 +305,7 @@ def _evaluate(stage: Stage) -> dict[str, float]:
         stage.model.train()
 
 
-def _state(
+def training_state(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: EpochSampler
 ) -> dict[str, Any]:
     return {
@@ -316,7 +316,7 @@ def _state(
     }
 
 
-def _restore(
+def restore_state(
     state: Mapping[str, Any],
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -351,6 +351,27 @@ class Prepared:
     build: Callable[[StageConfig], Stage]
 
 
+def complete_config(
+    config: StageConfig,
+    run: Run,
+    train_rows: int,
+    num_params: int,
+    lr_scale: float,
+    target_rows: int,
+) -> Any:
+    """Fill ``epochs``, ``steps`` and ``learning_rate`` left at None (from the data size and
+    the model size) and write the completed config into the run's ``config.json``."""
+    if config.steps is None:
+        config = dataclasses.replace(config, epochs=resolve_epochs(config, train_rows, target_rows))
+    config = dataclasses.replace(
+        config,
+        steps=resolve_steps(config, train_rows),
+        learning_rate=config.learning_rate or default_learning_rate(num_params, lr_scale),
+    )
+    run.record_config(config, total=config.steps)
+    return config
+
+
 def run_stage(
     config: StageConfig,
     run: Run,
@@ -366,16 +387,9 @@ def run_stage(
     number of passes (:func:`resolve_epochs`)."""
     set_torch_threads(config.num_threads)
     prepared = prepare(config)
-    if config.steps is None:
-        config = dataclasses.replace(
-            config, epochs=resolve_epochs(config, prepared.train_rows, target_rows)
-        )
-    config = dataclasses.replace(
-        config,
-        steps=resolve_steps(config, prepared.train_rows),
-        learning_rate=config.learning_rate or default_learning_rate(prepared.num_params, lr_scale),
+    config = complete_config(
+        config, run, prepared.train_rows, prepared.num_params, lr_scale, target_rows
     )
-    run.record_config(config, total=config.steps)
     stage = prepared.build(config)
     metrics = train_loop(stage, config, run, steps=config.steps, lr=config.learning_rate)
     summary = run.finish(run.last_step, metrics)

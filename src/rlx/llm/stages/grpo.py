@@ -41,11 +41,12 @@ from rlx.llm.training import (
     EpochSampler,
     StageConfig,
     StageResult,
-    default_learning_rate,
-    resolve_epochs,
-    resolve_steps,
+    complete_config,
+    make_optimizer,
+    restore_state,
     split_rows,
     stage_entry,
+    training_state,
     warmup_linear,
 )
 
@@ -326,30 +327,15 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
     reward = reward_function(config.reward)
     model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
     check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
-    if config.steps is None:
-        config = _replace(config, epochs=resolve_epochs(config, len(train_rows), TARGET_ROWS))
-    config = _replace(
-        config,
-        steps=resolve_steps(config, len(train_rows)),
-        learning_rate=config.learning_rate
-        or default_learning_rate(count_parameters(model), LR_SCALE),
+    config = complete_config(
+        config, run, len(train_rows), count_parameters(model), LR_SCALE, TARGET_ROWS
     )
-    run.record_config(config, total=config.steps)
     reference = _frozen_copy(model) if config.beta > 0 else None
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad],
-        lr=config.learning_rate,
-        weight_decay=config.weight_decay,
-        foreach=True,
-    )
+    optimizer = make_optimizer(model, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
     step = 0
     if run.resumed_state is not None:
-        state = run.resumed_state
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        sampler.load_state_dict(state["sampler"])
-        torch.set_rng_state(state["torch_rng"])
+        restore_state(run.resumed_state, model, optimizer, sampler)
         step = int(run.resumed_step or 0)
     eval_every = config.eval_every or max(1, config.steps // 10)
     last_eval: dict[str, float] = {}
@@ -367,8 +353,8 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
             metrics.update(last_eval)
         run.log(step, metrics)
         if run.checkpoint_due():
-            run.save_checkpoint(step, _state(model, optimizer, sampler))
-    run.save_checkpoint(step, _state(model, optimizer, sampler))
+            run.save_checkpoint(step, training_state(model, optimizer, sampler))
+    run.save_checkpoint(step, training_state(model, optimizer, sampler))
     if step >= config.steps:
         from rlx.llm.models import save_pretrained
 
@@ -470,21 +456,6 @@ def _frozen_copy(model: Any) -> Any:
     for p in reference.parameters():
         p.requires_grad_(False)
     return reference
-
-
-def _state(model: Any, optimizer: Any, sampler: EpochSampler) -> dict[str, Any]:
-    return {
-        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-        "optimizer": optimizer.state_dict(),
-        "sampler": sampler.state_dict(),
-        "torch_rng": torch.get_rng_state(),
-    }
-
-
-def _replace(config: GRPOConfig, **changes: Any) -> GRPOConfig:
-    import dataclasses
-
-    return dataclasses.replace(config, **changes)
 
 
 def load(config: GRPOConfig, data_id: str, state: dict) -> Any:
