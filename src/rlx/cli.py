@@ -128,18 +128,17 @@ def _train(argv: list[str]) -> int:
     return 130 if status == "interrupted" else 0
 
 
-def _train_args_class(spec: Any) -> type:
-    """The config dataclass of ``spec`` plus the options every training run takes."""
+def _run_options(run_dir_help: str) -> list[tuple]:
+    """The options every training run takes besides its config fields (tyro fields)."""
     import tyro
 
     def opt(help_text: str) -> Any:
         return tyro.conf.arg(help=help_text)
 
-    extra = [
-        ("env", Annotated[str, opt("Gymnasium id, or GridWorld / GridWorld-RxC")]),
+    return [
         (
             "run_dir",
-            Annotated[str | None, opt("run folder (default runs/<algo>-<env>-<time>)")],
+            Annotated[str | None, opt(run_dir_help)],
             dataclasses.field(default=None),
         ),
         (
@@ -165,6 +164,19 @@ def _train_args_class(spec: Any) -> type:
             ],
             dataclasses.field(default=()),
         ),
+    ]
+
+
+def _train_args_class(spec: Any) -> type:
+    """The config dataclass of ``spec`` plus the options every training run takes."""
+    import tyro
+
+    def opt(help_text: str) -> Any:
+        return tyro.conf.arg(help=help_text)
+
+    extra = [
+        ("env", Annotated[str, opt("Gymnasium id, or GridWorld / GridWorld-RxC")]),
+        *_run_options("run folder (default runs/<algo>-<env>-<time>)"),
     ]
     cls = dataclasses.make_dataclass(
         "TrainArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
@@ -270,7 +282,7 @@ def _align_stage(name: str, argv: list[str]) -> int:
         default = cls(**record["config"], run_dir=known.run_dir, resume=True)
     args = tyro.cli(cls, args=argv, prog=f"rlx align {name}", default=default)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    options = {k: values.pop(k) for k in ("run_dir", "resume", "tensorboard", "progress")}
+    options = {k: values.pop(k) for k in TRAIN_OPTIONS if k != "env"}
     options["progress"] = None if options["progress"] else False
     if not values["model"] or not values["data"]:
         raise ConfigError(f"rlx align {name} needs --model DIR and --data FILE.")
@@ -285,33 +297,7 @@ def _align_stage(name: str, argv: list[str]) -> int:
 
 def _stage_args_class(spec: Any) -> type:
     """A stage's config dataclass plus the run options (no --env: the data file is it)."""
-    import tyro
-
-    def opt(help_text: str) -> Any:
-        return tyro.conf.arg(help=help_text)
-
-    extra = [
-        (
-            "run_dir",
-            Annotated[str | None, opt("run folder (default runs/<stage>-<data>-<time>)")],
-            dataclasses.field(default=None),
-        ),
-        (
-            "resume",
-            Annotated[bool, opt("continue the run in --run-dir from its latest checkpoint")],
-            dataclasses.field(default=False),
-        ),
-        (
-            "tensorboard",
-            Annotated[bool, opt("also write TensorBoard logs to RUN_DIR/tensorboard")],
-            dataclasses.field(default=False),
-        ),
-        (
-            "progress",
-            Annotated[bool, opt("show a progress bar when the terminal is interactive")],
-            dataclasses.field(default=True),
-        ),
-    ]
+    extra = _run_options("run folder (default runs/<stage>-<data>-<time>)")
     cls = dataclasses.make_dataclass(
         "AlignArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
     )
