@@ -52,6 +52,7 @@ def _dispatch(argv: list[str]) -> int:
         "doctor": _doctor,
         "report": _report,
         "recommend": _recommend,
+        "play": _play,
     }
     if command not in handlers:
         raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
@@ -72,7 +73,8 @@ def _top_parser() -> argparse.ArgumentParser:
             "  align tiny|data|sft|rm|dpo|grpo|eval ...   align a language model (extra llm)\n"
             "  doctor RUN_DIR [--strict] [--json]         diagnose a run (rlx, SB3, TRL, TB logs)\n"
             "  report RUN_DIR [RUN_DIR ...]               a self-contained HTML report\n"
-            "  recommend ID [--safety-critical]           which method to use, and the command\n\n"
+            "  recommend ID [--safety-critical]           which method to use, and the command\n"
+            "  play GAME [--agent RUN_DIR]                play a board game against an agent\n\n"
             "Every command has --help. Example:\n"
             "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
             "  rlx eval runs/ql"
@@ -464,16 +466,51 @@ def _eval(argv: list[str]) -> int:
         prog="rlx eval", description="Evaluate the agent of a run folder (latest checkpoint)."
     )
     parser.add_argument("run_dir", help="the run folder written by `rlx train`")
-    parser.add_argument("--episodes", type=int, default=20, help="episodes (default 20)")
+    parser.add_argument(
+        "--episodes", type=int, default=20, help="episodes, or games for a board game (default 20)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
     parser.add_argument("--env", default=None, help="evaluate on this env instead of the run's")
     args = parser.parse_args(argv)
     import rlx
 
     agent = rlx.load(args.run_dir)
+    if hasattr(agent, "game"):  # a board-game agent: matches against the run's opponents
+        from rlx.games.evaluation import arena
+
+        opponents = agent.config.eval_opponents
+        for name, result in arena(agent.game, agent, opponents, args.episodes, args.seed).items():
+            print(f"{args.run_dir} against {name} over {result.games} games: {result}")
+        return 0
     stats = rlx.evaluate(agent, args.env, episodes=args.episodes, seed=args.seed)
     print(f"{args.run_dir}: {stats}")
     return 0
+
+
+# ---------------------------------------------------------------------------- rlx play
+def _play(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx play",
+        description="Play a board game against an agent in the terminal. The board is drawn "
+        "after every move; type the number of a cell (tictactoe, 0-8 row by row) or a column "
+        "(connect4, 0-6).",
+    )
+    parser.add_argument("game", help="tictactoe or connect4 (or openspiel:<name>)")
+    parser.add_argument(
+        "--agent",
+        default=None,
+        help="a run folder of `rlx train alphazero|muzero --env GAME` "
+        "(default: pure MCTS with 1000 random-rollout simulations per move)",
+    )
+    parser.add_argument(
+        "--second", action="store_true", help="let the agent move first (you play O)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's choices")
+    args = parser.parse_args(argv)
+    from rlx.games.play import play
+
+    outcome = play(args.game, args.agent, human_first=not args.second, seed=args.seed)
+    return 0 if outcome is not None else 130
 
 
 # ---------------------------------------------------------------------------- rlx solve

@@ -27,6 +27,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "rlx.agents.ppo",
     "rlx.agents.sac",
     "rlx.agents.td3",
+    "rlx.games.alphazero",
 )
 # Registered only when their extra is installed (``rlx[llm]``).
 _OPTIONAL_MODULES: tuple[str, ...] = (

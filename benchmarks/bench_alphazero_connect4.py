@@ -1,0 +1,70 @@
+"""AlphaZero on Connect Four: strength reached within a CPU budget, against pure MCTS.
+
+1. **Train**: ``rlx train alphazero --env connect4`` (the ``connect4`` preset: a residual
+   network, 64 self-play games per iteration) in this process, one torch thread, until
+   the iteration that ends after ``--minutes`` of wall time (``max_minutes``; checkpoint
+   saved).
+2. **Play**: the trained agent (MCTS with the network, ``eval_simulations`` per move, no noise)
+   plays ``--games`` games against pure MCTS with random rollouts (UCT, ``mcts-K``, K = 200 and
+   1,000 simulations per move by default), seats alternating.
+
+The issue's bar: after at most 60 CPU-minutes, win at least 80% of 50 games against mcts-200;
+the goal is at least 90% against mcts-1000. Reported: the wall and CPU minutes spent training,
+the iterations and self-play games, and the win/draw/loss counts against each opponent.
+
+Run: ``.venv/bin/python benchmarks/bench_alphazero_connect4.py [--minutes 60] [--games 50]``.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import rlx  # noqa: E402
+from rlx.games.evaluation import arena  # noqa: E402
+
+
+def train(minutes: float, run_dir: Path, seed: int, overrides: dict) -> tuple[object, float]:
+    """Train with the connect4 preset for at most ``minutes``; the agent and CPU minutes."""
+    cpu0 = time.process_time()
+    agent = rlx.train("alphazero", "connect4", run_dir=run_dir, seed=seed, progress=True,
+                      doctor=False, eval_games=0, iterations=10_000, max_minutes=minutes,
+                      **overrides)  # fmt: skip
+    return agent, (time.process_time() - cpu0) / 60
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0, help="training wall budget")
+    parser.add_argument("--games", type=int, default=50, help="games against each opponent")
+    parser.add_argument("--opponents", nargs="+", default=["mcts-200", "mcts-1000"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run-dir", default=None, help="keep the run here (default: temp)")
+    parser.add_argument("--set", nargs="*", default=[], help="config overrides field=value")
+    args = parser.parse_args()
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    run_dir = Path(args.run_dir or tempfile.mkdtemp(prefix="az-c4-")) / "run"
+
+    t0 = time.perf_counter()
+    agent, cpu_minutes = train(args.minutes, run_dir, args.seed, overrides)
+    wall_minutes = (time.perf_counter() - t0) / 60
+    summary = json.loads((run_dir / "summary.json").read_text())
+    iterations = summary["steps"]
+    games = iterations * agent.config.games_per_iteration
+    print(f"trained {iterations} iterations ({games} self-play games) in {wall_minutes:.1f} "
+          f"wall minutes, {cpu_minutes:.1f} CPU minutes; run folder {run_dir}")  # fmt: skip
+    for name, result in arena(agent.game, agent, args.opponents, args.games, seed=1).items():
+        print(f"against {name:10s} over {result.games} games (seats alternating): {result} "
+              f"-> win rate {result.win_rate:.0%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

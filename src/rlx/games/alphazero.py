@@ -1,0 +1,550 @@
+"""AlphaZero (registered as ``alphazero``): self-play with MCTS, then fit the network to it.
+
+One iteration, read top to bottom in :func:`train`:
+
+1. **Self-play.** ``games_per_iteration`` games are played together by the current network
+   with PUCT search (:mod:`rlx.games.mcts`), Dirichlet noise at the root and moves drawn from
+   ``pi(a) ∝ N(s, a)`` for the first ``temperature_moves`` plies, the most visited move after.
+   Every position gives a sample ``(s, pi, z)``: the root's visit distribution ``pi`` and the
+   final outcome ``z`` from the point of view of the player to move in ``s``. Each sample enters
+   the replay buffer with its board symmetries (8 for tic-tac-toe, 2 for Connect Four).
+2. **Training.** ``train_steps`` minibatches from the buffer, minimising (Silver et al., 2018)
+
+       L(theta) = (z - v)^2 - pi^T log p + c ||theta||^2,     (p, v) = f_theta(s)
+
+   with ``c`` the optimiser's ``weight_decay`` (coupled L2 in Adam: the gradient gains
+   ``c theta``, the gradient of ``c/2 ||theta||^2``).
+3. **Arena.** Every ``eval_every`` iterations the agent (search without noise, most visited
+   move, ``eval_simulations``) plays ``eval_games`` games against each of ``eval_opponents``
+   (seats alternating); the rates are logged as ``vs_<opponent>_win|draw|loss``.
+
+The network sees the position from the mover's side (:meth:`Game.encode`), so one network plays
+both seats. Tic-tac-toe uses an MLP, Connect Four a small residual convolutional network.
+
+A checkpoint holds the network, the optimiser, the replay buffer, the random generators and
+the iteration; a resumed run continues as the uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rlx import registry
+from rlx.core.seeding import rng_state, seed_everything, set_rng_state
+from rlx.core.threads import set_torch_threads
+from rlx.errors import CheckpointError, ConfigError
+from rlx.games import make
+from rlx.games.base import Game, GameState, check_same_game
+from rlx.games.evaluation import arena, arena_metrics, check_opponents
+from rlx.games.mcts import SearchConfig, choose, search, visit_policy
+
+
+# ============================================================================ config
+@dataclass(frozen=True)
+class AlphaZeroConfig:
+    """AlphaZero's settings; the defaults are tuned for tic-tac-toe, the ``connect4`` preset
+    for Connect Four.
+
+    Attributes:
+        iterations: self-play + training rounds (the budget).
+        games_per_iteration: self-play games per iteration, played together in one batch.
+        simulations: MCTS simulations per self-play move.
+        eval_simulations: MCTS simulations per move when the agent plays (arena, ``act``).
+        c_puct: exploration weight of the network prior in PUCT.
+        dirichlet_alpha: root noise concentration (about 10 / typical number of legal moves).
+        noise_fraction: share of the root prior replaced by noise in self-play.
+        temperature_moves: plies played by sampling ``pi ∝ N``; later plies take the most
+            visited move.
+        augment: add every board symmetry of each sample to the replay buffer.
+        buffer_size: positions kept in the replay buffer (the oldest leave first).
+        batch_size: positions per gradient step.
+        train_steps: gradient steps per iteration.
+        lr: Adam learning rate.
+        weight_decay: ``c`` of the L2 term.
+        net: ``mlp`` (flattened board) or ``resnet`` (3x3 convolutions with skip connections).
+        hidden: MLP hidden layer sizes.
+        channels: residual network width.
+        blocks: residual blocks.
+        eval_every: iterations between arena evaluations (the last iteration always has one).
+        eval_games: games against each opponent per evaluation (seats alternate); 0: none.
+        eval_opponents: ``random``, ``mcts-K`` (pure MCTS with K rollout simulations) or
+            ``solver`` (perfect play, tic-tac-toe only).
+        workers: processes that play the self-play games (each a share of them, with its own
+            seed drawn from the run's generator); 1 plays them in the training process.
+        max_minutes: also stop (checkpoint saved) once an iteration ends after this many
+            minutes of training; 0: no time limit.
+        seed: seeds the network, self-play and the arena.
+    """
+
+    iterations: int = 30
+    games_per_iteration: int = 64
+    simulations: int = 80
+    eval_simulations: int = 80
+    c_puct: float = 1.5
+    dirichlet_alpha: float = 1.0
+    noise_fraction: float = 0.25
+    temperature_moves: int = 4
+    augment: bool = True
+    buffer_size: int = 40_000
+    batch_size: int = 256
+    train_steps: int = 100
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    net: Literal["mlp", "resnet"] = "mlp"
+    hidden: tuple[int, ...] = (128, 128)
+    channels: int = 64
+    blocks: int = 4
+    eval_every: int = 5
+    eval_games: int = 100
+    eval_opponents: tuple[str, ...] = ("random", "solver")
+    workers: int = 1
+    max_minutes: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "iterations", "games_per_iteration", "simulations")
+        _at_least(self, 1, "eval_simulations", "batch_size", "eval_every", "buffer_size")
+        _at_least(self, 1, "workers")
+        _at_least(self, 0, "train_steps", "temperature_moves", "eval_games")
+        if self.net not in ("mlp", "resnet"):
+            raise ConfigError(f"net must be mlp or resnet, not {self.net!r}.")
+        if not 0.0 <= self.noise_fraction <= 1.0:
+            raise ConfigError(f"noise_fraction must be in [0, 1], not {self.noise_fraction}.")
+        for name in ("c_puct", "dirichlet_alpha", "lr"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, not {getattr(self, name)}.")
+        if self.max_minutes < 0:
+            raise ConfigError(f"max_minutes must be >= 0 (0: no limit), not {self.max_minutes}.")
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay must be >= 0, not {self.weight_decay}.")
+
+    def search(self, *, selfplay: bool) -> SearchConfig:
+        if selfplay:
+            return SearchConfig(
+                self.simulations, self.c_puct, self.dirichlet_alpha, self.noise_fraction
+            )
+        return SearchConfig(self.eval_simulations, self.c_puct)
+
+
+def _at_least(config: Any, low: int, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) < low:
+            raise ConfigError(f"{name} must be at least {low}, not {getattr(config, name)}.")
+
+
+PRESETS = {
+    "connect4": {
+        "net": "resnet",
+        "channels": 32,
+        "blocks": 3,
+        "games_per_iteration": 64,
+        "simulations": 100,
+        "eval_simulations": 200,
+        "dirichlet_alpha": 1.0,
+        "temperature_moves": 10,
+        "buffer_size": 60_000,
+        "train_steps": 100,
+        "lr": 1e-3,
+        "iterations": 40,
+        "eval_games": 50,
+        "eval_opponents": ("random", "mcts-200"),
+    },
+}
+
+
+# ============================================================================ network
+class PolicyValueNet(nn.Module):
+    """``f_theta(s) = (policy logits, v)``, ``v = tanh(.)`` in [-1, 1] for the player to move."""
+
+    def __init__(self, game: Game, config: AlphaZeroConfig) -> None:
+        super().__init__()
+        planes, (rows, cols) = game.num_planes, game.board_shape
+        if config.net == "mlp":
+            layers: list[nn.Module] = [nn.Flatten()]
+            width = planes * rows * cols
+            for size in config.hidden:
+                layers += [nn.Linear(width, size), nn.ReLU()]
+                width = size
+            self.trunk = nn.Sequential(*layers)
+            self.policy = nn.Linear(width, game.num_actions)
+            self.value = nn.Sequential(nn.Linear(width, 64), nn.ReLU(), nn.Linear(64, 1))
+        else:
+            c = config.channels
+            self.trunk = nn.Sequential(
+                _conv(planes, c), *[_ResidualBlock(c) for _ in range(config.blocks)]
+            )
+            self.policy = nn.Sequential(
+                nn.Conv2d(c, 2, 1), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                nn.Linear(2 * rows * cols, game.num_actions),
+            )  # fmt: skip
+            self.value = nn.Sequential(
+                nn.Conv2d(c, 1, 1), nn.BatchNorm2d(1), nn.ReLU(), nn.Flatten(),
+                nn.Linear(rows * cols, 64), nn.ReLU(), nn.Linear(64, 1),
+            )  # fmt: skip
+
+    def forward(self, planes: Tensor) -> tuple[Tensor, Tensor]:
+        h = self.trunk(planes)
+        return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
+
+
+def _conv(c_in: int, c_out: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()
+    )
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv1 = _conv(c, c)
+        self.conv2 = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x + self.conv2(self.conv1(x)))
+
+
+def evaluator(net: PolicyValueNet):
+    """The search's ``evaluate(planes, legal) -> (priors, values)``: the policy renormalised
+    over the legal moves."""
+
+    def evaluate(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with torch.inference_mode():
+            logits, values = net(torch.from_numpy(planes))
+            logits = logits.masked_fill(~torch.from_numpy(legal), -torch.inf)
+            return torch.softmax(logits, -1).numpy(), values.numpy()
+
+    return evaluate
+
+
+# ============================================================================ replay
+class SampleBuffer:
+    """A ring of ``(planes, pi, z)`` samples."""
+
+    def __init__(self, capacity: int, planes_shape: tuple[int, ...], num_actions: int) -> None:
+        self.planes = np.zeros((capacity, *planes_shape), dtype=np.float32)
+        self.pi = np.zeros((capacity, num_actions), dtype=np.float32)
+        self.z = np.zeros(capacity, dtype=np.float32)
+        self.capacity, self.size, self.cursor = capacity, 0, 0
+
+    def add(self, planes: np.ndarray, pi: np.ndarray, z: np.ndarray) -> None:
+        for i in range(len(z)):
+            self.planes[self.cursor], self.pi[self.cursor], self.z[self.cursor] = (
+                planes[i],
+                pi[i],
+                z[i],
+            )
+            self.cursor = (self.cursor + 1) % self.capacity
+            self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        idx = rng.integers(0, self.size, size=n)
+        return (
+            torch.from_numpy(self.planes[idx]),
+            torch.from_numpy(self.pi[idx]),
+            torch.from_numpy(self.z[idx]),
+        )
+
+    def state(self) -> dict[str, Any]:
+        n = self.size
+        return {"planes": self.planes[:n].copy(), "pi": self.pi[:n].copy(),
+                "z": self.z[:n].copy(), "cursor": self.cursor}  # fmt: skip
+
+    def restore(self, state: dict[str, Any]) -> None:
+        n = len(state["z"])
+        self.planes[:n], self.pi[:n], self.z[:n] = state["planes"], state["pi"], state["z"]
+        self.size, self.cursor = n, int(state["cursor"])
+
+
+# ============================================================================ self-play
+@dataclass
+class SelfPlayResult:
+    planes: np.ndarray
+    pi: np.ndarray
+    z: np.ndarray
+    lengths: list[int]
+    results: list[int]
+
+
+def self_play(
+    game: Game, net: PolicyValueNet, config: AlphaZeroConfig, rng: np.random.Generator
+) -> SelfPlayResult:
+    """Play ``games_per_iteration`` games together; samples ``(s, pi, z)`` from every move."""
+    states = [game.initial_state() for _ in range(config.games_per_iteration)]
+    history: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[] for _ in states]
+    evaluate, search_config = evaluator(net), config.search(selfplay=True)
+    net.eval()
+    while open_games := [i for i, s in enumerate(states) if not s.is_terminal]:
+        counts = search(game, [states[i] for i in open_games], evaluate, search_config, rng)
+        for i, n in zip(open_games, counts, strict=True):
+            state = states[i]
+            history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play))
+            temperature = 1.0 if state.moves < config.temperature_moves else 0.0
+            states[i] = game._play(state, choose(n, temperature, rng))
+    planes, pis, zs = [], [], []
+    for game_history, final in zip(history, states, strict=True):
+        for p, pi, to_play in game_history:
+            z = float(final.result * to_play)
+            for sp, spi in game.symmetries(p, pi) if config.augment else [(p, pi)]:
+                planes.append(sp)
+                pis.append(spi)
+                zs.append(z)
+    return SelfPlayResult(
+        np.stack(planes), np.stack(pis).astype(np.float32), np.asarray(zs, dtype=np.float32),
+        [len(h) for h in history], [int(s.result) for s in states],
+    )  # fmt: skip
+
+
+def merge(results: list[SelfPlayResult]) -> SelfPlayResult:
+    """One result of several workers' games, in worker order."""
+    return SelfPlayResult(
+        np.concatenate([r.planes for r in results]), np.concatenate([r.pi for r in results]),
+        np.concatenate([r.z for r in results]), [n for r in results for n in r.lengths],
+        [w for r in results for w in r.results],
+    )  # fmt: skip
+
+
+def _worker_self_play(game_name: str, config: AlphaZeroConfig, weights: dict, seed: int,
+                      games: int) -> SelfPlayResult:  # fmt: skip
+    set_torch_threads(1)
+    game = make(game_name)
+    net = PolicyValueNet(game, config)
+    net.load_state_dict(weights)
+    share = dataclasses.replace(config, games_per_iteration=games, workers=1)
+    return self_play(game, net, share, np.random.default_rng(seed))
+
+
+class SelfPlayPool:
+    """``workers`` processes (spawned once per run) that play self-play games in parallel with
+    the current weights; with one worker, the games are played in this process."""
+
+    def __init__(self, game: Game, config: AlphaZeroConfig) -> None:
+        self.game, self.config = game, config
+        self.pool = None
+        if config.workers > 1:
+            context = multiprocessing.get_context("spawn")  # no forked torch state
+            self.pool = ProcessPoolExecutor(config.workers, mp_context=context)
+
+    def play(self, net: PolicyValueNet, rng: np.random.Generator) -> SelfPlayResult:
+        if self.pool is None:
+            return self_play(self.game, net, self.config, rng)
+        n, k = self.config.games_per_iteration, self.config.workers
+        shares = [n // k + (i < n % k) for i in range(k)]
+        seeds = rng.integers(0, 2**63 - 1, size=k)
+        weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
+        futures = [
+            self.pool.submit(
+                _worker_self_play, self.game.name, self.config, weights, int(seed), games
+            )
+            for seed, games in zip(seeds, shares, strict=True)
+            if games
+        ]
+        return merge([f.result() for f in futures])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+# ============================================================================ update
+def alphazero_loss(
+    logits: Tensor, values: Tensor, pi: Tensor, z: Tensor
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """``(z - v)^2 - pi^T log p`` averaged over the batch (the L2 term is the optimiser's)."""
+    value_loss = F.mse_loss(values, z)
+    policy_loss = -(pi * F.log_softmax(logits, -1)).sum(-1).mean()
+    return value_loss + policy_loss, {"value_loss": value_loss, "policy_loss": policy_loss}
+
+
+def train_network(
+    net: PolicyValueNet,
+    optimizer: torch.optim.Optimizer,
+    buffer: SampleBuffer,
+    config: AlphaZeroConfig,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """``train_steps`` minibatch steps; the mean losses."""
+    net.train()
+    totals = torch.zeros(3)
+    for _ in range(config.train_steps):
+        planes, pi, z = buffer.sample(config.batch_size, rng)
+        logits, values = net(planes)
+        loss, parts = alphazero_loss(logits, values, pi, z)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        totals += torch.stack([loss.detach(), parts["policy_loss"].detach(),
+                               parts["value_loss"].detach()])  # fmt: skip
+    net.eval()
+    loss, policy_loss, value_loss = (totals / max(config.train_steps, 1)).tolist()
+    return {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss}
+
+
+# ============================================================================ the agent
+class AlphaZeroAgent:
+    """A trained AlphaZero player: ``agent.act(state)`` searches and plays the most visited
+    move. ``agent(state)`` is the same, so an agent is an arena player."""
+
+    def __init__(self, game: Game, net: PolicyValueNet, config: AlphaZeroConfig) -> None:
+        self.game, self.net, self.config = game, net.eval(), config
+        self.rng = np.random.default_rng(config.seed)
+        self.run_dir = None
+
+    def act(self, state: GameState, simulations: int | None = None) -> int:
+        """The move to play in ``state`` (not a terminal one)."""
+        if state.is_terminal:
+            raise ConfigError("the game is over; there is no move to choose.")
+        config = self.config.search(selfplay=False)
+        if simulations is not None:
+            config = SearchConfig(simulations, config.c_puct)
+        counts = search(self.game, [state], evaluator(self.net), config, self.rng)[0]
+        return choose(counts, 0.0, self.rng)
+
+    __call__ = act
+
+    def policy_value(self, state: GameState) -> tuple[np.ndarray, float]:
+        """The network's prior over legal moves and its value for the player to move."""
+        priors, values = evaluator(self.net)(
+            self.game.encode(state)[None], self.game.legal_mask(state)[None]
+        )
+        return priors[0], float(values[0])
+
+    def __repr__(self) -> str:
+        return f"AlphaZeroAgent(game={self.game.name}, net={self.config.net})"
+
+
+# ============================================================================ training
+@dataclass
+class Learner:
+    """What training changes: the network, its optimiser, the replay buffer, the generator."""
+
+    game: Game
+    config: AlphaZeroConfig
+    net: PolicyValueNet
+    optimizer: torch.optim.Optimizer
+    buffer: SampleBuffer
+    rng: np.random.Generator
+
+    @classmethod
+    def create(cls, game: Game, config: AlphaZeroConfig) -> Learner:
+        rng = seed_everything(config.seed)
+        net = PolicyValueNet(game, config)
+        optimizer = torch.optim.Adam(
+            net.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
+        planes_shape = (game.num_planes, *game.board_shape)
+        buffer = SampleBuffer(config.buffer_size, planes_shape, game.num_actions)
+        return cls(game, config, net, optimizer, buffer, rng)
+
+    def state(self, iteration: int) -> dict[str, Any]:
+        return {
+            "game": self.game.name,
+            "net": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "buffer": self.buffer.state(),
+            "rng": rng_state(self.rng),
+            "iteration": iteration,
+        }
+
+    def restore(self, state: dict[str, Any]) -> int:
+        check_same_game(self.game.name, state["game"], "this checkpoint")
+        self.net.load_state_dict(state["net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.buffer.restore(state["buffer"])
+        set_rng_state(state["rng"], self.rng)
+        return int(state["iteration"])
+
+
+def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
+    """Self-play, train and evaluate for ``config.iterations`` iterations inside ``run``
+    (or until ``max_minutes``, or a stop request)."""
+    game = make(env)
+    check_opponents(game, config.eval_opponents)
+    learner = Learner.create(game, config)
+    iteration = learner.restore(run.resumed_state) if run.resumed_state is not None else 0
+    agent = AlphaZeroAgent(game, learner.net, config)
+    deadline = time.monotonic() + 60 * config.max_minutes if config.max_minutes else None
+    last_arena: dict[str, float] = {}
+    pool = SelfPlayPool(game, config)
+    try:
+        while iteration < config.iterations and not run.stop_requested:
+            metrics = one_iteration(learner, pool)
+            iteration += 1
+            out_of_time = deadline is not None and time.monotonic() >= deadline
+            final = iteration == config.iterations or out_of_time
+            if config.eval_games and (iteration % config.eval_every == 0 or final):
+                last_arena = evaluate(agent, config.seed + iteration)
+                metrics.update(last_arena)
+            run.log(iteration, metrics)
+            run.update_progress(iteration)
+            if out_of_time:
+                break
+            if run.checkpoint_due():
+                run.save_checkpoint(iteration, learner.state(iteration))
+    finally:
+        pool.close()
+    run.save_checkpoint(iteration, learner.state(iteration))
+    run.finish(iteration, {"game": game.name, **last_arena})
+    return agent
+
+
+def one_iteration(learner: Learner, pool: SelfPlayPool) -> dict[str, float]:
+    """Self-play a batch of games into the buffer, then train on the buffer."""
+    t0 = time.perf_counter()
+    played = pool.play(learner.net, learner.rng)
+    learner.buffer.add(played.planes, played.pi, played.z)
+    t1 = time.perf_counter()
+    metrics = train_network(learner.net, learner.optimizer, learner.buffer, learner.config,
+                            learner.rng)  # fmt: skip
+    results = np.asarray(played.results)
+    return {
+        **metrics,
+        "game_length": float(np.mean(played.lengths)),
+        "first_player_win": float(np.mean(results == 1)),
+        "draw": float(np.mean(results == 0)),
+        "selfplay_s": t1 - t0,
+        "train_s": time.perf_counter() - t1,
+    }
+
+
+def evaluate(agent: AlphaZeroAgent, seed: int) -> dict[str, float]:
+    """The arena against the config's opponents, as ``vs_<name>_win|draw|loss`` rates."""
+    config = agent.config
+    agent.rng = np.random.default_rng(seed)
+    return arena_metrics(
+        arena(agent.game, agent, config.eval_opponents, config.eval_games, config.seed)
+    )
+
+
+def load(config: AlphaZeroConfig, env_id: str, state: dict[str, Any]) -> AlphaZeroAgent:
+    """The agent of a checkpoint's state."""
+    game = make(env_id)
+    if "net" not in state:
+        raise CheckpointError("this checkpoint has no AlphaZero network.")
+    check_same_game(game.name, state["game"], "this checkpoint")
+    net = PolicyValueNet(game, config)
+    net.load_state_dict(state["net"])
+    return AlphaZeroAgent(game, net, config)
+
+
+registry.register(
+    registry.Algorithm(
+        name="alphazero",
+        config=AlphaZeroConfig,
+        train=train,
+        load=load,
+        summary="AlphaZero: MCTS self-play and a policy/value network (tictactoe, connect4)",
+        budget_field="iterations",
+        unit="iterations",
+        presets=PRESETS,
+    )
+)

@@ -1,0 +1,126 @@
+"""The game protocol every board game in rlx follows, and the errors of bad moves.
+
+A two-player, zero-sum, perfect-information game with alternating moves:
+
+- a :class:`GameState` holds ``board`` (numpy ``int8``; +1 the first player's stones, -1 the
+  second's, 0 empty), ``to_play`` (+1 or -1) and, once the game is over, ``result`` (+1 or -1
+  for the winner, 0 for a draw; ``None`` while it goes on);
+- a :class:`Game` turns states into states: ``initial_state``, ``legal_actions``,
+  ``apply``, ``is_terminal``, ``winner``; ``encode`` gives the state from the point of view of
+  the player to move, as planes for a network, and ``symmetries`` the board's symmetries for
+  data augmentation.
+
+States are never changed in place: ``apply`` returns a new one, so a search tree can keep them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlx.errors import EnvError, RLXError
+
+
+class IllegalMoveError(RLXError):
+    """A move that the rules do not allow in this state."""
+
+
+@dataclass(frozen=True, eq=False)
+class GameState:
+    """One position. ``board`` must not be written to: states are shared by search trees."""
+
+    board: np.ndarray
+    to_play: int
+    result: int | None = None
+    moves: int = 0
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.result is not None
+
+    def key(self) -> bytes:
+        """A hashable identity of the position (board and player to move)."""
+        return self.board.tobytes() + (b"+" if self.to_play == 1 else b"-")
+
+
+class Game(ABC):
+    """A board game: the rules, the network encoding and the symmetries."""
+
+    name: str
+    board_shape: tuple[int, int]
+    num_actions: int
+    #: planes of :meth:`encode`: the mover's stones, the opponent's stones, a plane of ones
+    num_planes: int = 3
+
+    # ------------------------------------------------------------------ rules
+    def initial_state(self) -> GameState:
+        return GameState(np.zeros(self.board_shape, dtype=np.int8), to_play=1)
+
+    @abstractmethod
+    def legal_mask(self, state: GameState) -> np.ndarray:
+        """Boolean mask over the ``num_actions`` actions; all False in a terminal state."""
+
+    def legal_actions(self, state: GameState) -> np.ndarray:
+        """The legal actions, ascending."""
+        return np.flatnonzero(self.legal_mask(state))
+
+    def apply(self, state: GameState, action: int) -> GameState:
+        """The state after the player to move plays ``action``."""
+        action = int(action)
+        if state.is_terminal:
+            raise IllegalMoveError("the game is over; no move can be played after it ends.")
+        if not 0 <= action < self.num_actions or not self.legal_mask(state)[action]:
+            legal = ", ".join(str(a) for a in self.legal_actions(state))
+            raise IllegalMoveError(
+                f"move {action} is not legal in {self.name} here; legal moves: {legal}."
+            )
+        return self._play(state, action)
+
+    @abstractmethod
+    def _play(self, state: GameState, action: int) -> GameState:
+        """``apply`` for a move known to be legal."""
+
+    def is_terminal(self, state: GameState) -> bool:
+        return state.is_terminal
+
+    def winner(self, state: GameState) -> int | None:
+        """+1 or -1 for the winner, 0 for a draw, None while the game goes on."""
+        return state.result
+
+    # ------------------------------------------------------------------ for networks
+    def encode(self, state: GameState) -> np.ndarray:
+        """``(num_planes, rows, cols)`` float32 planes from the mover's point of view: its own
+        stones, the opponent's stones, ones. The same position with colours swapped and the
+        other player to move encodes the same, so one network plays both seats."""
+        own = state.board == state.to_play
+        other = state.board == -state.to_play
+        return np.stack([own, other, np.ones_like(own)]).astype(np.float32)
+
+    def encode_batch(self, states: list[GameState]) -> np.ndarray:
+        return np.stack([self.encode(s) for s in states])
+
+    @abstractmethod
+    def symmetries(
+        self, planes: np.ndarray, policy: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every symmetric copy (identity first) of encoded ``planes`` and a ``policy`` over
+        actions, transformed alike."""
+
+    # ------------------------------------------------------------------ for people
+    @abstractmethod
+    def render(self, state: GameState) -> str:
+        """The board as text."""
+
+    def action_to_string(self, action: int) -> str:
+        return str(int(action))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def check_same_game(expected: str, found: str, where: str) -> None:
+    """An error when a checkpoint or agent of one game is used for another."""
+    if expected != found:
+        raise EnvError(f"{where} was trained on {found!r}, not {expected!r}; use a {expected} run.")

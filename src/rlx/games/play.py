@@ -1,0 +1,101 @@
+"""``rlx play GAME``: a person against an agent in the terminal.
+
+The board is drawn after every move; a move that is not a number or not legal is answered
+with the legal moves, and the person is asked again. ``q`` (or the end of input) gives up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from rlx.games import make
+from rlx.games.arena import Player
+from rlx.games.base import Game, GameState, check_same_game
+
+DEFAULT_OPPONENT = "mcts-1000"
+
+
+def load_opponent(game: Game, agent: str | Path | None, seed: int = 0) -> Player:
+    """The agent of a run folder (trained on ``game``), or pure MCTS when none is given."""
+    if agent is None:
+        from rlx.games.evaluation import make_opponent
+
+        return make_opponent(game, DEFAULT_OPPONENT, seed)
+    import rlx
+
+    player = rlx.load(agent)
+    trained_on = getattr(getattr(player, "game", None), "name", None)
+    if trained_on is None:
+        from rlx.errors import EnvError
+
+        raise EnvError(f"the run in {agent} is not a board-game agent; train one with "
+                       f"`rlx train alphazero --env {game.name}`.")  # fmt: skip
+    check_same_game(game.name, trained_on, f"the agent in {agent}")
+    return player
+
+
+def read_move(game: Game, state: GameState, ask: Callable[[str], str | None],
+              say: Callable[[str], None]) -> int | None:  # fmt: skip
+    """Ask until the answer is a legal move; None when the person quits."""
+    legal = [int(a) for a in game.legal_actions(state)]
+    while True:
+        answer = ask(f"your move ({' '.join(map(str, legal))}, q to quit): ")
+        if answer is None or answer.strip().lower() in ("q", "quit", "exit"):
+            return None
+        try:
+            move = int(answer.strip())
+        except ValueError:
+            say(f"{answer.strip()!r} is not a move; type one of: {' '.join(map(str, legal))}.")
+            continue
+        if move not in legal:
+            say(f"move {move} is not legal here; legal moves: {' '.join(map(str, legal))}.")
+            continue
+        return move
+
+
+def play(
+    game_name: str,
+    agent: str | Path | None = None,
+    *,
+    human_first: bool = True,
+    seed: int = 0,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> int | None:
+    """Play one game in the terminal; the result from the person's side (+1 won, 0 draw, -1
+    lost), or None when they quit."""
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    game = make(game_name)
+    opponent = load_opponent(game, agent, seed)
+
+    def say(text: str) -> None:
+        print(text, file=stdout, flush=True)
+
+    def ask(prompt: str) -> str | None:
+        stdout.write(prompt)
+        stdout.flush()
+        line = stdin.readline()
+        return line if line else None
+
+    human = 1 if human_first else -1
+    name = getattr(opponent, "name", None) or type(opponent).__name__
+    say(f"{game.name}: you are {'X' if human == 1 else 'O'}, playing {name}.")
+    state = game.initial_state()
+    while not state.is_terminal:
+        say(game.render(state))
+        if state.to_play == human:
+            move = read_move(game, state, ask, say)
+            if move is None:
+                say("you gave up.")
+                return None
+        else:
+            move = int(opponent(state))
+            say(f"the agent plays {game.action_to_string(move)}")
+        state = game.apply(state, move)
+    say(game.render(state))
+    outcome = int(state.result) * human
+    say({1: "you won.", 0: "a draw.", -1: "you lost."}[outcome])
+    return outcome

@@ -1,0 +1,111 @@
+"""PUCT search against hand-worked numbers and the tic-tac-toe solver."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rlx.games import GameState, TicTacToe, solver
+from rlx.games.mcts import SearchConfig, add_root_noise, choose, puct_select, search, visit_policy
+
+
+def uniform(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform priors over the legal moves and value 0: search alone must find the way."""
+    priors = legal / legal.sum(axis=1, keepdims=True)
+    return priors, np.zeros(len(planes))
+
+
+def play(game, moves):
+    state = game.initial_state()
+    for move in moves:
+        state = game.apply(state, move)
+    return state
+
+
+def test_puct_select_against_hand_worked_scores():
+    prior = np.array([0.5, 0.3, 0.2, 0.0])
+    n = np.array([3.0, 1.0, 0.0, 0.0])
+    q = np.array([0.1, 0.5, 0.0, 0.0])
+    legal = np.array([True, True, True, False])
+    c = 1.5
+    # U = c P sqrt(4) / (1 + N): 0.375, 0.45, 0.6; scores 0.475, 0.95, 0.6
+    expected = [0.1 + c * 0.5 * 2 / 4, 0.5 + c * 0.3 * 2 / 2, 0.0 + c * 0.2 * 2 / 1]
+    assert puct_select(prior, n, q, legal, c) == int(np.argmax(expected)) == 1
+    # an illegal move is never picked however good it looks
+    q_bad = np.array([0.0, 0.0, 0.0, 10.0])
+    assert puct_select(prior, n, q_bad, legal, c) != 3
+
+
+def test_visit_policy_temperature():
+    counts = np.array([1.0, 3.0, 0.0, 4.0])
+    np.testing.assert_allclose(visit_policy(counts, 1.0), counts / 8)
+    np.testing.assert_allclose(visit_policy(counts, 0.5), counts**2 / (counts**2).sum())
+    np.testing.assert_array_equal(visit_policy(counts, 0.0), [0, 0, 0, 1])
+    np.testing.assert_array_equal(visit_policy(np.array([2.0, 2.0, 1.0]), 0), [0.5, 0.5, 0])
+    assert choose(counts, 0.0, np.random.default_rng(0)) == 3
+
+
+def test_root_noise_stays_on_legal_moves_and_sums_to_one():
+    legal = np.array([True, False, True, True])
+    prior = np.array([0.5, 0.0, 0.25, 0.25])
+    noisy = add_root_noise(prior, legal, 0.3, 0.25, np.random.default_rng(0))
+    assert noisy[1] == 0 and math.isclose(noisy.sum(), 1.0)
+    assert not np.allclose(noisy, prior)
+    np.testing.assert_array_equal(add_root_noise(prior, legal, 0.3, 0.0, None), prior)
+
+
+def test_counts_sum_to_simulations_and_respect_legal_moves():
+    g = TicTacToe()
+    state = play(g, [4, 0])
+    counts = search(
+        g, [state, g.initial_state()], uniform, SearchConfig(50), np.random.default_rng(0)
+    )
+    assert counts.shape == (2, 9)
+    np.testing.assert_array_equal(counts.sum(axis=1), [50, 50])
+    assert counts[0, 4] == 0 and counts[0, 0] == 0
+
+
+@pytest.mark.parametrize(
+    "moves, best",
+    [
+        ([0, 3, 1, 4], {2}),  # X wins at 2
+        ([0, 4, 8, 1], {7}),  # X must block O's column 1-4-7
+        ([4, 0, 8, 2], {1}),  # X must block O's 0-1-2 row
+    ],
+)
+def test_search_finds_wins_and_blocks_with_a_know_nothing_network(moves, best):
+    """Values backed up with alternating signs make the search see the win (or the loss it
+    must block) through the tree alone."""
+    g = TicTacToe()
+    state = play(g, moves)
+    counts = search(g, [state], uniform, SearchConfig(400), np.random.default_rng(0))[0]
+    assert int(np.argmax(counts)) in best
+    assert set(solver.best_actions(state)) >= best
+
+
+def solver_network(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A network that knows the true value: the position is read back from its planes (the
+    mover is X when both have as many stones) and valued by the solver."""
+    values = []
+    for own, other, _ in planes:
+        to_play = 1 if own.sum() == other.sum() else -1
+        board = (to_play * (own - other)).astype(np.int8)
+        values.append(solver.value(GameState(board, to_play, None, int(own.sum() + other.sum()))))
+    return legal / legal.sum(axis=1, keepdims=True), np.array(values, dtype=float)
+
+
+def test_search_with_a_perfect_value_network_never_picks_a_losing_move():
+    g = TicTacToe()
+    rng = np.random.default_rng(1)
+    for game in range(10):
+        state = g.initial_state()
+        while not state.is_terminal:
+            if state.to_play == (1 if game % 2 else -1):
+                counts = search(g, [state], solver_network, SearchConfig(30), rng)[0]
+                move = int(np.argmax(counts))
+                assert move in solver.best_actions(state)
+            else:
+                move = int(rng.choice(g.legal_actions(state)))
+            state = g.apply(state, move)

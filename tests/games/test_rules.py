@@ -1,0 +1,144 @@
+"""Game rules: wins on rows, columns and diagonals, draws, illegal moves, symmetries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlx import games
+from rlx.errors import EnvError
+from rlx.games import ConnectFour, IllegalMoveError, TicTacToe
+
+
+def play(game, moves):
+    state = game.initial_state()
+    for move in moves:
+        state = game.apply(state, move)
+    return state
+
+
+@pytest.mark.parametrize(
+    "moves, winner",
+    [
+        ([0, 3, 1, 4, 2], 1),  # X: top row
+        ([0, 1, 3, 2, 6], 1),  # X: left column
+        ([0, 1, 4, 2, 8], 1),  # X: main diagonal
+        ([1, 2, 0, 4, 3, 6], -1),  # O: anti-diagonal
+        ([0, 3, 1, 4, 8, 5], -1),  # O: middle row
+    ],
+)
+def test_tictactoe_wins(moves, winner):
+    g = TicTacToe()
+    state = play(g, moves)
+    assert g.is_terminal(state) and g.winner(state) == winner
+    assert not g.legal_mask(state).any()
+    before = play(g, moves[:-1])
+    assert not g.is_terminal(before) and g.winner(before) is None
+
+
+def test_tictactoe_draw_and_board_convention():
+    g = TicTacToe()
+    state = play(g, [0, 1, 2, 4, 3, 5, 7, 6, 8])
+    assert g.is_terminal(state) and g.winner(state) == 0
+    assert state.board[0, 0] == 1 and state.board[0, 1] == -1  # +1 first player, -1 second
+    assert play(g, [4]).to_play == -1
+
+
+def test_illegal_moves_name_the_legal_ones():
+    g = TicTacToe()
+    state = play(g, [4])
+    with pytest.raises(IllegalMoveError, match=r"move 4 is not legal.*legal moves: 0, 1, 2, 3, 5"):
+        g.apply(state, 4)
+    with pytest.raises(IllegalMoveError, match="move 9"):
+        g.apply(state, 9)
+    with pytest.raises(IllegalMoveError, match="game is over"):
+        g.apply(play(g, [0, 3, 1, 4, 2]), 8)
+
+
+def test_connect_four_wins_in_every_direction():
+    g = ConnectFour()
+    horizontal = play(g, [0, 0, 1, 1, 2, 2, 3])
+    vertical = play(g, [0, 1, 0, 1, 0, 1, 0])
+    # diagonal up-right for X: (5,0) (4,1) (3,2) (2,3)
+    diagonal = play(g, [0, 1, 1, 2, 2, 3, 2, 3, 3, 6, 3])
+    anti = play(g, [6, 5, 5, 4, 4, 3, 4, 3, 3, 0, 3])
+    for state in (horizontal, vertical, diagonal, anti):
+        assert g.winner(state) == 1
+    assert g.winner(play(g, [0, 0, 1, 1, 2, 2])) is None
+
+
+def test_connect_four_full_column_is_illegal_and_stones_fall():
+    g = ConnectFour()
+    state = play(g, [3, 3, 3, 3, 3, 3])
+    assert list(g.legal_actions(state)) == [0, 1, 2, 4, 5, 6]
+    with pytest.raises(IllegalMoveError, match="legal moves: 0, 1, 2, 4, 5, 6"):
+        g.apply(state, 3)
+    first = play(g, [2])
+    assert first.board[5, 2] == 1 and first.board[:5].sum() == 0  # row 0 is the top
+
+
+def test_connect_four_draw_on_a_full_board():
+    g = ConnectFour()
+    state = play(g, _drawn_connect_four())
+    assert g.is_terminal(state) and g.winner(state) == 0 and state.moves == 42
+
+
+def _drawn_connect_four() -> list[int]:
+    """A move order that fills the board with no four in a line: seeded random playouts that
+    avoid winning moves until one fills the board."""
+    g = ConnectFour()
+    rng = np.random.default_rng(3)
+    while True:
+        state, moves = g.initial_state(), []
+        while not state.is_terminal:
+            options = [a for a in g.legal_actions(state) if g._play(state, a).result in (None, 0)]
+            if not options:
+                break
+            move = int(rng.choice(options))
+            moves.append(move)
+            state = g._play(state, move)
+        if state.is_terminal and state.result == 0:
+            return moves
+
+
+def test_encoding_is_from_the_mover_point_of_view():
+    g = TicTacToe()
+    state = play(g, [0, 4])  # X at 0, O at 4, X to move
+    planes = g.encode(state)
+    assert planes.shape == (3, 3, 3) and planes.dtype == np.float32
+    assert planes[0, 0, 0] == 1 and planes[1, 1, 1] == 1 and planes[2].all()
+    swapped = play(g, [4, 0, 8])  # O to move, O at 0 and X at 4 and 8 ...
+    assert g.encode(swapped)[0, 0, 0] == 1  # ... the mover's own stone is plane 0
+
+
+@pytest.mark.parametrize("game, count", [(TicTacToe(), 8), (ConnectFour(), 2)])
+def test_symmetries_move_board_and_policy_together(game, count):
+    rng = np.random.default_rng(0)
+    state = game.initial_state()
+    for _ in range(5):
+        state = game.apply(state, rng.choice(game.legal_actions(state)))
+    planes = game.encode(state)
+    policy = game.legal_mask(state).astype(np.float64)
+    policy /= policy.sum()
+    copies = game.symmetries(planes, policy)
+    assert len(copies) == count
+    np.testing.assert_array_equal(copies[0][0], planes)
+    for p, pi in copies:
+        empty = (p[0] + p[1] == 0).reshape(-1) if game.name == "tictactoe" else (
+            p[0, 0] + p[1, 0] == 0)  # fmt: skip
+        # the policy's mass sits on the empty cells (columns) of the transformed board
+        np.testing.assert_allclose(pi, policy.sum() * empty / empty.sum())
+
+
+def test_make_by_name_and_unknown_game():
+    assert isinstance(games.make("tictactoe"), TicTacToe)
+    assert isinstance(games.make("connect-four"), ConnectFour)
+    with pytest.raises(EnvError, match="unknown game 'chess'; valid games: tictactoe, connect4"):
+        games.make("chess")
+
+
+def test_render_shows_free_cells_and_stones():
+    g = TicTacToe()
+    text = g.render(play(g, [4, 0]))
+    assert "X" in text and "O" in text and "8" in text
+    assert ConnectFour().render(ConnectFour().initial_state()).endswith("0 1 2 3 4 5 6")
