@@ -9,7 +9,8 @@
 
 With ``gae_lambda = 1`` (the default) the advantage is the n-step return minus ``V``: the
 rewards to the end of the rollout plus the discounted value of where it stopped.
-Collection, GAE, the losses and checkpoints are shared with PPO (:mod:`rlx.core`).
+Collection, GAE, the losses and checkpoints are shared with PPO (:mod:`rlx.core`); with
+``runners=K`` the rollouts come from K Ray env runners (:mod:`rlx.distributed.env_runners`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from torch import Tensor
 from rlx import registry
 from rlx.core.on_policy import (
     Batch,
-    Collector,
     PolicyAgent,
     annealed,
     build_policy,
@@ -30,6 +30,7 @@ from rlx.core.on_policy import (
     end_training,
     episode_metrics,
     gradient_step,
+    make_collector,
     policy_shift,
     prepare_batch,
     restore_training,
@@ -86,6 +87,11 @@ class A2CConfig:
     """initial log std of a Gaussian policy"""
     eval_episodes: int = 20
     """evaluation episodes at the end, deterministic policy (0: none)"""
+    runners: int | None = None
+    """Ray env runners collecting in parallel, num_envs copies each, so an update learns from
+    runners x num_envs x num_steps samples (None: collect in this process; extra ray)"""
+    ray_address: str | None = None
+    """with runners: join the Ray cluster at HOST:PORT (None: start a local Ray for the run)"""
 
     def __post_init__(self) -> None:
         check_config(self)
@@ -109,54 +115,49 @@ def a2c_loss(
 def train(config: A2CConfig, env: Any, run: Any) -> PolicyAgent:
     """Train A2C on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
     rng = seed_everything(config.seed)
-    collector = Collector(
-        env,
-        config.num_envs,
-        config.seed,
-        algo="A2C",
-        env_id=run.env_id,
-        normalize_obs=config.normalize_obs,
-        reward_scale_gamma=config.gamma if config.normalize_rewards else None,
-    )
-    policy = build_policy(config, collector)
-    params = list(policy.parameters())
-    optimizer = RMSprop(params, config.learning_rate, alpha=config.rmsprop_alpha)
-    buffer = collector.new_buffer(config.num_steps)
-    step = 0
-    if run.resumed_state is not None:
-        step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+    with make_collector(config, env, run.env_id, algo="A2C") as collector:
+        policy = build_policy(config, collector)
+        params = list(policy.parameters())
+        optimizer = RMSprop(params, config.learning_rate, alpha=config.rmsprop_alpha)
+        buffer = collector.new_buffer(config.num_steps)
+        step = 0
+        if run.resumed_state is not None:
+            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
 
-    def save() -> None:
-        state = training_state(step, policy, optimizer, collector, rng)
-        run.save_checkpoint(step, state)
+        def save() -> None:
+            state = training_state(step, policy, optimizer, collector, rng)
+            run.save_checkpoint(step, state)
 
-    while step < config.total_steps and not run.stop_requested:
-        lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
-        optimizer.lr = lr
-        # 1. collect N x T steps with the current policy
-        step, episodes = collector.collect(policy, buffer, rng, step)
-        if len(episodes.returns):  # logged as they end, before the update
-            run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
-        # 2. V, log pi_old and n-step (or GAE) advantages
-        batch = prepare_batch(buffer, policy, collector.last_obs, config.gamma, config.gae_lambda)
-        # 3. one gradient step on the whole rollout
-        loss, metrics = a2c_loss(policy, batch, config)
-        metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
-        # 4. diagnostics, read once per update
-        metrics[M.APPROX_KL] = policy_shift(policy, batch)
-        run.log(
-            step,
-            {
-                **metrics,
-                M.EXPLAINED_VARIANCE: batch.explained_variance,
-                M.LR: lr,
-                **episode_metrics(episodes),
-            },
-        )
-        if run.checkpoint_due():
-            save()
-    save()
-    return end_training("a2c", run, env, config, step, policy, collector)
+        while step < config.total_steps and not run.stop_requested:
+            lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
+            optimizer.lr = lr
+            # 1. collect N x T steps with the current policy (in this process, or on K runners)
+            step, episodes = collector.collect(policy, buffer, rng, step)
+            if len(episodes.returns):  # logged as they end, before the update
+                run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
+            # 2. V, log pi_old and n-step (or GAE) advantages
+            batch = prepare_batch(
+                buffer, policy, collector.last_obs, config.gamma, config.gae_lambda
+            )
+            # 3. one gradient step on the whole rollout
+            loss, metrics = a2c_loss(policy, batch, config)
+            metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
+            # 4. diagnostics, read once per update
+            metrics[M.APPROX_KL] = policy_shift(policy, batch)
+            run.log(
+                step,
+                {
+                    **metrics,
+                    M.EXPLAINED_VARIANCE: batch.explained_variance,
+                    M.LR: lr,
+                    **episode_metrics(episodes),
+                    **collector.stats(),
+                },
+            )
+            if run.checkpoint_due():
+                save()
+        save()
+        return end_training("a2c", run, env, config, step, policy, collector)
 
 
 # ============================================================================ load, register

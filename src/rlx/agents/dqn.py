@@ -40,12 +40,17 @@ state is plain data (:mod:`rlx.core.env_state`), the episodes in progress; with
 ``save_replay_buffer`` also the replay buffer. With both, a resumed run continues exactly as
 the uninterrupted one would have; without the buffer, learning resumes once it holds
 ``learning_starts`` new transitions.
+
+With ``runners=K`` (extra ``ray``) K Ray env runners of ``num_envs`` copies each act
+epsilon-greedy with the learner's latest network for ``runner_steps`` vector steps per round
+and feed the replay buffer (:func:`train_with_runners`); the update is the same.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -65,6 +70,7 @@ from rlx.core.schedules import LinearSchedule
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.targets import double_q_target, q_learning_target
 from rlx.diagnostics import metrics as M
+from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 
 
@@ -133,6 +139,13 @@ class DQNConfig:
     """greedy evaluation episodes after training, for summary.json (0: none)"""
     compile: bool = False
     """torch.compile the Q network (pays off on long runs; compiling takes tens of seconds)"""
+    runners: int | None = None
+    """Ray env runners feeding the replay buffer, num_envs copies each (None: collect in this
+    process; extra ray)"""
+    ray_address: str | None = None
+    """with runners: join the Ray cluster at HOST:PORT (None: start a local Ray for the run)"""
+    runner_steps: int = 16
+    """with runners: vector steps each runner collects per round, between weight broadcasts"""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))
@@ -177,6 +190,13 @@ class DQNConfig:
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ConfigError(
                 f"hidden_sizes={self.hidden_sizes} needs at least one layer, each width >= 1."
+            )
+        check_runner_fields(self)
+        _at_least(self, "runner_steps", 1)
+        if self.runners is not None and self.scale_rewards:
+            raise ConfigError(
+                f"scale_rewards=True is not supported with runners={self.runners} (the running "
+                "return is tracked per step in one process); use reward_clip, or no runners."
             )
 
 
@@ -404,6 +424,8 @@ class DQNAgent:
 # ============================================================================ training
 def train(config: DQNConfig, env: Any, run: Any) -> DQNAgent:
     """Train DQN on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
+    if config.runners is not None:
+        return train_with_runners(config, env, run)
     envs = make_vec_env(env, config.num_envs, vectorization=config.vectorization)
     n_actions = require_discrete_actions(
         envs.single_action_space, "DQN", run.env_id, "SAC, TD3 or PPO"
@@ -479,6 +501,113 @@ def train(config: DQNConfig, env: Any, run: Any) -> DQNAgent:
     agent = DQNAgent(learner, run.env_id, config.seed)
     run.finish(step, _final_figures(agent, env, config))
     return agent
+
+
+def train_with_runners(config: DQNConfig, env: Any, run: Any) -> DQNAgent:
+    """DQN fed by ``config.runners`` Ray env runners (:mod:`rlx.distributed.env_runners`).
+
+    Each round the learner broadcasts its network, observation statistics and epsilon (one
+    ``ray.put``); every runner acts ``runner_steps`` vector steps and returns its transitions,
+    stored as replay columns ``r N .. (r + 1) N - 1``; then the learner takes the gradient steps
+    those env steps call for (``gradient_steps`` per ``train_freq``), syncs the target network
+    and logs, as in one process. The columns of a replaced runner end their episode
+    (truncated) at their last stored transition, so no n-step return spans the cut. A
+    checkpoint holds no env state; a resume may use another number of runners (the saved
+    replay buffer is kept when its layout still fits).
+    """
+    from rlx.distributed.env_runners import TransitionCollector, env_spaces
+
+    obs_space, action_space = env_spaces(env)
+    n_actions = require_discrete_actions(action_space, "DQN", run.env_id, "SAC, TD3 or PPO")
+    rng = seed_everything(config.seed)
+    learner = DQNLearner(config, obs_space.shape, obs_space.dtype, n_actions)
+    buffer = ReplayBuffer(
+        config.buffer_size, obs_space.shape, obs_space.dtype,
+        num_envs=config.runners * config.num_envs, n_step=config.n_step, gamma=config.gamma,
+    )  # fmt: skip
+    epsilon = LinearSchedule(
+        config.epsilon_start,
+        config.epsilon_end,
+        int(config.exploration_fraction * config.total_steps),
+    )
+    step = 0
+    if run.resumed_state is not None:
+        step = _restore(_fitting_replay(run.resumed_state, buffer), learner, buffer, rng)
+    window = _LogWindow()
+    spec = {"obs_shape": obs_space.shape, "obs_dtype": obs_space.dtype, "n_actions": n_actions}
+    with TransitionCollector(env, config, spec, config.runner_steps, step) as runners:
+        next_log = (step // config.log_every + 1) * config.log_every
+        while step < config.total_steps and not run.stop_requested:
+            # ---- collect: every runner acts runner_steps vector steps, epsilon-greedy
+            eps = epsilon(step)
+            got = runners.collect(_acting_state(learner, eps), step)
+            _end_episodes_at_cut(buffer, got.restarted)
+            for t in range(len(got.stored)):
+                buffer.add(got.obs[t], got.actions[t], got.rewards[t], got.next_obs[t],
+                           got.terminated[t], got.truncated[t], where=got.stored[t])  # fmt: skip
+            if learner.obs_norm is not None:
+                learner.obs_norm.update(got.obs[got.stored])
+            if len(got.episodes.envs):
+                window.add(got.episodes, learner)
+                run.log_episodes(got.episode_steps, got.episodes.returns, got.episodes.lengths)
+            previous, step = step, got.step
+
+            # ---- targets and update: gradient_steps per train_freq env steps
+            rounds = step // config.train_freq - previous // config.train_freq
+            if rounds and len(buffer) >= max(config.learning_starts, 1):
+                learner.set_lr(step)
+                n = rounds * config.gradient_steps
+                sample = buffer.sample(n * config.batch_size, rng)
+                for batch in learner.minibatches(sample, n):
+                    window.add_update(learner.update(batch))
+            if step // config.sync_every > previous // config.sync_every:
+                learner.sync_target()
+
+            # ---- log, then checkpoint
+            if step >= next_log or step >= config.total_steps or run.stop_requested:
+                run.log(step, {**window.flush(eps), **runners.stats()})
+                next_log = (step // config.log_every + 1) * config.log_every
+                if run.checkpoint_due():
+                    run.save_checkpoint(step, _state(learner, buffer, rng, step, NO_ENV_STATE))
+        run.save_checkpoint(step, _state(learner, buffer, rng, step, NO_ENV_STATE))
+    agent = DQNAgent(learner, run.env_id, config.seed)
+    run.finish(step, _final_figures(agent, env, config))
+    return agent
+
+
+NO_ENV_STATE: dict[str, Any] = {"envs": None}  # the envs live in the runners: a resume resets
+
+
+def _acting_state(learner: DQNLearner, epsilon: float) -> dict[str, Any]:
+    """What a runner needs to act as the learner would: the network, the statistics, epsilon."""
+    norm = learner.obs_norm
+    return {
+        "online": learner.online.state_dict(),
+        "obs_norm": None if norm is None else norm.state_dict(),
+        "epsilon": epsilon,
+    }
+
+
+def _end_episodes_at_cut(buffer: ReplayBuffer, columns: np.ndarray) -> None:
+    """Mark the last stored transition of each column truncated: what follows in the column
+    comes from a new runner's new episode."""
+    columns = columns[buffer.count[columns] > 0] if len(columns) else columns
+    buffer.truncated[(buffer.pos[columns] - 1) % buffer.rows, columns] = True
+
+
+def _fitting_replay(state: dict, buffer: ReplayBuffer) -> dict:
+    """The checkpoint state, without its replay buffer when that was laid out for another
+    number of env copies (a resume with other runners); learning then waits for
+    ``learning_starts`` new transitions."""
+    saved = state.get("replay")
+    if saved is None or saved["obs"].shape == buffer.obs.shape:
+        return state
+    print(
+        f"rlx: the saved replay buffer holds {saved['obs'].shape[1]} env columns, this run "
+        f"{buffer.num_envs}; starting with an empty replay buffer.",
+        file=sys.stderr,
+    )
+    return {k: v for k, v in state.items() if k != "replay"}
 
 
 class _LogWindow:

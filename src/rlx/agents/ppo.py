@@ -11,7 +11,9 @@
 ``Discrete`` actions get a softmax policy; ``Box`` actions a Gaussian with a state-independent
 log std and normalised observations. ``hidden_sizes=()`` is the cheat sheet's annotated case:
 a linear softmax policy over the features with a linear critic. The shared parts (collection,
-GAE, the losses, checkpoints) live in :mod:`rlx.core`; this file is the algorithm.
+GAE, the losses, checkpoints) live in :mod:`rlx.core`; this file is the algorithm. With
+``runners=K`` the rollouts come from K Ray env runners of N copies each
+(:mod:`rlx.distributed.env_runners`): the learner sees one rollout of K x N copies.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from rlx import registry
 from rlx.core import manual_grad
 from rlx.core.on_policy import (
     Batch,
-    Collector,
     PolicyAgent,
     annealed,
     build_policy,
@@ -35,6 +36,7 @@ from rlx.core.on_policy import (
     end_training,
     episode_metrics,
     gradient_step,
+    make_collector,
     mean_metrics,
     prepare_batch,
     restore_training,
@@ -102,6 +104,11 @@ class PPOConfig:
     """initial log std of a Gaussian policy"""
     eval_episodes: int = 20
     """evaluation episodes at the end, deterministic policy (0: none)"""
+    runners: int | None = None
+    """Ray env runners collecting in parallel, num_envs copies each, so a rollout is runners x
+    num_envs x num_steps samples (None: collect in this process; extra ray)"""
+    ray_address: str | None = None
+    """with runners: join the Ray cluster at HOST:PORT (None: start a local Ray for the run)"""
 
     def __post_init__(self) -> None:
         check_config(self)
@@ -110,17 +117,20 @@ class PPOConfig:
                 f"PPOConfig: clip_eps={self.clip_eps} must be > 0 (default 0.2; 0.1 is timid, "
                 "0.3 and more unstable)."
             )
-        rollout = self.num_envs * self.num_steps
+        rollout = (self.runners or 1) * self.num_envs * self.num_steps
+        shape = f"num_envs x num_steps = {self.num_envs} x {self.num_steps}"
+        if self.runners is not None:
+            shape = f"runners x {shape.replace(' = ', f' = {self.runners} x ')}"
         if self.minibatch_size > rollout:
             raise ConfigError(
                 f"PPOConfig: minibatch_size={self.minibatch_size} is larger than a rollout of "
-                f"num_envs x num_steps = {self.num_envs} x {self.num_steps} = {rollout} "
+                f"{shape} = {rollout} "
                 f"samples; use at most {rollout}, or raise num_steps."
             )
         if rollout % self.minibatch_size:
             divisors = [d for d in range(2, rollout + 1) if rollout % d == 0][-6:]
             raise ConfigError(
-                f"PPOConfig: num_envs x num_steps = {self.num_envs} x {self.num_steps} = "
+                f"PPOConfig: {shape} = "
                 f"{rollout} samples do not split into minibatches of {self.minibatch_size}; "
                 f"use a minibatch_size that divides {rollout} (e.g. "
                 f"{', '.join(map(str, divisors))}) or change num_steps."
@@ -128,7 +138,7 @@ class PPOConfig:
 
     @property
     def num_minibatches(self) -> int:
-        return self.num_envs * self.num_steps // self.minibatch_size
+        return (self.runners or 1) * self.num_envs * self.num_steps // self.minibatch_size
 
 
 # ============================================================================ the loss
@@ -215,52 +225,47 @@ def minibatches(
 def train(config: PPOConfig, env: Any, run: Any) -> PolicyAgent:
     """Train PPO on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
     rng = seed_everything(config.seed)
-    collector = Collector(
-        env,
-        config.num_envs,
-        config.seed,
-        algo="PPO",
-        env_id=run.env_id,
-        normalize_obs=config.normalize_obs,
-        reward_scale_gamma=config.gamma if config.normalize_rewards else None,
-    )
-    policy = build_policy(config, collector)
-    optimizer = Adam(policy.parameters(), config.learning_rate)
-    buffer = collector.new_buffer(config.num_steps)
-    step = 0
-    if run.resumed_state is not None:
-        step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+    with make_collector(config, env, run.env_id, algo="PPO") as collector:
+        policy = build_policy(config, collector)
+        optimizer = Adam(policy.parameters(), config.learning_rate)
+        buffer = collector.new_buffer(config.num_steps)
+        step = 0
+        if run.resumed_state is not None:
+            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
 
-    def save() -> None:
-        state = training_state(step, policy, optimizer, collector, rng)
-        run.save_checkpoint(step, state)
+        def save() -> None:
+            state = training_state(step, policy, optimizer, collector, rng)
+            run.save_checkpoint(step, state)
 
-    while step < config.total_steps and not run.stop_requested:
-        lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
-        clip_eps = annealed(config.clip_eps, step, config.total_steps, config.anneal_clip)
-        optimizer.lr = lr
-        # 1. collect N x T steps with the current policy
-        step, episodes = collector.collect(policy, buffer, rng, step)
-        if len(episodes.returns):  # logged as they end, before the update
-            run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
-        # 2. V_old, log pi_old and GAE advantages of the whole rollout
-        batch = prepare_batch(buffer, policy, collector.last_obs, config.gamma, config.gae_lambda)
-        # 3. K epochs x minibatches of the clipped surrogate
-        metrics = update(policy, optimizer, batch, config, rng, clip_eps)
-        # 4. diagnostics, read once per update
-        run.log(
-            step,
-            {
-                **metrics,
-                M.EXPLAINED_VARIANCE: batch.explained_variance,
-                M.LR: lr,
-                **episode_metrics(episodes),
-            },
-        )
-        if run.checkpoint_due():
-            save()
-    save()
-    return end_training("ppo", run, env, config, step, policy, collector)
+        while step < config.total_steps and not run.stop_requested:
+            lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
+            clip_eps = annealed(config.clip_eps, step, config.total_steps, config.anneal_clip)
+            optimizer.lr = lr
+            # 1. collect N x T steps with the current policy (in this process, or on K runners)
+            step, episodes = collector.collect(policy, buffer, rng, step)
+            if len(episodes.returns):  # logged as they end, before the update
+                run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
+            # 2. V_old, log pi_old and GAE advantages of the whole rollout
+            batch = prepare_batch(
+                buffer, policy, collector.last_obs, config.gamma, config.gae_lambda
+            )
+            # 3. K epochs x minibatches of the clipped surrogate
+            metrics = update(policy, optimizer, batch, config, rng, clip_eps)
+            # 4. diagnostics, read once per update
+            run.log(
+                step,
+                {
+                    **metrics,
+                    M.EXPLAINED_VARIANCE: batch.explained_variance,
+                    M.LR: lr,
+                    **episode_metrics(episodes),
+                    **collector.stats(),
+                },
+            )
+            if run.checkpoint_due():
+                save()
+        save()
+        return end_training("ppo", run, env, config, step, policy, collector)
 
 
 # ============================================================================ load, register

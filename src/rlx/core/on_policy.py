@@ -21,6 +21,7 @@ produced is the true final observation, stored as the next row's observation, so
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,6 +39,7 @@ from rlx.core.optim import Optimizer, clip_grad_norm
 from rlx.core.policies import ACTIVATIONS, ActorCritic, describe_action_space, observation_dim
 from rlx.core.seeding import rng_state, set_rng_state
 from rlx.diagnostics import metrics as M
+from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 
 
@@ -232,8 +234,35 @@ class Collector:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         self.last_obs = self.observe(self.raw_obs)
 
+    def stats(self) -> dict[str, float]:
+        """What the collection itself reports in an update's log row: nothing in one process
+        (Ray env runners report their restarts)."""
+        return {}
+
     def close(self) -> None:
         self.vec.close()
+
+
+def make_collector(
+    config: Any, env: Any, env_id: str, algo: str
+) -> contextlib.AbstractContextManager[Any]:
+    """The collector a config asks for, as a context manager: a :class:`Collector` in this
+    process, or with ``config.runners`` Ray env runners
+    (:class:`rlx.distributed.env_runners.RemoteCollector`), which stop with the context."""
+    options = {
+        "algo": algo,
+        "env_id": env_id,
+        "normalize_obs": config.normalize_obs,
+        "reward_scale_gamma": config.gamma if config.normalize_rewards else None,
+    }
+    if getattr(config, "runners", None) is None:
+        return contextlib.nullcontext(Collector(env, config.num_envs, config.seed, **options))
+    from rlx.distributed.env_runners import RemoteCollector
+
+    return RemoteCollector(
+        env, config.num_envs, config.seed, runners=config.runners,
+        ray_address=config.ray_address, **options,
+    )  # fmt: skip
 
 
 _NO_EPISODES = Episodes(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64))
@@ -280,6 +309,7 @@ def check_config(config: Any) -> None:
         )
     if config.eval_episodes < 0:
         raise ConfigError(f"{name}: eval_episodes={config.eval_episodes} must be >= 0.")
+    check_runner_fields(config)
 
 
 # ---------------------------------------------------------------------------- the batch

@@ -42,6 +42,7 @@ from torch import Tensor, nn
 from rlx import registry
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
+from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 from rlx.games import make
 from rlx.games.base import Game, GameState, check_same_game
@@ -81,6 +82,10 @@ class AlphaZeroConfig:
             ``solver`` (perfect play, tic-tac-toe only).
         workers: processes that play the self-play games (each a share of them, with its own
             seed drawn from the run's generator); 1 plays them in the training process.
+        runners: Ray workers that play the self-play games instead of ``workers`` processes
+            (the same shares and seeds; extra ``ray``); None: no Ray.
+        ray_address: with ``runners``, the Ray cluster to join (``HOST:PORT``); None starts a
+            local Ray instance for the run.
         max_minutes: also stop (checkpoint saved) once an iteration ends after this many
             minutes of training; 0: no time limit.
         seed: seeds the network, self-play and the arena.
@@ -108,6 +113,8 @@ class AlphaZeroConfig:
     eval_games: int = 100
     eval_opponents: tuple[str, ...] = ("random", "solver")
     workers: int = 1
+    runners: int | None = None
+    ray_address: str | None = None
     max_minutes: float = 0.0
     seed: int = 0
 
@@ -115,6 +122,12 @@ class AlphaZeroConfig:
         _at_least(self, 1, "iterations", "games_per_iteration", "simulations")
         _at_least(self, 1, "eval_simulations", "batch_size", "eval_every", "buffer_size")
         _at_least(self, 1, "workers")
+        check_runner_fields(self)
+        if self.runners is not None and self.workers > 1:
+            raise ConfigError(
+                f"workers={self.workers} and runners={self.runners} both ask for parallel "
+                "self-play; use workers (processes on this machine) or runners (Ray), not both."
+            )
         _at_least(self, 0, "train_steps", "temperature_moves", "eval_games")
         if self.net not in ("mlp", "resnet"):
             raise ConfigError(f"net must be mlp or resnet, not {self.net!r}.")
@@ -324,23 +337,31 @@ def _worker_self_play(game_name: str, config: AlphaZeroConfig, weights: dict, se
 
 
 class SelfPlayPool:
-    """``workers`` processes (spawned once per run) that play self-play games in parallel with
-    the current weights; with one worker, the games are played in this process."""
+    """``workers`` processes (spawned once per run), or ``runners`` Ray workers
+    (:mod:`rlx.distributed.selfplay`), that play self-play games in parallel with the current
+    weights; with neither, the games are played in this process."""
 
     def __init__(self, game: Game, config: AlphaZeroConfig) -> None:
         self.game, self.config = game, config
         self.pool = None
-        if config.workers > 1:
+        self.remote = None
+        if config.runners is not None:
+            from rlx.distributed.selfplay import RaySelfPlay
+
+            self.remote = RaySelfPlay(game.name, config)
+        elif config.workers > 1:
             context = multiprocessing.get_context("spawn")  # no forked torch state
             self.pool = ProcessPoolExecutor(config.workers, mp_context=context)
 
     def play(self, net: PolicyValueNet, rng: np.random.Generator) -> SelfPlayResult:
-        if self.pool is None:
+        if self.pool is None and self.remote is None:
             return self_play(self.game, net, self.config, rng)
-        n, k = self.config.games_per_iteration, self.config.workers
+        n, k = self.config.games_per_iteration, self.config.runners or self.config.workers
         shares = [n // k + (i < n % k) for i in range(k)]
         seeds = rng.integers(0, 2**63 - 1, size=k)
         weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
+        if self.remote is not None:
+            return merge(self.remote.play(weights, list(seeds), shares))
         futures = [
             self.pool.submit(
                 _worker_self_play, self.game.name, self.config, weights, int(seed), games
@@ -353,6 +374,8 @@ class SelfPlayPool:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
+        if self.remote is not None:
+            self.remote.close()
 
 
 # ============================================================================ update

@@ -1,0 +1,84 @@
+"""AlphaZero self-play workers on Ray: the same games as worker processes, faults replayed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import rlx
+from rlx.distributed.env_runners import RunnerPool
+from rlx.games import make
+from rlx.games.alphazero import (
+    AlphaZeroConfig,
+    PolicyValueNet,
+    SelfPlayPool,
+    _worker_self_play,
+    merge,
+)
+
+pytestmark = pytest.mark.ray
+
+TINY = {"games_per_iteration": 6, "simulations": 8, "eval_simulations": 8, "train_steps": 3,
+        "batch_size": 16, "eval_games": 0}  # fmt: skip
+
+
+def play_with_ray(config: AlphaZeroConfig, seed: int):
+    game = make("tictactoe")
+    net = PolicyValueNet(game, config)
+    pool = SelfPlayPool(game, config)
+    try:
+        return pool.play(net, np.random.default_rng(seed)), net
+    finally:
+        pool.close()
+
+
+def play_here(config: AlphaZeroConfig, net: PolicyValueNet, seed: int, k: int):
+    """What ``workers=k`` processes would play: the same shares and seeds, in this process."""
+    rng = np.random.default_rng(seed)
+    n = config.games_per_iteration
+    shares = [n // k + (i < n % k) for i in range(k)]
+    seeds = rng.integers(0, 2**63 - 1, size=k)
+    weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
+    return merge([_worker_self_play("tictactoe", config, weights, int(s), g)
+                  for s, g in zip(seeds, shares, strict=True)])  # fmt: skip
+
+
+def assert_same_games(a, b) -> None:
+    np.testing.assert_array_equal(a.planes, b.planes)
+    np.testing.assert_array_equal(a.pi, b.pi)
+    np.testing.assert_array_equal(a.z, b.z)
+    assert a.lengths == b.lengths and a.results == b.results
+
+
+def test_ray_workers_play_the_games_worker_processes_would():
+    config = AlphaZeroConfig(**TINY, runners=2)
+    played, net = play_with_ray(config, seed=7)
+    assert len(played.lengths) == 6 and len(played.z) == len(played.planes) > 0
+    assert_same_games(played, play_here(config, net, seed=7, k=2))
+
+
+def test_a_killed_worker_is_replaced_and_its_games_played_again(monkeypatch, capfd):
+    config = AlphaZeroConfig(**TINY, runners=2)
+    run = RunnerPool.run
+    calls = []
+
+    def run_with_a_crash(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            self.kill(0)
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunnerPool, "run", run_with_a_crash)
+    played, net = play_with_ray(config, seed=7)
+    assert "Ray self-play worker 0 died" in capfd.readouterr().err
+    assert_same_games(played, play_here(config, net, seed=7, k=2))
+
+
+def test_alphazero_trains_with_ray_workers(tmp_path):
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "run", progress=False, iterations=2,
+              runners=2, **TINY)  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2]
+    assert all(5 <= row["game_length"] <= 9 for row in rows)
