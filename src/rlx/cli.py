@@ -232,7 +232,7 @@ def _print_summary(run_dir: Path, seconds: float) -> str:
 
 
 # ---------------------------------------------------------------------------- rlx align
-ALIGN_STAGES = {"sft": "sft", "rm": "rm", "dpo": "dpo", "grpo": "grpo"}
+ALIGN_STAGES = {"sft": "sft", "rm": "rm", "dpo": "dpo", "grpo": "grpo", "rlhf": "rlhf-ppo"}
 ALIGN_DATA = ("arithmetic", "arithmetic-sft", "arithmetic-prefs", "length-biased-prefs")
 
 
@@ -248,6 +248,8 @@ def _align(argv: list[str]) -> int:
             "  rm  --model DIR --data FILE             Bradley-Terry reward model\n"
             "  dpo --model DIR --data FILE             Direct Preference Optimisation\n"
             "  grpo --model DIR --data FILE            GRPO with a verifier reward (--reward)\n"
+            "  rlhf --model DIR --data FILE --reward-model DIR   RLHF-PPO against a reward model\n"
+            "  rlhf --task arithmetic|length-biased --run-dir DIR   SFT -> RM -> PPO in one go\n"
             "  eval --model DIR --data FILE            greedy exact-match accuracy\n\n"
             "`rlx align sft --help` lists every field with its default."
         )
@@ -263,7 +265,38 @@ def _align(argv: list[str]) -> int:
         return _align_data(rest)
     if command == "eval":
         return _align_eval(rest)
+    if command == "rlhf" and any(a == "--task" or a.startswith("--task=") for a in rest):
+        return _align_rlhf_pipeline(rest)
     return _align_stage(ALIGN_STAGES[command], rest)
+
+
+def _align_rlhf_pipeline(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rlx align rlhf --task",
+        description="RLHF in three stages on a built-in task: SFT -> reward model -> PPO, "
+        "each stage a run folder inside RUN_DIR (sft/, rm/, ppo/).",
+    )
+    parser.add_argument("--task", required=True, help="arithmetic or length-biased")
+    parser.add_argument("--run-dir", required=True, help="the folder of the three runs")
+    parser.add_argument("--model", default=None, help="start model (default: a tiny one)")
+    parser.add_argument("--sft-model", default=None, help="skip SFT: use this SFT model")
+    parser.add_argument("--reward-model", default=None, help="skip the RM: use this one")
+    parser.add_argument("--steps", type=int, default=None, help="PPO steps (default: from data)")
+    parser.add_argument("--beta", type=float, default=0.05, help="KL penalty (default 0.05)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from rlx.llm.pipeline import rlhf_pipeline
+
+    result = rlhf_pipeline(
+        args.task, args.run_dir, model=args.model, sft_model=args.sft_model,
+        reward_model=args.reward_model, seed=args.seed, beta=args.beta,
+        **({"steps": args.steps} if args.steps else {}),
+    )  # fmt: skip
+    print(f"SFT model {result.sft_model}: exact match {result.sft_exact_match:.1%}")
+    print(f"reward model {result.reward_model}")
+    print(f"PPO model {result.ppo.model_dir}: exact match {result.ppo_exact_match:.1%}")
+    print(f"diagnose it: rlx doctor {result.ppo.run_dir}")
+    return 0
 
 
 def _align_stage(name: str, argv: list[str]) -> int:

@@ -35,6 +35,7 @@ _OPTIONAL_MODULES: tuple[str, ...] = (
     "rlx.llm.stages.reward_model",
     "rlx.llm.stages.dpo",
     "rlx.llm.stages.grpo",
+    "rlx.llm.stages.rlhf",
 )
 _REGISTRY: dict[str, Algorithm] = {}
 _loaded = False

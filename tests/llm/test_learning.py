@@ -67,3 +67,30 @@ def test_dpo_on_its_own_mistakes_raises_exact_match_over_sft(arithmetic):
     accuracy = llm.exact_match(dpo.model_dir, arithmetic["test"])
     # 300 problems: +0.05 is 15 more solved, where a sign error or a drifting reference loses
     assert accuracy >= arithmetic["sft_accuracy"] + 0.05, (arithmetic["sft_accuracy"], accuracy)
+
+
+def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hacking(arithmetic):
+    """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
+    must raise the reward model's score (a sign error lowers it) while the answers lengthen and
+    the gold reward (exact match) falls, and the doctor must name the reward hacking from the
+    run folder alone. Measured: rm_score -1.3 -> 2.5, length 3.7 -> 4.8 tokens, gold 0.17 -> 0."""
+    import json
+
+    import rlx
+
+    root = arithmetic["root"] / "rlhf-lb"
+    result = llm.rlhf_pipeline("length-biased", root, sft_model=arithmetic["sft"].model_dir,
+                               rm_steps=150, progress=False, steps=30, batch_size=32,
+                               max_new_tokens=8, learning_rate=1e-4)  # fmt: skip
+    rows = [json.loads(x) for x in (root / "ppo" / "metrics.jsonl").read_text().splitlines()]
+
+    def mean(key, part):
+        return sum(r[key] for r in part) / len(part)
+
+    first, last = rows[:5], rows[-5:]
+    assert mean("rm_score", last) > mean("rm_score", first) + 1.0
+    assert mean("response_length", last) > mean("response_length", first) + 0.5
+    assert mean("gold_reward", last) <= mean("gold_reward", first)
+    assert result.ppo_exact_match < result.sft_exact_match
+    findings = {f.rule.id for f in rlx.doctor(root / "ppo").findings}
+    assert "reward-hacking" in findings, findings

@@ -159,3 +159,51 @@ def mistake_pairs(
         for prompt, answer, completion in zip(prompts, answers, completions, strict=True)
         if completion.strip() != answer.strip()
     ]
+
+
+@torch.no_grad()
+def sample(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    n: int = 1,
+    max_new_tokens: int = 16,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+) -> list[list[int]]:
+    """``n`` sampled completions per prompt (token ids, cut after eos), prompt-major:
+    completions ``i * n .. i * n + n - 1`` belong to prompt ``i``.
+
+    One batched ``generate`` with the key/value cache, temperature and nucleus (top-p)
+    sampling; the eos stays in the completion, so the policy learns where to stop. The online
+    RL stages (GRPO, RLHF-PPO) sample through this one function, the place a faster backend
+    (e.g. vLLM on a GPU) plugs in.
+    """
+    encoded = [encode_prompt(tokenizer, p) for p in prompts]
+    ids, mask = left_pad(encoded, tokenizer.pad_token_id)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        out = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            do_sample=True,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            num_return_sequences=n,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    finally:
+        model.train(was_training)
+    eos = tokenizer.eos_token_id
+    completions = []
+    for row in out[:, ids.shape[1] :].tolist():
+        if eos is not None and eos in row:
+            row = row[: row.index(eos) + 1]
+        completions.append(row)
+    return completions

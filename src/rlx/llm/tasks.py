@@ -60,7 +60,14 @@ class VerifierExample:
     answer: str
 
 
-Row = TypeVar("Row", SFTExample, PreferencePair, VerifierExample)
+@dataclass(frozen=True, slots=True)
+class PromptExample:
+    """A prompt alone (RLHF-PPO's rows when there is no ground truth to check against)."""
+
+    prompt: str
+
+
+Row = TypeVar("Row", SFTExample, PreferencePair, VerifierExample, PromptExample)
 
 
 # --- JSONL files --------------------------------------------------------------------------------
@@ -79,6 +86,11 @@ def load_preferences_jsonl(path: str | Path) -> list[PreferencePair]:
 def load_verifier_jsonl(path: str | Path) -> list[VerifierExample]:
     """Rows ``{"prompt": str, "answer": str}``, one JSON object per line."""
     return _load_rows(path, VerifierExample)
+
+
+def load_prompts_jsonl(path: str | Path) -> list[PromptExample]:
+    """Rows ``{"prompt": str}``, one JSON object per line (other fields are ignored)."""
+    return _load_rows(path, PromptExample)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:

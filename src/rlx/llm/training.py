@@ -408,6 +408,7 @@ def stage_entry(
     progress: bool | None,
     tensorboard: bool,
     overrides: Mapping[str, Any],
+    stop_on: tuple[str, ...] | list[str] = (),
 ) -> StageResult:
     """``llm.sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's
     name, the data file as the run's "env", and the model folder as a config field."""
@@ -423,6 +424,7 @@ def stage_entry(
         resume=resume,
         progress=progress,
         tensorboard=tensorboard,
+        stop_on=tuple(stop_on),
         data=str(data),
         **fields,
     )

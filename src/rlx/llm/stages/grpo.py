@@ -35,7 +35,7 @@ from rlx import registry
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError, RLXError
 from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
-from rlx.llm.generation import left_pad
+from rlx.llm.generation import sample
 from rlx.llm.training import (
     MODEL_DIR,
     EpochSampler,
@@ -195,10 +195,11 @@ def clipped_token_loss(
     kl: Tensor | None = None,
     beta: float = 0.0,
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """PPO's clipped surrogate on tokens ``[B, T]`` (``mask`` marks completion tokens), each
-    sequence's advantage ``[B]`` shared by its tokens, minus ``beta`` times the KL."""
+    """PPO's clipped surrogate on tokens ``[B, T]`` (``mask`` marks completion tokens), minus
+    ``beta`` times the KL. ``advantages`` is per sequence ``[B]`` (GRPO: shared by its tokens)
+    or per token ``[B, T]`` (RLHF-PPO: GAE over the tokens)."""
     ratio = (logp - old_logp).exp()
-    adv = advantages.unsqueeze(-1)
+    adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages
     unclipped = ratio * adv
     clipped = ratio.clamp(1.0 - clip_low, 1.0 + clip_high) * adv
     objective = torch.minimum(unclipped, clipped)
@@ -237,37 +238,15 @@ def token_logps_and_entropy(model: Any, batch: Batch) -> tuple[Tensor, Tensor]:
 
 
 # ============================================================================ sampling
-@torch.no_grad()
 def sample_groups(
     model: Any, tokenizer: Any, prompts: Sequence[str], config: GRPOConfig
 ) -> list[list[int]]:
     """``G`` sampled completions per prompt (token ids, cut after eos), prompt-major:
     completions ``i * G .. i * G + G - 1`` belong to prompt ``i``."""
-    encoded = [encode_prompt(tokenizer, p) for p in prompts]
-    ids, mask = left_pad(encoded, tokenizer.pad_token_id)
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    out = model.generate(
-        input_ids=ids.to(device),
-        attention_mask=mask.to(device),
-        do_sample=True,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        top_k=0,
-        max_new_tokens=config.max_new_tokens,
-        num_return_sequences=config.group_size,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    model.train(was_training)
-    eos = tokenizer.eos_token_id
-    completions = []
-    for row in out[:, ids.shape[1] :].tolist():
-        if eos is not None and eos in row:
-            row = row[: row.index(eos) + 1]  # the eos is part of the completion: it is learned
-        completions.append(row)
-    return completions
+    return sample(
+        model, tokenizer, prompts, n=config.group_size, max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature, top_p=config.top_p,
+    )  # fmt: skip
 
 
 def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: GRPOConfig) -> None:

@@ -1,0 +1,515 @@
+"""RLHF-PPO (Ziegler et al., 2019; Ouyang et al., 2022), registered as ``rlhf-ppo``: stage 3 of
+the cheat sheet's "RLHF in three stages", PPO against a learned reward model with a KL penalty.
+
+The policy starts from the SFT model; a frozen copy of it is the reference ``pi_ref``; a value
+head on the policy's last hidden state is the critic. Per step, one completion is sampled for
+each of ``batch_size`` prompts and scored by the reward model ``R``. Each completion token
+``t`` gets the reward
+
+    r_t = -beta (log pi(y_t | x, y_<t) - log pi_ref(y_t | x, y_<t))  +  [t = T] R(x, y)
+
+(the RLHF objective ``R(x, y) - beta KL(pi || pi_ref)`` spread over the tokens), and GAE over
+the tokens (gamma 1, lambda 0.95) gives the advantages and the value targets:
+
+    delta_t = r_t + gamma V_{t+1} - V_t          (V_{T+1} = 0: the completion ends)
+    A_t     = sum_l (gamma lambda)^l delta_{t+l},      R_t = A_t + V_t
+
+The update is PPO's, on tokens: ``ppo_epochs`` passes of minibatches over the step's samples,
+the clipped surrogate (shared with GRPO, :func:`rlx.llm.stages.grpo.clipped_token_loss`) on
+whitened advantages, plus ``vf_coef`` times the clipped value loss. With ``adaptive_kl`` the
+penalty follows a target KL (Ziegler et al.'s controller):
+
+    beta <- beta (1 + clip(KL / kl_target - 1, -0.2, 0.2) * n / kl_horizon)
+
+Logged per step: ``reward`` (mean ``R - beta KL`` per completion, the quantity optimised),
+``rm_score`` (mean ``R``), ``gold_reward`` (exact match of the answer, when rows carry one),
+``kl_ref`` (mean summed ``log pi - log pi_ref`` per completion), ``beta``,
+``response_length``, ``approx_kl``, ``clip_fraction``, ``entropy``, ``policy_loss``,
+``value_loss``; held out, ``exact_match``. A warning is printed once when ``kl_ref`` passes
+``kl_warning`` (5 by default): drift from the SFT model, where reward hacking starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rlx import registry
+from rlx.diagnostics import metrics as M
+from rlx.errors import ConfigError
+from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
+from rlx.llm.generation import sample
+from rlx.llm.stages.grpo import check_prompt_lengths, clipped_token_loss, score
+from rlx.llm.training import (
+    MODEL_DIR,
+    EpochSampler,
+    StageConfig,
+    StageResult,
+    complete_config,
+    make_optimizer,
+    restore_state,
+    split_rows,
+    stage_entry,
+    training_state,
+    warmup_linear,
+)
+
+TARGET_ROWS = 2_000
+"""Prompts a run sees when neither steps nor epochs is given."""
+LR_SCALE = 0.1
+"""RLHF's default step size relative to SFT's (it moves a trained model)."""
+EVAL_ROWS = 200
+
+
+@dataclass(frozen=True)
+class RLHFConfig(StageConfig):
+    """PPO against a reward model on ``{"prompt"}`` rows (an ``"answer"`` adds the gold
+    reward). ``batch_size`` counts prompts per step, one completion each."""
+
+    reward_model: str = ""
+    """the reward model folder (``rlx align rm``'s RUN_DIR/model), or a built-in reward name
+    (exact-match, numeric, arithmetic-gold) to run PPO on a verifier"""
+    batch_size: int = 32
+    """prompts per step, one sampled completion each"""
+    max_new_tokens: int = 16
+    """longest completion in tokens"""
+    temperature: float = 1.0
+    """sampling temperature"""
+    top_p: float = 1.0
+    """nucleus sampling: keep the smallest token set with this probability mass"""
+    beta: float = 0.05
+    """weight of the per-token KL penalty to the SFT model (the cheat sheet's 0.01-0.05)"""
+    adaptive_kl: bool = False
+    """move beta toward kl_target with Ziegler et al.'s proportional controller"""
+    kl_target: float = 6.0
+    """the summed KL per completion the adaptive controller aims at"""
+    kl_horizon: int = 10_000
+    """the controller's horizon in samples"""
+    gamma: float = 1.0
+    """discount over tokens"""
+    lam: float = 0.95
+    """GAE lambda over tokens"""
+    ppo_epochs: int = 4
+    """K: passes over each step's samples"""
+    minibatch_size: int = 8
+    """completions per PPO minibatch"""
+    clip_eps: float = 0.2
+    """epsilon of the clipped ratio"""
+    value_clip: float = 0.2
+    """clip of the value prediction around the rollout's values"""
+    vf_coef: float = 0.1
+    """weight of the value loss"""
+    whiten_advantages: bool = False
+    """normalise the advantages over the step's tokens (off by default: once every sample
+    earns the same reward, whitening blows noise up to unit scale and the policy collapses,
+    measured on a reward the policy had mastered: 1.0 -> 0.4)"""
+    length_normalize: bool = False
+    """divide the reward model's score by the completion's length (against length bias)"""
+    kl_warning: float = 5.0
+    """print a warning once kl_ref passes this (drift, where reward hacking starts)"""
+    eval_exact_match: bool = True
+    """greedy exact match on held-out rows at each evaluation (rows with answers)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks = [
+            (self.max_new_tokens >= 1, f"max_new_tokens={self.max_new_tokens} must be >= 1"),
+            (self.temperature > 0, f"temperature={self.temperature} must be > 0"),
+            (0 < self.top_p <= 1, f"top_p={self.top_p} must be in (0, 1]"),
+            (self.beta >= 0, f"beta={self.beta} must be >= 0"),
+            (self.kl_target > 0, f"kl_target={self.kl_target} must be > 0"),
+            (self.kl_horizon >= 1, f"kl_horizon={self.kl_horizon} must be >= 1"),
+            (0 <= self.gamma <= 1, f"gamma={self.gamma} must be in [0, 1]"),
+            (0 <= self.lam <= 1, f"lam={self.lam} must be in [0, 1]"),
+            (self.ppo_epochs >= 1, f"ppo_epochs={self.ppo_epochs} must be >= 1"),
+            (self.minibatch_size >= 1, f"minibatch_size={self.minibatch_size} must be >= 1"),
+            (self.clip_eps > 0, f"clip_eps={self.clip_eps} must be > 0"),
+            (self.value_clip > 0, f"value_clip={self.value_clip} must be > 0"),
+            (self.vf_coef >= 0, f"vf_coef={self.vf_coef} must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(f"RLHFConfig: {message}.")
+
+
+def rlhf(
+    model: str | Path,
+    data: str | Path,
+    *,
+    reward_model: str | Path,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    stop_on: tuple[str, ...] | list[str] = (),
+    **overrides: Any,
+) -> StageResult:
+    """PPO on the SFT model in ``model`` against the reward model in ``reward_model``, on the
+    prompts of ``data`` (JSONL rows ``{"prompt"}``, optionally ``"answer"`` for the gold
+    reward). ``stop_on`` names doctor rules that end the run when they fire, e.g.
+    ``("reward-hacking", "kl-ref-drift")``; ``RUN_DIR/model`` is then the policy at the stop."""
+    if reward_model:
+        overrides["reward_model"] = str(reward_model)
+    return stage_entry(
+        "rlhf-ppo",
+        model,
+        data,
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        overrides=overrides,
+        stop_on=stop_on,
+    )
+
+
+# ============================================================================ the math
+def per_token_rewards(
+    logp: Tensor, ref_logp: Tensor, scores: Tensor, mask: Tensor, beta: float
+) -> Tensor:
+    """``r_t = -beta (log pi - log pi_ref)`` on the completion tokens (``mask``), plus the
+    reward model's score on each row's last completion token; 0 elsewhere."""
+    maskf = mask.to(logp.dtype)
+    rewards = -beta * (logp - ref_logp) * maskf
+    last = last_token_index(mask)
+    rewards[torch.arange(len(scores)), last] += scores.to(rewards.dtype)
+    return rewards
+
+
+def last_token_index(mask: Tensor) -> Tensor:
+    """The position of each row's last True in ``mask`` ``[B, T]``."""
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    return torch.where(mask.bool(), positions, -1).max(dim=1).values
+
+
+def token_gae(
+    rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float
+) -> tuple[Tensor, Tensor]:
+    """GAE over each row's completion tokens (``mask``, one contiguous run per row):
+    ``A_t = sum_l (gamma lam)^l delta_{t+l}``, ``delta_t = r_t + gamma V_{t+1} - V_t``, the
+    value after the last token 0. Returns ``(advantages, returns = A + V)``, 0 off the mask."""
+    maskf = mask.to(values.dtype)
+    T = rewards.shape[1]
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
+    for t in reversed(range(T)):
+        follows = maskf[:, t + 1] if t + 1 < T else torch.zeros_like(running)
+        next_value = values[:, t + 1] * follows if t + 1 < T else torch.zeros_like(running)
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        running = delta + gamma * lam * follows * running
+        advantages[:, t] = running * maskf[:, t]
+    return advantages, (advantages + values) * maskf
+
+
+def clipped_value_loss(
+    values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor, clip: float
+) -> Tensor:
+    """``0.5 mean max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)`` over the mask."""
+    clipped = old_values + (values - old_values).clamp(-clip, clip)
+    loss = torch.maximum((values - returns) ** 2, (clipped - returns) ** 2)
+    maskf = mask.to(loss.dtype)
+    return 0.5 * (loss * maskf).sum() / maskf.sum().clamp(min=1)
+
+
+def whiten(x: Tensor, mask: Tensor) -> Tensor:
+    """``(x - mean) / std`` over the masked entries."""
+    maskf = mask.to(x.dtype)
+    n = maskf.sum().clamp(min=1)
+    mean = (x * maskf).sum() / n
+    var = (((x - mean) * maskf) ** 2).sum() / n
+    return (x - mean) * torch.rsqrt(var + 1e-8) * maskf
+
+
+class AdaptiveKLController:
+    """``beta <- beta (1 + clip(KL / target - 1, -0.2, 0.2) * n / horizon)``."""
+
+    def __init__(self, beta: float, target: float, horizon: int) -> None:
+        self.beta, self.target, self.horizon = beta, target, horizon
+
+    def update(self, kl: float, n: int) -> float:
+        error = float(np.clip(kl / self.target - 1.0, -0.2, 0.2))
+        self.beta *= 1.0 + error * n / self.horizon
+        return self.beta
+
+
+# ============================================================================ the networks
+class PolicyWithValueHead(nn.Module):
+    """The causal LM and a linear value head on its last hidden state (one shared trunk)."""
+
+    def __init__(self, lm: Any) -> None:
+        super().__init__()
+        self.lm = lm
+        self.value_head = nn.Linear(lm.config.hidden_size, 1)
+        nn.init.zeros_(self.value_head.weight)  # V = 0 at first: no bias in the first updates
+        nn.init.zeros_(self.value_head.bias)
+
+    def forward(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """``(log pi of each next token [B, L-1], entropy [B, L-1], V [B, L-1])``; position
+        ``j`` is the state before token ``j + 1``."""
+        out = self.lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                      output_hidden_states=True, use_cache=False)  # fmt: skip
+        log_probs = F.log_softmax(out.logits[:, :-1].float(), dim=-1)
+        token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        values = self.value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)
+        return token, entropy, values
+
+
+def reference_logps(reference: Any, batch: Batch) -> Tensor:
+    logits = reference(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                       use_cache=False).logits[:, :-1].float()  # fmt: skip
+    return F.log_softmax(logits, -1).gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+
+# ============================================================================ the stage
+@dataclass
+class Rollout:
+    """One step's samples and everything PPO needs of them, computed without gradients."""
+
+    batch: Batch
+    mask: Tensor
+    old_logp: Tensor
+    old_values: Tensor
+    advantages: Tensor
+    returns: Tensor
+    metrics: dict[str, float]
+
+
+def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
+    """The registered ``train``: load policy, reference and reward model, then PPO steps."""
+    from rlx.core.threads import set_torch_threads
+    from rlx.llm.models import count_parameters, load_model
+    from rlx.llm.tasks import load_prompts_jsonl, load_verifier_jsonl
+
+    set_torch_threads(config.num_threads)
+    torch.manual_seed(config.seed)
+    if not config.reward_model:
+        raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
+    rows = _load_rows(config.data, load_verifier_jsonl, load_prompts_jsonl)
+    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
+    scorer = _scorer(config)
+    lm, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
+    config = complete_config(
+        config, run, len(train_rows), count_parameters(lm), LR_SCALE, TARGET_ROWS
+    )
+    reference = copy.deepcopy(lm).eval().requires_grad_(False)
+    policy = PolicyWithValueHead(lm).to(config.device)
+    optimizer = make_optimizer(policy, config.learning_rate, config.weight_decay)
+    sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
+    controller = AdaptiveKLController(config.beta, config.kl_target, config.kl_horizon)
+    step = 0
+    if run.resumed_state is not None:
+        restore_state(run.resumed_state, policy, optimizer, sampler)
+        controller.beta = float(run.resumed_state.get("beta", config.beta))
+        step = int(run.resumed_step or 0)
+    eval_every = config.eval_every or max(1, config.steps // 10)
+    warned = False
+    last_eval: dict[str, float] = {}
+    while step < config.steps and not run.stop_requested:
+        lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch_rows = [train_rows[i] for i in sampler.next()]
+        rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
+                          controller.beta)  # fmt: skip
+        metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
+        if config.adaptive_kl:
+            controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
+        step += 1
+        metrics[M.LR] = lr
+        if not warned and metrics[M.KL_REF] > config.kl_warning:
+            warned = True
+            print(f"rlx rlhf-ppo: kl_ref {metrics[M.KL_REF]:.2f} passed {config.kl_warning} at "
+                  f"step {step}: the policy drifts from the SFT model and reward hacking may "
+                  "start; raise beta or stop earlier.", file=sys.stderr)  # fmt: skip
+        if step % eval_every == 0 or step == config.steps:
+            last_eval = evaluate(policy.lm, tokenizer, held_out, config)
+            metrics.update(last_eval)
+        run.log(step, metrics)
+        if run.checkpoint_due():
+            run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
+    run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
+    if step > 0:  # also when the doctor stopped the run (stop_on): the policy before the harm
+        from rlx.llm.models import save_pretrained
+
+        save_pretrained(policy.lm, tokenizer, run.dir / MODEL_DIR)
+    summary = run.finish(step, last_eval)
+    return StageResult(
+        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
+    )
+
+
+def _scorer(config: RLHFConfig) -> Callable[..., list[float]]:
+    """The reward model in ``config.reward_model``, or a built-in reward named there (e.g.
+    ``exact-match``: PPO on a verifier, a check that the algorithm itself learns)."""
+    from rlx.llm.stages.reward_model import load_reward_model
+    from rlx.llm.tasks import REWARDS
+
+    if config.reward_model in REWARDS:
+        return REWARDS[config.reward_model]
+    return load_reward_model(config.reward_model, device=config.device)
+
+
+def _load_rows(path: str, load_verifier: Callable, load_prompts: Callable) -> list[Any]:
+    """Rows with answers when every row has one, else prompts only."""
+    try:
+        return load_verifier(path)
+    except ConfigError:
+        return load_prompts(path)
+
+
+def collect(
+    policy: PolicyWithValueHead,
+    reference: Any,
+    tokenizer: Any,
+    scorer: Callable[..., list[float]],
+    rows: list[Any],
+    config: RLHFConfig,
+    beta: float,
+) -> Rollout:
+    """Sample a completion per prompt, score it, and compute the per-token rewards, values,
+    advantages and returns."""
+    t0 = time.perf_counter()
+    prompts = [r.prompt for r in rows]
+    completions = sample(policy.lm, tokenizer, prompts, max_new_tokens=config.max_new_tokens,
+                         temperature=config.temperature, top_p=config.top_p)  # fmt: skip
+    generation_s = time.perf_counter() - t0
+    texts = tokenizer.batch_decode(completions, skip_special_tokens=True)
+    scores = score(scorer, prompts, texts, [getattr(r, "answer", "") for r in rows])
+    lengths = torch.tensor([max(len(c), 1) for c in completions], dtype=torch.float32)
+    rm_scores = scores / lengths if config.length_normalize else scores
+    seqs = [EncodedSequence.from_parts(encode_prompt(tokenizer, p), c)
+            for p, c in zip(prompts, completions, strict=True)]  # fmt: skip
+    batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
+    batch = batch.to(config.device)
+    mask = batch.target_mask
+    with torch.no_grad():
+        old_logp, _, old_values = policy(batch)
+        ref_logp = reference_logps(reference, batch)
+        rewards = per_token_rewards(old_logp, ref_logp, rm_scores.to(old_logp.device), mask,
+                                    beta)  # fmt: skip
+        advantages, returns = token_gae(rewards, old_values, mask, config.gamma, config.lam)
+        if config.whiten_advantages:
+            advantages = whiten(advantages, mask)
+        kl = ((old_logp - ref_logp) * mask).sum(-1)
+    metrics = {
+        M.REWARD: float((rm_scores.to(kl.device) - beta * kl).mean()),
+        "rm_score": float(scores.mean()),
+        M.KL_REF: float(kl.mean()),
+        "beta": beta,
+        M.RESPONSE_LENGTH: float(lengths.mean()),
+        "generation_s": generation_s,
+    }
+    if all(getattr(r, "answer", None) is not None for r in rows):
+        from rlx.llm.tasks import exact_match_reward
+
+        gold = exact_match_reward(prompts, texts, answers=[r.answer for r in rows])
+        metrics[M.GOLD_REWARD] = float(np.mean(gold))
+    return Rollout(batch, mask, old_logp, old_values, advantages, returns, metrics)
+
+
+def ppo_update(
+    policy: PolicyWithValueHead,
+    optimizer: torch.optim.Optimizer,
+    rollout: Rollout,
+    config: RLHFConfig,
+) -> dict[str, float]:
+    """``ppo_epochs`` passes of minibatches: clipped surrogate + ``vf_coef`` clipped value
+    loss. Returns the means of the minibatch metrics."""
+    t0 = time.perf_counter()
+    n = len(rollout.batch)
+    generator = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    params = [p for p in policy.parameters() if p.requires_grad]
+    totals: dict[str, list[Tensor]] = {}
+    for _ in range(config.ppo_epochs):
+        order = torch.randperm(n, generator=generator)
+        for start in range(0, n, config.minibatch_size):
+            idx = order[start : start + config.minibatch_size]
+            sub = _rows(rollout.batch, idx)
+            cols = slice(0, sub.input_ids.shape[1] - 1)  # the per-token tensors, trimmed alike
+            mask = rollout.mask[idx, cols]
+            logp, entropy, values = policy(sub)
+            policy_loss, metrics = clipped_token_loss(
+                logp, rollout.old_logp[idx, cols], rollout.advantages[idx, cols], mask,
+                clip_low=config.clip_eps, clip_high=config.clip_eps, aggregation="token",
+            )  # fmt: skip
+            value_loss = clipped_value_loss(
+                values, rollout.old_values[idx, cols], rollout.returns[idx, cols], mask,
+                config.value_clip,
+            )  # fmt: skip
+            loss = policy_loss + config.vf_coef * value_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.max_grad_norm is not None:
+                metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
+                    params, config.max_grad_norm, foreach=True
+                )
+            optimizer.step()
+            with torch.no_grad():
+                maskf = mask.to(entropy.dtype)
+                metrics[M.ENTROPY] = (entropy * maskf).sum() / maskf.sum().clamp(min=1)
+                metrics[M.VALUE_LOSS] = value_loss.detach()
+            for key, value in metrics.items():
+                totals.setdefault(key, []).append(value.detach().float())
+    out = {key: float(torch.stack(values).mean()) for key, values in totals.items()}
+    out["update_s"] = time.perf_counter() - t0
+    return out
+
+
+def _rows(batch: Batch, idx: Tensor) -> Batch:
+    """Rows ``idx`` of a right-padded batch, trimmed to their longest row."""
+    width = int(batch.attention_mask[idx].sum(-1).max())
+    return Batch(batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
+                 batch.loss_mask[idx, :width])  # fmt: skip
+
+
+def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: RLHFConfig) -> dict[str, float]:
+    if not rows or not config.eval_exact_match or getattr(rows[0], "answer", None) is None:
+        return {}
+    from rlx.llm.generation import exact_match
+
+    return {M.EXACT_MATCH: exact_match((model, tokenizer), rows[:EVAL_ROWS])}
+
+
+def _state(policy, optimizer, sampler, controller) -> dict[str, Any]:
+    return {**training_state(policy, optimizer, sampler), "beta": controller.beta}
+
+
+def load(config: RLHFConfig, data_id: str, state: dict) -> Any:
+    from rlx.llm.models import LoadedModel
+
+    lm_state = {k[len("lm.") :]: v for k, v in state["model"].items() if k.startswith("lm.")}
+    return LoadedModel.from_checkpoint(config, {**state, "model": lm_state})
+
+
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="rlhf-ppo",
+        config=RLHFConfig,
+        train=train,
+        load=load,
+        summary="RLHF-PPO: PPO on a causal LM against a reward model, KL penalty to the SFT model",
+        budget_field="steps",
+        unit="steps",
+    )
+)
+
+__all__ = [
+    "AdaptiveKLController",
+    "RLHFConfig",
+    "clipped_value_loss",
+    "per_token_rewards",
+    "rlhf",
+    "token_gae",
+]
