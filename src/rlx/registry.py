@@ -28,6 +28,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "rlx.agents.sac",
     "rlx.agents.td3",
     "rlx.games.alphazero",
+    "rlx.games.muzero",
 )
 # Registered only when their extra is installed (``rlx[llm]``).
 _OPTIONAL_MODULES: tuple[str, ...] = (
