@@ -70,7 +70,7 @@ def _top_parser() -> argparse.ArgumentParser:
             "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
             "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
             "  list                                       list the registered algorithms\n"
-            "  align tiny|data|sft|rm|dpo|grpo|eval ...   align a language model (extra llm)\n"
+            "  align tiny|data|sft|rm|dpo|grpo|rlhf|eval  align a language model (extra llm)\n"
             "  doctor RUN_DIR [--strict] [--json]         diagnose a run (rlx, SB3, TRL, TB logs)\n"
             "  report RUN_DIR [RUN_DIR ...]               a self-contained HTML report\n"
             "  recommend ID [--safety-critical]           which method to use, and the command\n"
