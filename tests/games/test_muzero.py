@@ -77,6 +77,35 @@ def test_latent_search_counts_sum_to_simulations_and_respect_the_legal_mask():
     assert np.all(np.abs(values) <= 2)
 
 
+class _ThreatModel:
+    """A hand-made model of a position where the opponent wins with move 5 unless the player
+    to move takes 5 first: latent ``[depth, blocked]``, reward 1 only for that winning reply,
+    every value 0 and uniform priors."""
+
+    def initial_inference(self, planes):
+        n = len(planes)
+        return torch.zeros(n, 2), torch.zeros(n, 9), torch.zeros(n)
+
+    def recurrent_inference(self, s, actions):
+        depth, blocked = s[:, 0], s[:, 1]
+        first = depth == 0
+        wins = (depth == 1) & (blocked == 0) & (actions == 5)
+        s_next = torch.stack([depth + 1, torch.where(first, (actions == 5).float(), blocked)], 1)
+        n = len(s)
+        return s_next, wins.float(), torch.zeros(n, 9), torch.zeros(n)
+
+
+def test_latent_search_blocks_a_threat_it_sees_in_the_model():
+    """q(5) = 0 + (-0) = 0; any other move lets the opponent win: 0 + (-(1 + 0)) = -1."""
+    game = TicTacToe()
+    counts, value = mz.latent_search(
+        _ThreatModel(), game, [game.initial_state()], mz.LatentSearch(200),
+        np.random.default_rng(0),
+    )  # fmt: skip
+    assert np.argmax(counts[0]) == 5 and counts[0, 5] > 0.5 * counts[0].sum()
+    assert -0.5 < value[0] <= 0.0  # mostly the drawn line, a few visits to lost ones
+
+
 def test_backup_uses_the_two_player_sign_convention():
     """Root (player A) -a=1-> n1 (B) -a=2-> leaf (A), rewards 0.5 then 1, leaf value 0.25:
     G(n1, 2) = 1 + (-0.25) = 0.75, G(root, 1) = 0.5 + (-0.75) = -0.25."""
@@ -95,6 +124,25 @@ def test_backup_uses_the_two_player_sign_convention():
     mz.backup([(root, 1), (n1, 2)], 0.25, stats, discount=0.5)  # G = 1 - 0.125; 0.5 - 0.4375
     assert n1.w[2] == pytest.approx(0.75 + 0.875)
     assert root.w[1] == pytest.approx(-0.25 + 0.0625)
+
+
+def test_min_max_stats_start_from_the_known_bounds():
+    stats = mz.MinMaxStats((-1.0, 1.0))
+    assert stats.normalize(np.array([-1.0, 0.0, 1.0])).tolist() == [0.0, 0.5, 1.0]
+    stats.update(3.0)  # a value outside the bounds widens the range
+    assert stats.normalize(np.array([-1.0, 3.0])).tolist() == [0.0, 1.0]
+    empty = mz.MinMaxStats()
+    assert empty.normalize(np.array([0.3])).tolist() == [0.3]  # no range yet: unchanged
+    node = mz.LatentNode(np.zeros(2), np.full(2, 0.5), np.ones(2, bool))
+    node.n[0], node.w[0] = 2.0, 1.0  # Q = 0.5
+    assert node.q(mz.MinMaxStats((-1.0, 1.0)), fpu=0.0).tolist() == [0.75, 0.5]
+
+
+def test_config_search_settings():
+    config = mz.MuZeroConfig(simulations=7, eval_simulations=9, fpu=-0.5, noise_fraction=0.3)
+    selfplay, play = config.search(selfplay=True), config.search(selfplay=False)
+    assert (selfplay.simulations, selfplay.noise_fraction, selfplay.fpu) == (7, 0.3, -0.5)
+    assert (play.simulations, play.noise_fraction, play.fpu) == (9, 0.0, -0.5)
 
 
 def test_agent_plays_a_legal_move():
@@ -237,6 +285,8 @@ def test_unroll_shapes_and_a_training_step_changes_every_parameter():
         ("hidden", ()),
         ("buffer_size", 10),
         ("dirichlet_alpha", -1.0),
+        ("fpu", 2.0),
+        ("batch_size", 0),
     ],
 )
 def test_config_rejects_bad_values(field, value):
