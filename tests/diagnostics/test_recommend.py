@@ -10,11 +10,12 @@ import pytest
 
 from rlx import registry
 from rlx.diagnostics.recommend import (
-    PLANNED,
+    ALIGN_NAMES,
     ROWS,
     SOLVERS,
     Recommendation,
     describe_space,
+    is_available,
     recommend,
 )
 from rlx.errors import ConfigError
@@ -149,9 +150,7 @@ def test_tictactoe_gets_alphazero_then_muzero(name):
     assert alternative_names(rec) == ["muzero"]
     assert rec.command == "rlx train alphazero --env tictactoe"
     assert "board game" in rec.reason
-    assert rec.available == ("alphazero" in registry.names())
-    if not rec.available:
-        assert "planned" in rec.note
+    assert rec.available and not rec.note  # alphazero is registered
 
 
 def test_connect_four_names_the_rlx_game():
@@ -176,7 +175,7 @@ def test_unknown_or_malformed_data_files_are_config_errors(tmp_path):
         recommend(str(tmp_path / "missing.jsonl"))
 
 
-def test_every_command_names_a_registered_or_planned_method(tmp_path):
+def test_every_command_names_a_registered_method(tmp_path):
     prefs = write_jsonl(tmp_path / "p.jsonl", [{"prompt": "a", "chosen": "b", "rejected": "c"}])
     targets = [
         ("CartPole-v1", {}),
@@ -188,7 +187,7 @@ def test_every_command_names_a_registered_or_planned_method(tmp_path):
         (str(prefs), {}),
         ("tictactoe", {}),
     ]
-    known = set(registry.names()) | set(SOLVERS) | set(PLANNED)
+    known = set(registry.names()) | set(SOLVERS) | set(ALIGN_NAMES)
     for target, options in targets:
         rec = recommend(target, **options)
         assert rec.method in known, rec
@@ -197,7 +196,7 @@ def test_every_command_names_a_registered_or_planned_method(tmp_path):
             assert rec.command.startswith("rlx solve ")
         else:  # rlx train NAME ... or rlx align NAME ...
             assert rec.command.split()[2] == rec.method
-        assert rec.available == (rec.method in SOLVERS or rec.method in registry.names())
+        assert rec.available == is_available(rec.method)
     for row in ROWS:
         assert row.method in known
         assert all(name in known for name, _ in row.alternatives)
@@ -216,3 +215,11 @@ def test_describe_space():
     assert describe_space(gym.spaces.Discrete(3)) == "Discrete(3)"
     assert describe_space(gym.spaces.Box(-1.0, 1.0, (2, 3))) == "Box(-1, 1, (2, 3))"
     assert describe_space(gym.spaces.Box(-float("inf"), float("inf"), (4,))) == "Box(4,)"
+
+
+def test_every_method_the_table_names_runs_now():
+    """Every row's first choice and alternative is an `rlx solve` method, a registered
+    algorithm, or an `rlx align` name of one (rlhf is rlhf-ppo)."""
+    for row in ROWS:
+        for name in (row.method, *(alt for alt, _ in row.alternatives)):
+            assert is_available(name), name

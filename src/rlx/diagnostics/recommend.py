@@ -55,7 +55,7 @@ class Row:
     Attributes:
         situation: the Situation cell, verbatim.
         method: rlx's name of the first choice (a registered algorithm, an ``rlx solve``
-            method, or a planned one in :data:`PLANNED`).
+            method, or an ``rlx align`` name of :data:`ALIGN_NAMES`).
         alternatives: ``(rlx name, when to prefer it)`` pairs, in the cheat sheet's order.
         why: why the first choice fits the situation, in one or two sentences.
         cheat_sheet: the Method cell, verbatim.
@@ -191,9 +191,8 @@ SAFETY_CRITICAL_DEEP = Row(
 
 # Methods that run through `rlx solve`, not the algorithm registry.
 SOLVERS: tuple[str, ...] = ("value-iteration", "policy-iteration")
-# Methods the design names (DESIGN.md: llm.rlhf, llm.grpo, games/alphazero, games/muzero)
-# that are not registered yet; a recommendation of one says so instead of a failing command.
-PLANNED: tuple[str, ...] = ("rlhf", "grpo", "alphazero", "muzero")
+# `rlx align` names whose registered algorithm has another name.
+ALIGN_NAMES: dict[str, str] = {"rlhf": "rlhf-ppo"}
 _LLM_METHODS = ("sft", "rm", "dpo", "rlhf", "grpo")
 
 # ---------------------------------------------------------------------------- the answer
@@ -556,10 +555,11 @@ def _command(method: str, target_id: str | None, *, data: str | None, game: bool
 
 
 def is_available(method: str) -> bool:
-    """Whether rlx runs ``method`` now: an ``rlx solve`` method or a registered algorithm."""
+    """Whether rlx runs ``method`` now: an ``rlx solve`` method or a registered algorithm
+    (an ``rlx align`` name counts as its algorithm: ``rlhf`` is ``rlhf-ppo``)."""
     from rlx import registry
 
-    return method in SOLVERS or method in registry.names()
+    return method in SOLVERS or ALIGN_NAMES.get(method, method) in registry.names()
 
 
 def _unavailable_note(row: Row) -> str:
@@ -568,8 +568,8 @@ def _unavailable_note(row: Row) -> str:
     ready = [name for name, _ in row.alternatives if is_available(name)]
     meanwhile = f"; available now: {', '.join(ready)}" if ready else ""
     return (
-        f"{row.method} is planned but not yet registered in this rlx, so the command does "
-        f"not run yet{meanwhile}."
+        f"{row.method} is not registered in this rlx (a plug-in that registers it is not "
+        f"installed), so the command does not run{meanwhile}."
     )
 
 
@@ -587,11 +587,11 @@ def _unknown_message(name: str) -> str:
 
 
 __all__ = [
+    "ALIGN_NAMES",
     "BOARD_GAMES",
     "CONTINUOUS",
     "DEMONSTRATIONS",
     "DISCRETE_DEEP",
-    "PLANNED",
     "PREFERENCES",
     "ROWS",
     "SAFETY_CRITICAL",
