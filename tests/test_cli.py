@@ -163,3 +163,4 @@ def test_list_shows_the_registered_algorithms(capsys):
     out = capsys.readouterr().out
     for name in ("q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "td0"):
         assert name in out
+    assert "max_a'" in out  # the bracketed formula of q-learning's summary is not eaten as markup

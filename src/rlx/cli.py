@@ -3,6 +3,11 @@
 Config flags of ``rlx train ALGO`` are generated from the algorithm's config dataclass with
 tyro, so a field, its default and its docstring are written once. User errors
 (:class:`rlx.errors.RLXError`) print one line on stderr and exit with code 2.
+
+Exit codes of a training command: 0 the run completed its budget; 2 bad input; 3 a doctor rule
+of ``--stop-on`` ended the run (``status: stopped`` and ``stopped_by`` in summary.json); 130
+Ctrl-C or SIGTERM ended it (``status: interrupted``). Every run that ends early has a checkpoint
+that ``--resume`` continues from.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Annotated, Any
 from rlx.errors import ConfigError, RLXError
 
 TRAIN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress", "stop_on")
+# Exit codes by the status in summary.json (an early end is complete on disk, but the work
+# asked for is not done, so a script sees it).
+EXIT_CODES = {"completed": 0, "stopped": 3, "interrupted": 130}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,6 +98,7 @@ def _list(argv: list[str]) -> int:
         prog="rlx list", description="List the registered algorithms."
     ).parse_args(argv)
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from rlx import registry
@@ -97,7 +106,8 @@ def _list(argv: list[str]) -> int:
     table = Table("algorithm", "trains for", "what it is")
     for name in registry.names():
         spec = registry.get(name)
-        table.add_row(name, spec.unit, spec.summary)
+        # escape: summaries quote formulas such as Q[s][a], which rich would read as markup
+        table.add_row(name, spec.unit, escape(spec.summary))
     Console().print(table)
     return 0
 
@@ -126,8 +136,7 @@ def _train(argv: list[str]) -> int:
     t0 = time.perf_counter()
     agent = train(spec.name, env, **options, **values)
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
-    # an interrupted run is complete on disk, but the work asked for is not done
-    return 130 if status == "interrupted" else 0
+    return EXIT_CODES.get(status, 1)
 
 
 def _run_options(run_dir_help: str) -> list[tuple]:
@@ -162,7 +171,10 @@ def _run_options(run_dir_help: str) -> list[tuple]:
             "stop_on",
             Annotated[
                 tuple[str, ...],
-                opt("doctor rules that end the run (checkpoint saved), e.g. kl-too-high"),
+                opt(
+                    "doctor rules that end the run (checkpoint saved; exit code 3), e.g. "
+                    "kl-too-high"
+                ),
             ],
             dataclasses.field(default=()),
         ),
@@ -327,7 +339,7 @@ def _align_stage(name: str, argv: list[str]) -> int:
     result = train(spec.name, values["data"], **options, **values)
     status = _print_summary(result.run_dir, time.perf_counter() - t0)
     print(f"model saved in {result.model_dir}")
-    return 130 if status == "interrupted" else 0
+    return EXIT_CODES.get(status, 1)
 
 
 def _stage_args_class(spec: Any) -> type:

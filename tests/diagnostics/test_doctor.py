@@ -244,11 +244,22 @@ def test_stop_on_ends_the_run_with_a_checkpoint(tmp_path):
               learning_rate=0.03, num_epochs=40, anneal_lr=False, anneal_clip=False,
               total_steps=100_000, eval_episodes=0, stop_on=["kl-too-high"])  # fmt: skip
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["stopped_by"] == "kl-too-high" and summary["status"] == "interrupted"
+    assert summary["stopped_by"] == "kl-too-high" and summary["status"] == "stopped"
     assert summary["steps"] < 100_000
     assert (run_dir / "checkpoints" / "latest").exists()
     with pytest.raises(ConfigError, match="unknown rule"):
         rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "x", stop_on=["kl-too-hgh"])
+
+
+def test_cli_exits_3_when_a_stop_on_rule_ends_the_run(tmp_path):
+    """A doctor stop is told apart from Ctrl-C (130) and from a completed run (0)."""
+    from rlx.cli import main
+
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(tmp_path / "s"),
+                 "--learning-rate", "0.03", "--num-epochs", "40", "--total-steps", "100000",
+                 "--eval-episodes", "0", "--no-progress", "--stop-on", "kl-too-high"])  # fmt: skip
+    assert code == 3
+    assert json.loads((tmp_path / "s" / "summary.json").read_text())["status"] == "stopped"
 
 
 def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):

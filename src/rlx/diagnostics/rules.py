@@ -451,7 +451,7 @@ RULES: tuple[Rule, ...] = (
         config_field="beta",
         suggest=_scaled("beta", 2.0),
         lines={M.KL_REF: (5.0, 10.0)},
-        algos=frozenset({"rlhf-ppo", "grpo", "ppo-llm"}),
+        algos=frozenset({"rlhf-ppo", "grpo"}),
     ),
     Rule(
         id="zero-spread-groups",

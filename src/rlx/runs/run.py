@@ -4,7 +4,8 @@
 RUN_DIR/config.json     algorithm, full config, env id, versions, seed
 RUN_DIR/metrics.jsonl   one JSON object per log step: {"step", "wall_s", <metric>: value}
 RUN_DIR/episodes.csv    one row per finished training episode: step,wall_s,return,length
-RUN_DIR/summary.json    final figures and how the run ended ("completed", "interrupted", "failed")
+RUN_DIR/summary.json    final figures and how the run ended ("completed", "stopped" by a
+                        doctor rule of ``stop_on``, "interrupted", "failed")
 RUN_DIR/checkpoints/    step-numbered checkpoints written atomically; `latest` is the newest
 ```
 
@@ -305,7 +306,10 @@ class Run:
     def finish(self, steps: int, figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``summary.json`` with the final figures and how the run ended."""
         if self.status == "running":
-            self.status = "interrupted" if self.stop_requested else "completed"
+            if self.live is not None and self.live.stop is not None:
+                self.status = "stopped"
+            else:
+                self.status = "interrupted" if self.stop_requested else "completed"
         summary = {
             "algo": self.algo,
             "env": self.env_id,
