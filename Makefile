@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export RLX_NUM_THREADS ?= 1
 
-.PHONY: demo test test-ray test-slow bench lint setup clean
+.PHONY: demo test test-ray test-slow bench lint docs docs-serve setup clean
 
 setup: $(STAMP)
 
@@ -59,8 +59,16 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs/*.py
+
+# The documentation site, built offline into site/; --strict turns a broken link or reference
+# into an error. The reference pages are generated from the code on every build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

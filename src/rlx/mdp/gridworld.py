@@ -34,7 +34,8 @@ class GridWorld(TabularMDP):
     """A ``rows x cols`` grid MDP; the default is Sutton & Barto's 4x4 GridWorld.
 
     Args:
-        rows, cols: grid size.
+        rows: grid height.
+        cols: grid width.
         terminal: cells ``(r, c)`` where episodes end; default the corners ``(0, 0)`` and
             ``(rows - 1, cols - 1)`` as in Sutton & Barto's Example 4.1.
         walls: cells that cannot be entered (see the module docstring).

@@ -49,7 +49,8 @@ class TabularMDP:
         gamma: discount in ``[0, 1]``.
         terminal: boolean ``[S]`` (or indices): states where an episode ends; their value is 0.
         initial: start-state distribution ``[S]``; default uniform over non-terminal states.
-        state_names, action_names: optional labels for printing.
+        state_names: optional state labels for printing.
+        action_names: optional action labels for printing.
         grid_shape: ``(rows, cols)`` when states are cells of a grid, row-major (for printing).
         name: a short description, e.g. ``"GridWorld(4x4)"``.
 
