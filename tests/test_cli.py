@@ -164,3 +164,10 @@ def test_list_shows_the_registered_algorithms(capsys):
     for name in ("q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "td0"):
         assert name in out
     assert "max_a'" in out  # the bracketed formula of q-learning's summary is not eaten as markup
+
+
+def test_train_help_names_the_envs_the_algorithm_takes(capsys):
+    for name, expected in (("alphazero", "tictactoe or connect4"), ("ppo", "Gymnasium id")):
+        with pytest.raises(SystemExit):
+            main(["train", name, "--help"])
+        assert expected in capsys.readouterr().out

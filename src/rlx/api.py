@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -44,7 +45,9 @@ def train(
 
     Args:
         algo: a registered name (``rlx.registry.names()``), e.g. ``"q-learning"``.
-        env: a Gymnasium id, a Gymnasium env, or an ``rlx.mdp.TabularMDP``.
+        env: a Gymnasium id, a Gymnasium env, or an ``rlx.mdp.TabularMDP``; a board game
+            (``"tictactoe"``, ``"connect4"``) for alphazero and muzero; the JSONL data file
+            for a language-model stage (``sft``, ``rm``, ``dpo``, ``grpo``, ``rlhf-ppo``).
         run_dir: the run folder (default ``runs/<algo>-<env>-<time>``).
         resume: continue the run in ``run_dir`` from its latest checkpoint; ``overrides``
             may raise its budget (e.g. ``episodes`` or ``total_steps``).
@@ -69,6 +72,9 @@ def train(
             )
         previous = read_json(Path(run_dir) / CONFIG_FILE)
         base = spec.config(**previous["config"])
+    if base is None and "data" not in overrides and _takes_a_data_file(spec, env):
+        # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
+        overrides = {**overrides, "data": str(env)}
     config, preset = registry.make_config(spec, env_id, overrides, base=base)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
     budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
@@ -103,3 +109,9 @@ def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
     agent = spec.load(config, record["env"], state)
     agent.run_dir = run_dir
     return agent
+
+
+def _takes_a_data_file(spec: registry.Algorithm, env: Any) -> bool:
+    """Whether ``spec`` trains on a data file (its config has ``data``) and ``env`` names one."""
+    fields = {f.name for f in dataclasses.fields(spec.config)}
+    return "data" in fields and isinstance(env, (str, Path))

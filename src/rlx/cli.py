@@ -188,8 +188,14 @@ def _train_args_class(spec: Any) -> type:
     def opt(help_text: str) -> Any:
         return tyro.conf.arg(help=help_text)
 
+    is_game = spec.config.__module__.startswith("rlx.games.")
+    env_help = (
+        "board game: tictactoe or connect4"
+        if is_game
+        else ("Gymnasium id, or GridWorld / GridWorld-RxC")
+    )
     extra = [
-        ("env", Annotated[str, opt("Gymnasium id, or GridWorld / GridWorld-RxC")]),
+        ("env", Annotated[str, opt(env_help)]),
         *_run_options("run folder (default runs/<algo>-<env>-<time>)"),
     ]
     cls = dataclasses.make_dataclass(
@@ -279,7 +285,7 @@ def _align(argv: list[str]) -> int:
         return _align_eval(rest)
     if command == "rlhf" and any(a == "--task" or a.startswith("--task=") for a in rest):
         return _align_rlhf_pipeline(rest)
-    return _align_stage(ALIGN_STAGES[command], rest)
+    return _align_stage(command, rest)
 
 
 def _align_rlhf_pipeline(argv: list[str]) -> int:
@@ -311,13 +317,13 @@ def _align_rlhf_pipeline(argv: list[str]) -> int:
     return 0
 
 
-def _align_stage(name: str, argv: list[str]) -> int:
+def _align_stage(command: str, argv: list[str]) -> int:
     import tyro
 
     from rlx import registry
     from rlx.runs import CONFIG_FILE, read_json
 
-    spec = registry.get(name)
+    spec = registry.get(ALIGN_STAGES[command])
     cls = _stage_args_class(spec)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--run-dir")
@@ -327,12 +333,12 @@ def _align_stage(name: str, argv: list[str]) -> int:
     if known.resume and known.run_dir:
         record = read_json(Path(known.run_dir) / CONFIG_FILE)
         default = cls(**record["config"], run_dir=known.run_dir, resume=True)
-    args = tyro.cli(cls, args=argv, prog=f"rlx align {name}", default=default)
+    args = tyro.cli(cls, args=argv, prog=f"rlx align {command}", default=default)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
     options = {k: values.pop(k) for k in TRAIN_OPTIONS if k != "env"}
     options["progress"] = None if options["progress"] else False
     if not values["model"] or not values["data"]:
-        raise ConfigError(f"rlx align {name} needs --model DIR and --data FILE.")
+        raise ConfigError(f"rlx align {command} needs --model DIR and --data FILE.")
     from rlx.api import train
 
     t0 = time.perf_counter()

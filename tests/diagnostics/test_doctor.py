@@ -123,6 +123,17 @@ def test_rules_stay_silent_on_healthy_series(name):
     assert fired(log_of(env="CartPole-v1", **HEALTHY[name])) == set()
 
 
+def test_reward_hacking_needs_a_drop_beyond_the_noise_of_the_gold_reward():
+    """One lucky evaluation (1 of 16 prompts right, then none) is no finding; exact match
+    sliding from 0.55 to 0.05 under sampling noise of 16 prompts is."""
+    rng = np.random.default_rng(3)
+    climbing = np.linspace(0, 3, 12)
+    lucky = np.r_[0.0, 0.0, 0.0625, np.zeros(9)]
+    assert "reward-hacking" not in fired(log_of(reward=climbing, gold_reward=lucky))
+    sliding = rng.binomial(16, np.linspace(0.55, 0.05, 12)) / 16
+    assert "reward-hacking" in fired(log_of(reward=climbing, gold_reward=sliding))
+
+
 def test_too_few_points_say_nothing():
     log = log_of(**{M.APPROX_KL: [0.5, 0.5, 0.5], M.CLIP_FRACTION: [0.9, 0.9]})
     assert fired(log) == set()
@@ -295,3 +306,11 @@ def test_cli_report_and_recommend(tmp_path, capsys):
     assert cli.main(["recommend", "FrozenLake-v1", "--no-model", "--safety-critical"]) == 0
     assert "sarsa" in capsys.readouterr().out
     assert cli.main(["recommend", "NoSuchEnv-v9"]) == 2
+
+
+@pytest.mark.parametrize("rule", ["reward-hacking", "kl-ref-drift"])
+def test_beta_advice_doubles_beta_and_starts_a_zero_beta_at_the_cheat_sheet_low_end(rule):
+    suggest = RULES_BY_ID[rule].suggest
+    assert suggest({"beta": 0.05}) == 0.1
+    assert suggest({"beta": 0.0}) == 0.01  # doubling zero would advise no change
+    assert suggest({}) is None

@@ -185,3 +185,23 @@ def test_interrupted_and_resumed_equals_uninterrupted(tiny, tmp_path, monkeypatc
     assert a["step"] == b["step"] == 4
     for key, value in a["state"]["model"].items():
         torch.testing.assert_close(value, b["state"]["model"][key], rtol=0, atol=1e-6)
+
+
+def test_resume_keeps_the_runs_reward_and_never_reuses_an_old_callable(tiny, tmp_path):
+    import json
+
+    root, model = tiny
+    data = root / "prompts.jsonl"
+    common = dict(batch_size=2, group_size=2, max_new_tokens=3, eval_exact_match=False,
+                  progress=False)  # fmt: skip
+
+    def always_one(prompts, completions, **kw):
+        return [1.0] * len(completions)
+
+    llm.grpo(model, data, reward=always_one, run_dir=tmp_path / "c", steps=1, **common)
+    with pytest.raises(ConfigError, match="pass reward= again"):
+        llm.grpo("", data, run_dir=tmp_path / "c", resume=True, steps=2, progress=False)
+    llm.grpo(model, data, reward="numeric", run_dir=tmp_path / "n", steps=1, **common)
+    llm.grpo("", data, run_dir=tmp_path / "n", resume=True, steps=2, progress=False)
+    config = json.loads((tmp_path / "n" / "config.json").read_text())["config"]
+    assert config["reward"] == "numeric" and config["steps"] == 2

@@ -117,8 +117,10 @@ def test_a_short_run_logs_the_rlhf_metrics_and_saves_the_policy(tiny, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     for key in ("kl_ref", "rm_score", "reward", "gold_reward", "response_length", "approx_kl",
-                "clip_fraction", "entropy", "value_loss", "policy_loss", "beta"):  # fmt: skip
+                "clip_fraction", "entropy", "value_loss", "policy_loss", "beta",
+                "explained_variance"):  # fmt: skip
         assert key in rows[0], key
+    assert all(r["explained_variance"] <= 1.0 for r in rows)
     assert (result.model_dir / "config.json").is_file()
     assert llm.exact_match(result.model_dir, llm.arithmetic(5, seed=3)) >= 0.0
 
@@ -207,3 +209,11 @@ def test_ppo_learns_what_the_reward_rewards(tiny, tmp_path, monkeypatch):
     first = np.mean([r["rm_score"] for r in rows[:2]])  # sampled before the updates
     last = np.mean([r["rm_score"] for r in rows[-5:]])
     assert first < 0.2 and last > 0.9, (first, last)
+
+
+def test_align_rlhf_help_names_the_command(capsys):
+    from rlx.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["align", "rlhf", "--help"])
+    assert capsys.readouterr().out.startswith("usage: rlx align rlhf [")

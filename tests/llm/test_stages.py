@@ -116,6 +116,15 @@ def test_sft_writes_a_run_folder_and_a_model_plain_transformers_loads(files, tmp
     assert isinstance(loaded.greedy(["12+34="], max_new_tokens=3)[0], str)
 
 
+def test_rlx_train_takes_the_data_file_as_its_env(files, tmp_path):
+    """rlx.train("sft", FILE, model=...) trains on FILE, as llm.sft(model, FILE) does."""
+    data = files["root"] / "sft.jsonl"
+    rlx.train("sft", data, model=str(files["model"]), run_dir=tmp_path / "r", steps=2,
+              eval_exact_match=False, **FAST)  # fmt: skip
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["config"]["data"] == str(data) and config["config"]["steps"] == 2
+
+
 def test_steps_chosen_from_the_data_are_written_to_config(files, tmp_path):
     llm.sft(files["model"], files["root"] / "sft.jsonl", run_dir=tmp_path / "r",
             batch_size=16, eval_exact_match=False, **FAST)  # fmt: skip

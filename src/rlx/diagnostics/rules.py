@@ -245,24 +245,37 @@ def entropy_collapse(share: float = 0.3) -> Check:
     return check
 
 
-def climbs_while_drops(rising: str, falling: str, drop: float = 0.1) -> Check:
+def climbs_while_drops(
+    rising: str, falling: str, drop: float = 0.1, noise: float = 2.0
+) -> Check:
     """``rising`` keeps climbing while ``falling`` (the gold or held-out measure) has dropped
-    more than ``drop`` of its range from its best point: the proxy is being gamed."""
+    from its best level by more than ``drop`` of its range and by more than ``noise`` times
+    its step-to-step noise: the proxy is being gamed.
+
+    The best level is the mean of the points around the best one (3, or a tenth of the run),
+    and the noise is ``std(diff(values)) / sqrt(2)``, so one lucky evaluation (1 of 16
+    prompts right, then 0) is no finding."""
 
     def check(log: RunLog) -> Evidence | None:
         up, down = _finite(log, rising), _finite(log, falling)
         if up is None or down is None:
             return None
-        best = int(np.argmax(down.values))
-        after = down.values[best:]
-        span = float(np.ptp(down.values)) + 1e-8
-        fall = float(down.values[best] - np.median(after[-max(1, len(after) // 4) :]))
+        values = down.values
+        best = int(np.argmax(values))
+        width = max(3, len(values) // 10)
+        start = min(max(0, best - width // 2), len(values) - width)
+        level = float(np.mean(values[start : start + width]))
+        after = values[best:]
+        fall = level - float(np.median(after[-max(1, len(after) // 4) :]))
+        span = float(np.ptp(values)) + 1e-8
+        sigma = float(np.std(np.diff(values))) / np.sqrt(2)
+        threshold = max(drop * span, noise * sigma)
         up_after = up.window(float(down.steps[best]), float(up.steps[-1]))
         climbed = len(up_after) >= 2 and float(up_after.values[-1]) > float(up_after.values[0])
-        if fall > drop * span and climbed and best < len(down) - 1:
+        if fall > threshold and climbed and best < len(down) - 1:
             tail = down.window(float(down.steps[best]), float(down.steps[-1]))
             return _evidence(
-                falling, tail, fall, drop * span, f"drop from its best while {rising} climbs"
+                falling, tail, fall, threshold, f"drop from its best while {rising} climbs"
             )
         return None
 
@@ -328,6 +341,12 @@ def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[s
     return suggest
 
 
+def _raise_beta(config: Mapping[str, Any]) -> Any:
+    """Double the KL coefficient; from 0 (no penalty at all), the cheat sheet's low end 0.01."""
+    beta = _scaled("beta", 2.0)(config)
+    return None if beta is None else max(beta, 0.01)
+
+
 def _constant(value: Any) -> Callable[[Mapping[str, Any]], Any]:
     return lambda config: value
 
@@ -382,7 +401,7 @@ RULES: tuple[Rule, ...] = (
         metric=M.GOLD_REWARD,
         check=climbs_while_drops(M.REWARD, M.GOLD_REWARD),
         config_field="beta",
-        suggest=_scaled("beta", 2.0),
+        suggest=_raise_beta,
     ),
     Rule(
         id="length-bias",
@@ -449,7 +468,7 @@ RULES: tuple[Rule, ...] = (
         metric=M.KL_REF,
         check=median_of_last(M.KL_REF, 5.0, above=True, fraction=0.2),
         config_field="beta",
-        suggest=_scaled("beta", 2.0),
+        suggest=_raise_beta,
         lines={M.KL_REF: (5.0, 10.0)},
         algos=frozenset({"rlhf-ppo", "grpo"}),
     ),

@@ -12,7 +12,9 @@ to every completion (:func:`rlx.llm.batching.encode_prompt_completion`), so a mo
 right after ``"81"`` and generation stops at eos.
 
 A reward function is a plain callable ``(prompts, completions, **kw) -> list[float]`` (TRL's
-convention); dataset columns other than the prompt arrive as keyword lists, e.g. ``answers``.
+convention). GRPO and RLHF-PPO pass the rows' answers as the keyword list ``answers`` (one per
+completion); other columns of a verifier file are not read, so a reward takes ``**kw`` and uses
+``answers`` or nothing.
 """
 
 from __future__ import annotations

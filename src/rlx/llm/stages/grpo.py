@@ -122,7 +122,7 @@ def grpo(
     model: str | Path,
     data: str | Path,
     *,
-    reward: str | Callable[..., list[float]] = "exact-match",
+    reward: str | Callable[..., list[float]] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
     progress: bool | None = None,
@@ -132,24 +132,29 @@ def grpo(
     """Improve the causal LM in ``model`` on the verifier rows in ``data`` with GRPO.
 
     ``reward`` is a name in :data:`rlx.llm.tasks.REWARDS` or a callable
-    ``(prompts, completions, answers=...) -> list[float]`` (a callable is not recorded in
-    ``config.json``, so a run trained with one resumes with ``reward=`` given again).
+    ``(prompts, completions, answers=...) -> list[float]``; None: ``"exact-match"``, or, with
+    ``resume``, the run's own reward. A callable is not recorded in ``config.json``, so a run
+    trained with one resumes with ``reward=`` given again.
     """
     if callable(reward):
         _CALLABLE_REWARDS["current"] = reward
         overrides["reward"] = f"callable:{getattr(reward, '__name__', 'reward')}"
-    else:
-        overrides["reward"] = reward
-    return stage_entry(
-        "grpo",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-    )
+    elif reward is not None or not resume:
+        overrides["reward"] = reward or "exact-match"
+    try:
+        return stage_entry(
+            "grpo",
+            model,
+            data,
+            run_dir=run_dir,
+            resume=resume,
+            progress=progress,
+            tensorboard=tensorboard,
+            overrides=overrides,
+        )
+    finally:
+        # the callable belongs to this call only: a later run must not pick it up unasked
+        _CALLABLE_REWARDS.pop("current", None)
 
 
 _CALLABLE_REWARDS: dict[str, Callable[..., list[float]]] = {}

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rlx import registry
+from rlx.core.advantages import explained_variance
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
@@ -409,6 +410,11 @@ def collect(
         M.KL_REF: float(kl.mean()),
         "beta": beta,
         M.RESPONSE_LENGTH: float(lengths.mean()),
+        # how much of the returns' variance the value head predicted before this update
+        M.EXPLAINED_VARIANCE: explained_variance(
+            old_values[mask.bool()].float().cpu().numpy(),
+            returns[mask.bool()].float().cpu().numpy(),
+        ),
         "generation_s": generation_s,
     }
     if all(getattr(r, "answer", None) is not None for r in rows):
