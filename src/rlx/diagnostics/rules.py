@@ -245,9 +245,7 @@ def entropy_collapse(share: float = 0.3) -> Check:
     return check
 
 
-def climbs_while_drops(
-    rising: str, falling: str, drop: float = 0.1, noise: float = 2.0
-) -> Check:
+def climbs_while_drops(rising: str, falling: str, drop: float = 0.1, noise: float = 2.0) -> Check:
     """``rising`` keeps climbing while ``falling`` (the gold or held-out measure) has dropped
     from its best level by more than ``drop`` of its range and by more than ``noise`` times
     its step-to-step noise: the proxy is being gamed.
