@@ -16,6 +16,7 @@ import torch
 import rlx
 from rlx.core.policies import ActorCritic
 from rlx.distributed.env_runners import (
+    RUNNER_NODES,
     RUNNER_RESTARTS,
     OnPolicyWorker,
     RunnerPool,
@@ -102,7 +103,7 @@ def test_ppo_with_two_runners_learns_cartpole(tmp_path):
     steps = np.array([row["step"] for row in rows])
     assert np.all(np.diff(steps) > 0) and np.all(np.diff(steps) <= 256)
     assert summary(tmp_path / "run")["steps"] == steps[-1] >= 20_000
-    assert all(row[RUNNER_RESTARTS] == 0 for row in rows)
+    assert all(row[RUNNER_RESTARTS] == 0 and row[RUNNER_NODES] == 1 for row in rows)
     ends = episodes_csv(tmp_path / "run")
     # every step is counted once: the episodes' lengths add up to at most the steps taken
     assert ends[:, 3].sum() <= steps[-1] and np.all(np.diff(ends[:, 0]) >= 0)
@@ -191,6 +192,93 @@ def test_resume_with_another_number_of_runners(tmp_path, monkeypatch):
     rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", resume=True, progress=False,
               runners=None, total_steps=4096)  # fmt: skip
     assert summary(tmp_path / "run")["steps"] >= 4096
+
+
+# A learner that trains PPO with 2 Ray runners, checkpointing every half second, until killed.
+LEARNER = """
+import sys
+import rlx
+import rlx.runs.run
+rlx.runs.run.CHECKPOINT_EVERY_S = 0.5
+rlx.train("ppo", "CartPole-v1", run_dir=sys.argv[1], progress=False, runners=2, num_envs=4,
+          num_steps=32, minibatch_size=128, num_epochs=2, total_steps=10**7)
+"""
+
+
+def test_a_killed_learner_leaves_its_checkpoint_and_resumes_with_other_runners(tmp_path):
+    """SIGKILL the learner process (and its own Ray) mid-run: the last checkpoint and the logs
+    survive, and --resume continues from that checkpoint with one runner."""
+    import signal
+    import time
+
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "RAY_ADDRESS": ""}  # its own Ray, not the test session's
+    learner = subprocess.Popen([RLX[0], "-c", LEARNER, str(run_dir)], env=env,
+                               start_new_session=True, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and learner.poll() is None:
+            checkpoints = list((run_dir / "checkpoints").glob("step_*"))
+            if len(checkpoints) >= 2:
+                break
+            time.sleep(0.2)
+        assert learner.poll() is None, learner.stderr.read().decode()[-2000:]
+        assert len(checkpoints) >= 2, "no checkpoints within 2 minutes"
+    finally:
+        os.killpg(learner.pid, signal.SIGKILL)  # the learner and the Ray it started
+        learner.wait(timeout=30)
+    assert not (run_dir / "summary.json").exists()  # a crash: nothing written at the end
+    kept = rlx.runs.load_checkpoint(run_dir)[0]
+    logged = metric_rows(run_dir)[-1]["step"]
+    assert kept > 0 and logged >= kept
+
+    rlx.train("ppo", "CartPole-v1", run_dir=run_dir, resume=True, progress=False, runners=1,
+              total_steps=kept + 1024)  # fmt: skip
+    assert summary(run_dir)["status"] == "completed"
+    steps = np.array([row["step"] for row in metric_rows(run_dir)])
+    assert np.all(np.diff(steps) > 0) and steps[-1] >= kept + 1024  # rows after kept replaced
+    assert np.all(np.diff(steps[steps > kept]) <= 128)  # one runner of 4 copies x 32 steps
+
+
+# ---------------------------------------------------------------------------- a cluster
+def start_node(*args: str) -> subprocess.Popen:
+    """``ray start ... --block`` in its own session, so that killing the group stops it."""
+    ray = Path(RLX[0]).with_name("ray")
+    return subprocess.Popen([str(ray), "start", "--block", "--num-cpus", "1", *args],
+                            env={**os.environ, "RAY_ADDRESS": ""}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def test_ppo_joins_a_two_node_cluster_and_spreads_its_runners(tmp_path):
+    """A head node and a second node (two raylets on this machine, one CPU each), joined with
+    --ray-address: the two runners, one CPU each, can only run one per node."""
+    import signal
+    import time
+
+    port = 6390
+    nodes = [start_node("--head", "--port", str(port), "--node-ip-address", "127.0.0.1",
+                        "--include-dashboard", "false")]  # fmt: skip
+    try:
+        time.sleep(8)
+        nodes.append(start_node("--address", f"127.0.0.1:{port}",
+                                "--node-ip-address", "127.0.0.1"))  # fmt: skip
+        time.sleep(8)
+        assert all(node.poll() is None for node in nodes), nodes[-1].stderr.read()[-2000:]
+        out = subprocess.run(
+            [*RLX, "train", "ppo", "--env", "CartPole-v1", "--runners", "2", "--num-envs", "4",
+             "--total-steps", "2048", "--eval-episodes", "0", "--ray-address",
+             f"127.0.0.1:{port}", "--run-dir", str(tmp_path / "run")],
+            capture_output=True, text=True, timeout=240, env={**os.environ, "RAY_ADDRESS": ""},
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+    finally:
+        for node in nodes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.pid, signal.SIGKILL)
+            node.wait(timeout=30)
+    rows = metric_rows(tmp_path / "run")
+    assert rows[-1]["step"] >= 2048
+    assert all(row[RUNNER_NODES] == 2 for row in rows)  # one runner on each node
 
 
 # ---------------------------------------------------------------------------- the CLI

@@ -82,3 +82,22 @@ def test_alphazero_trains_with_ray_workers(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1, 2]
     assert all(5 <= row["game_length"] <= 9 for row in rows)
+    assert [row["runner_restarts"] for row in rows] == [0, 0]
+
+
+def test_alphazero_logs_a_worker_restart_and_goes_on(tmp_path, monkeypatch):
+    run = RunnerPool.run
+    calls = []
+
+    def run_with_a_crash(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # in the second iteration
+            self.kill(1)
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunnerPool, "run", run_with_a_crash)
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "run", progress=False, iterations=3,
+              runners=2, **TINY)  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3]
+    assert [row["runner_restarts"] for row in rows] == [0, 1, 1]

@@ -51,6 +51,8 @@ from rlx.errors import ConfigError, TrainingError
 
 RUNNER_RESTARTS = "runner_restarts"
 """Metric: runners restarted since the run (or its resume) began."""
+RUNNER_NODES = "runner_nodes"
+"""Metric: the Ray nodes the runners are on now (1 on one machine; more on a cluster)."""
 MAX_CONSECUTIVE_DEATHS = 3
 READY_TIMEOUT_S = 120.0
 """How long new runners may take to be placed and started before the run gives up."""
@@ -93,8 +95,11 @@ class RunnerActor:
         set_torch_threads(1)  # a runner is one core's work
         self.worker = worker_class(seed_seq, **kwargs)
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> str:
+        """The id of the Ray node this runner was placed on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     def collect(self, boxed: list[Any], *args: Any) -> tuple[Any, float, float]:
         """The worker's result for the payload whose reference is ``boxed[0]`` (fetched here,
@@ -153,7 +158,7 @@ class RunnerPool:
         self.root = seed_root(seed, start_step)
         self.remote_class = self.ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(RunnerActor)
         self.actors = [self._start(child) for child in self.root.spawn(count)]
-        self._await_ready(self.actors)
+        self.nodes = self._await_ready(self.actors)
         self.deaths = [0] * count
         self.restarts = 0
         self.timing = RoundTiming()
@@ -167,7 +172,8 @@ class RunnerPool:
                 "the env as a Gymnasium id, or an env object that can be pickled."
             ) from exc
 
-    def _await_ready(self, actors: Sequence[Any]) -> None:
+    def _await_ready(self, actors: Sequence[Any]) -> list[str]:
+        """Wait for ``actors`` to start; the ids of the nodes they run on."""
         pending = [actor.ready.remote() for actor in actors]
         ready, late = self.ray.wait(pending, num_returns=len(pending), timeout=READY_TIMEOUT_S)
         if late:
@@ -179,7 +185,7 @@ class RunnerPool:
                 "fewer --runners, or add nodes."
             )
         try:
-            self.ray.get(ready)
+            return self.ray.get(pending)
         except self.ray.exceptions.RayError as exc:
             self.close()
             raise TrainingError(f"a Ray {self.label} could not start: {exc}") from exc
@@ -224,7 +230,7 @@ class RunnerPool:
                 "nodes' memory."
             ) from exc
         self.actors[slot] = self._start(self.root.spawn(1)[0])
-        self._await_ready([self.actors[slot]])
+        self.nodes[slot] = self._await_ready([self.actors[slot]])[0]
         print(
             f"rlx: Ray {self.label} {slot} died ({type(exc).__name__}); restarted it with a "
             f"fresh seed ({self.restarts} restart(s) so far); {self.note}.",
@@ -241,6 +247,10 @@ class RunnerPool:
             results = self.run(payload)
             dropped |= {i for i, r in enumerate(results) if r is None}
         return results, dropped
+
+    def stats(self) -> dict[str, float]:
+        """``runner_restarts`` so far and ``runner_nodes`` (distinct nodes of the runners)."""
+        return {RUNNER_RESTARTS: float(self.restarts), RUNNER_NODES: float(len(set(self.nodes)))}
 
     def kill(self, slot: int) -> None:
         """Kill runner ``slot`` now, as a crash would (for tests and drills)."""
@@ -425,8 +435,10 @@ class RemoteCollector:
         return int(counted[-1]), Episodes(counted[t], returns[t, c], lengths[t, c])
 
     def stats(self) -> dict[str, float]:
-        """For the update's log row: the runners restarted so far."""
-        return {RUNNER_RESTARTS: float(self.pool.restarts if self.pool is not None else 0)}
+        """For the update's log row: the runners restarted so far, and their nodes."""
+        if self.pool is None:
+            return {RUNNER_RESTARTS: 0.0}
+        return self.pool.stats()
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -608,7 +620,7 @@ class TransitionCollector:
         )  # fmt: skip
 
     def stats(self) -> dict[str, float]:
-        return {RUNNER_RESTARTS: float(self.pool.restarts)}
+        return self.pool.stats()
 
     def close(self) -> None:
         self.pool.close()

@@ -371,6 +371,11 @@ class SelfPlayPool:
         ]
         return merge([f.result() for f in futures])
 
+    def metrics(self) -> dict[str, float]:
+        """With Ray workers, ``runner_restarts`` (workers replaced since the run, or its
+        resume, began) and ``runner_nodes`` (the Ray nodes they are on)."""
+        return {} if self.remote is None else self.remote.pool.stats()
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
@@ -500,7 +505,7 @@ def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
     pool = SelfPlayPool(game, config)
     try:
         while iteration < config.iterations and not run.stop_requested:
-            metrics = one_iteration(learner, pool)
+            metrics = {**one_iteration(learner, pool), **pool.metrics()}
             iteration += 1
             out_of_time = deadline is not None and time.monotonic() >= deadline
             final = iteration == config.iterations or out_of_time
