@@ -86,6 +86,7 @@ HEALTHY = {
         M.REWARD: np.linspace(0, 2, N) + noise(0.1),
         M.GOLD_REWARD: np.linspace(0.2, 0.7, N) + noise(0.01),
         M.RESPONSE_LENGTH: 20 + noise(1),
+        M.REWARD_LENGTH_CORR: noise(0.2),
         M.KL_REF: np.linspace(0, 3, N),
     },
     "dqn": {
@@ -132,6 +133,26 @@ def test_reward_hacking_needs_a_drop_beyond_the_noise_of_the_gold_reward():
     assert "reward-hacking" not in fired(log_of(reward=climbing, gold_reward=lucky))
     sliding = rng.binomial(16, np.linspace(0.55, 0.05, 12)) / 16
     assert "reward-hacking" in fired(log_of(reward=climbing, gold_reward=sliding))
+
+
+def test_length_bias_reads_the_reward_models_own_pay_for_length():
+    """Measured on RLHF-PPO runs of 30 steps: against a length-biased reward model the
+    responses grow about +30% and the score correlates with length within a step (median
+    0.57); against a reward model of the sums (median -0.32) or the exact-match verifier (0.0)
+    it does not. The trend rule alone needs +50% and a Spearman of 0.8."""
+    rng = np.random.default_rng(4)
+    grows = np.r_[3.7, 3.8, 4.1, 4.5, 4.8, 5.1, np.full(24, 5.0)] + rng.normal(0, 0.2, 30)
+    reward = np.r_[np.linspace(-1.0, 1.6, 6), np.full(24, 2.0)] + rng.normal(0, 0.2, 30)
+    paid = 0.55 + rng.normal(0, 0.2, 30)
+    assert "length-bias" in fired(log_of(response_length=grows, reward=reward,
+                                         reward_length_corr=paid))  # fmt: skip
+    assert "length-bias" not in fired(log_of(response_length=grows, reward=reward))
+    unpaid = rng.normal(0, 0.2, 30)
+    assert "length-bias" not in fired(log_of(response_length=grows, reward=reward,
+                                             reward_length_corr=unpaid))  # fmt: skip
+    flat = 3.6 + rng.normal(0, 0.15, 30)
+    assert "length-bias" not in fired(log_of(response_length=flat, reward=reward,
+                                             reward_length_corr=paid))  # fmt: skip
 
 
 def test_too_few_points_say_nothing():

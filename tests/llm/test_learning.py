@@ -72,8 +72,9 @@ def test_dpo_on_its_own_mistakes_raises_exact_match_over_sft(arithmetic):
 def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hacking(arithmetic):
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
     must raise the reward model's score (a sign error lowers it) while the answers lengthen and
-    the gold reward (exact match) falls, and the doctor must name the reward hacking from the
-    run folder alone. Measured: rm_score -1.3 -> 2.5, length 3.7 -> 4.8 tokens, gold 0.17 -> 0."""
+    the gold reward (exact match) falls, and the doctor must name the reward hacking and the
+    length bias from the run folder alone. Measured: rm_score -1.1 -> 2.8, length 3.7 -> 5.0
+    tokens, gold 0.22 -> 0, the score's correlation with length within a step 0.57 (median)."""
     import json
 
     import rlx
@@ -93,4 +94,4 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     assert mean("gold_reward", last) <= mean("gold_reward", first)
     assert result.ppo_exact_match < result.sft_exact_match
     findings = {f.rule.id for f in rlx.doctor(root / "ppo").findings}
-    assert "reward-hacking" in findings, findings
+    assert {"reward-hacking", "length-bias"} <= findings, findings

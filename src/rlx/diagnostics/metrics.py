@@ -40,6 +40,9 @@ RM_SCORE = "rm_score"
 REWARD = "reward"
 GOLD_REWARD = "gold_reward"  # reward under the task's ground truth, when there is one
 RESPONSE_LENGTH = "response_length"
+# Pearson correlation, within a step's completions, of the (unnormalised) reward-model score
+# with the completion's length: how much the reward model pays for length itself
+REWARD_LENGTH_CORR = "reward_length_corr"
 GROUP_REWARD_STD = "group_reward_std"
 FRAC_ZERO_STD_GROUPS = "frac_zero_std_groups"
 CHOSEN_REWARD = "chosen_reward"

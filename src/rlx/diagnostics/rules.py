@@ -267,7 +267,7 @@ def climbs_while_drops(rising: str, falling: str, drop: float = 0.1, noise: floa
         fall = level - float(np.median(after[-max(1, len(after) // 4) :]))
         span = float(np.ptp(values)) + 1e-8
         sigma = float(np.std(np.diff(values))) / np.sqrt(2)
-        threshold = max(drop * span, noise * sigma)
+        threshold = float(max(drop * span, noise * sigma))
         up_after = up.window(float(down.steps[best]), float(up.steps[-1]))
         climbed = len(up_after) >= 2 and float(up_after.values[-1]) > float(up_after.values[0])
         if fall > threshold and climbed and best < len(down) - 1:
@@ -297,6 +297,46 @@ def grows_with(metric: str, driver: str, growth: float = 0.5, correlation: float
             return _evidence(
                 metric, a, rel, growth, f"relative growth (Spearman {rho:.2f} with {driver})"
             )
+        return None
+
+    return check
+
+
+def paid_for_length(length: str, correlation: str, growth: float = 0.1, paid: float = 0.3) -> Check:
+    """``length`` (of the responses) has grown by more than ``growth`` (relative: the median
+    of the last 20% against that of the first 10%, where such growth happens) while the
+    reward model's score correlates with length within the steps: the median of
+    ``correlation`` (Pearson, per step) above ``paid``. A direct reading of "the reward model
+    rewards length", where the trend alone (:func:`grows_with`) needs much more growth."""
+
+    def check(log: RunLog) -> Evidence | None:
+        lengths, corr = _finite(log, length), _finite(log, correlation)
+        if lengths is None or corr is None:
+            return None
+        values = lengths.values
+        start = float(np.median(values[: max(1, len(values) // 10)]))
+        end = float(np.median(values[-max(1, len(values) // 5) :]))
+        rel = (end - start) / max(abs(start), 1e-8)
+        median_corr = float(np.median(corr.values))
+        if rel > growth and median_corr > paid:
+            return _evidence(
+                correlation, corr, median_corr, paid,
+                f"median within-step correlation of the reward model's score with length, "
+                f"while {length} grew {rel:+.0%}",
+            )  # fmt: skip
+        return None
+
+    return check
+
+
+def either(*checks: Check) -> Check:
+    """The first of ``checks`` that finds something."""
+
+    def check(log: RunLog) -> Evidence | None:
+        for one in checks:
+            found = one(log)
+            if found is not None:
+                return found
         return None
 
     return check
@@ -408,7 +448,10 @@ RULES: tuple[Rule, ...] = (
         fix="use a length-normalised reward",
         severity=WARNING,
         metric=M.RESPONSE_LENGTH,
-        check=grows_with(M.RESPONSE_LENGTH, M.REWARD),
+        check=either(
+            paid_for_length(M.RESPONSE_LENGTH, M.REWARD_LENGTH_CORR),
+            grows_with(M.RESPONSE_LENGTH, M.REWARD),
+        ),
         config_field="length_normalize",
         suggest=_constant(True),
     ),

@@ -370,6 +370,13 @@ def _load_rows(path: str, load_verifier: Callable, load_prompts: Callable) -> li
         return load_prompts(path)
 
 
+def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's correlation of ``a`` and ``b``; 0 when either does not vary."""
+    a, b = a - a.mean(), b - b.mean()
+    denominator = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / denominator) if denominator > 1e-12 else 0.0
+
+
 def collect(
     policy: PolicyWithValueHead,
     reference: Any,
@@ -410,6 +417,7 @@ def collect(
         M.KL_REF: float(kl.mean()),
         "beta": beta,
         M.RESPONSE_LENGTH: float(lengths.mean()),
+        M.REWARD_LENGTH_CORR: pearson(scores.float().numpy(), lengths.numpy()),
         # how much of the returns' variance the value head predicted before this update
         M.EXPLAINED_VARIANCE: explained_variance(
             old_values[mask.bool()].float().cpu().numpy(),
