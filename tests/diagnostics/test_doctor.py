@@ -335,3 +335,11 @@ def test_beta_advice_doubles_beta_and_starts_a_zero_beta_at_the_cheat_sheet_low_
     assert suggest({"beta": 0.05}) == 0.1
     assert suggest({"beta": 0.0}) == 0.01  # doubling zero would advise no change
     assert suggest({}) is None
+
+
+def test_critic_rule_leaves_rlhf_alone_where_saturated_rewards_make_ev_meaningless():
+    """At a saturated reward the returns of an RLHF batch barely vary and EV swings to -500
+    on a healthy run; the rule judges PPO and A2C on control tasks only."""
+    swings = np.r_[np.full(8, 0.1), np.full(32, -300.0)]
+    assert "critic-not-learning" not in fired(log_of(algo="rlhf-ppo", explained_variance=swings))
+    assert "critic-not-learning" in fired(log_of(algo="ppo", explained_variance=swings))

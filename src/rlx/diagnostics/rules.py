@@ -537,8 +537,11 @@ RULES: tuple[Rule, ...] = (
         config_field="vf_coef",
         suggest=_scaled("vf_coef", 2.0),
         lines={M.EXPLAINED_VARIANCE: (0.0,)},
-        # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance
-        algos=frozenset({"ppo", "a2c", "rlhf-ppo"}),
+        # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance.
+        # Not rlhf-ppo: once every completion earns the same reward the returns barely vary
+        # and EV swings far below 0 on a healthy run (to -510 on the test that learns to start
+        # with 7, at reward 1.0)
+        algos=frozenset({"ppo", "a2c"}),
         live=False,
     ),
     Rule(
