@@ -188,12 +188,10 @@ def _train_args_class(spec: Any) -> type:
     def opt(help_text: str) -> Any:
         return tyro.conf.arg(help=help_text)
 
-    is_game = spec.config.__module__.startswith("rlx.games.")
-    env_help = (
-        "board game: tictactoe or connect4"
-        if is_game
-        else ("Gymnasium id, or GridWorld / GridWorld-RxC")
-    )
+    if spec.config.__module__.startswith("rlx.games."):
+        env_help = "board game: tictactoe or connect4"
+    else:
+        env_help = "Gymnasium id, or GridWorld / GridWorld-RxC"
     extra = [
         ("env", Annotated[str, opt(env_help)]),
         *_run_options("run folder (default runs/<algo>-<env>-<time>)"),
