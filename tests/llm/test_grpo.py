@@ -205,3 +205,64 @@ def test_resume_keeps_the_runs_reward_and_never_reuses_an_old_callable(tiny, tmp
     llm.grpo("", data, run_dir=tmp_path / "n", resume=True, steps=2, progress=False)
     config = json.loads((tmp_path / "n" / "config.json").read_text())["config"]
     assert config["reward"] == "numeric" and config["steps"] == 2
+
+
+def test_packed_groups_score_exactly_as_separate_rows(tiny):
+    """Each prompt's G completions in one row (prompt computed once) give the log-probs and
+    entropies of separate prompt + completion rows, completions of different lengths."""
+    _, path = tiny
+    model, tokenizer = llm.load_model(path)
+    prompts = ["12+34=", "5+67=", "99+1="]
+    rng = np.random.default_rng(0)
+    vocab = model.config.vocab_size
+    completions = [list(rng.integers(3, vocab, size=int(n))) for n in [1, 4, 2, 5, 3, 1, 2, 2, 6]]
+    with torch.no_grad():
+        logps, mask = G.completion_scorer(tokenizer, prompts, completions, "cpu", packing=True)
+        packed_lp, packed_h = logps(model)
+        logps, sep_mask = G.completion_scorer(tokenizer, prompts, completions, "cpu", False)
+        sep_lp, sep_h = logps(model)
+    assert mask.sum(-1).tolist() == [len(c) for c in completions]
+    torch.testing.assert_close(packed_lp[mask], sep_lp[sep_mask], atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed_h[mask], sep_h[sep_mask], atol=1e-5, rtol=0)
+    assert G.use_group_packing(None, model, tokenizer, llm.arithmetic(3, seed=1))
+
+
+def test_a_packed_step_trains_the_same_weights_as_separate_rows(tiny):
+    import copy
+
+    _, path = tiny
+    model, tokenizer = llm.load_model(path)
+    config = G.GRPOConfig(model=str(path), data="x", batch_size=2, group_size=4,
+                          max_new_tokens=4, learning_rate=1e-2, steps=1)  # fmt: skip
+    rows = llm.arithmetic(2, seed=3)
+
+    def longer_is_better(prompts, completions, **kw):  # rewards that differ within a group
+        return [float(len(c)) for c in completions]
+
+    weights = []
+    for packing in (True, False):
+        m = copy.deepcopy(model)
+        optimizer = torch.optim.SGD(m.parameters(), lr=1.0)  # moves only by the gradient
+        torch.manual_seed(7)  # the same samples both times
+        metrics = G.grpo_step(m, G._frozen_copy(model), tokenizer, optimizer, rows,
+                              longer_is_better, config, packing)  # fmt: skip
+        assert metrics["reward_std"] > 0 and math.isfinite(metrics["policy_loss"])
+        weights.append([p.detach().clone() for p in m.parameters()])
+    for a, b in zip(*weights, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    moved = [not torch.equal(a, b) for a, b in zip(weights[0], model.parameters(), strict=True)]
+    assert sum(moved) > len(moved) // 2
+
+
+def test_a_model_that_cannot_pack_falls_back_or_says_so(tiny, monkeypatch):
+    _, path = tiny
+    model, tokenizer = llm.load_model(path)
+
+    def ignores_positions(model, packed):
+        raise TypeError("unexpected keyword argument 'position_ids'")
+
+    monkeypatch.setattr(G, "packed_group_logps", ignores_positions)
+    rows = llm.arithmetic(3, seed=1)
+    assert not G.use_group_packing(None, model, tokenizer, rows)
+    with pytest.raises(ConfigError, match="pack_groups=False"):
+        G.use_group_packing(True, model, tokenizer, rows)

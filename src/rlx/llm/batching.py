@@ -384,3 +384,109 @@ def packing_matches(
     except (RuntimeError, TypeError, ValueError):
         return False
     return bool(torch.allclose(c, both[0::2], atol=tol) and torch.allclose(r, both[1::2], atol=tol))
+
+
+# --- groups of completions of one prompt packed into one row ------------------------------------
+
+
+@dataclass(frozen=True)
+class PackedGroups:
+    """``G`` completions of each prompt as one row: ``[prompt, c_1, ..., c_G, pad...]``.
+
+    Each completion attends to the prompt and to itself only, and its positions continue from
+    the prompt's end, so every token sees exactly the context of its own ``prompt + c_j`` row
+    while the prompt is computed once per group (GRPO: ``G`` times fewer prompt tokens).
+
+    ``pred_index[b, t]`` is the position whose logits predict token ``t`` (``t - 1``, except a
+    completion's first token, predicted from the prompt's last position). ``gather_row`` and
+    ``gather_col`` ``[N, T]`` (``N = B * G`` sequences, ``T`` the longest completion) say where
+    completion token ``i`` of sequence ``n`` sits in the packed rows; ``mask`` ``[N, T]`` marks
+    the real ones. Log-probabilities come back in that ``[N, T]`` layout.
+    """
+
+    input_ids: Tensor
+    position_ids: Tensor
+    allowed: Tensor  # [B, L, L] bool: query t may attend to key k
+    pred_index: Tensor
+    gather_row: Tensor
+    gather_col: Tensor
+    mask: Tensor
+
+    def attention_mask(self, dtype: torch.dtype) -> Tensor:
+        """The additive 4D mask ``[B, 1, L, L]`` (0 where allowed, the dtype's minimum not)."""
+        mask = torch.zeros(self.allowed.shape, dtype=dtype, device=self.allowed.device)
+        return mask.masked_fill_(~self.allowed, torch.finfo(dtype).min).unsqueeze(1)
+
+    def to(self, device: str | torch.device) -> PackedGroups:
+        return PackedGroups(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
+
+def pack_groups(
+    prompts: Sequence[list[int]], completions: Sequence[list[int]], pad_id: int
+) -> PackedGroups:
+    """Pack ``completions`` (prompt-major: ``len(completions) // len(prompts)`` per prompt)
+    behind their prompt's ids (each non-empty: ``[bos] + prompt``)."""
+    B = len(prompts)
+    G = len(completions) // max(B, 1)
+    if B == 0 or len(completions) != G * B or any(len(p) < 1 for p in prompts):
+        raise ConfigError("pack_groups needs non-empty prompts and G completions for each.")
+    lengths = np.array([len(c) for c in completions], dtype=np.int64).reshape(B, G)
+    prompt_len = np.array([len(p) for p in prompts], dtype=np.int64)
+    starts = prompt_len[:, None] + np.cumsum(lengths, axis=1) - lengths  # [B, G]
+    width = int((prompt_len + lengths.sum(axis=1)).max())
+    ids = np.full((B, width), pad_id, dtype=np.int64)
+    positions = np.zeros((B, width), dtype=np.int64)
+    pred = np.zeros((B, width), dtype=np.int64)
+    owner = np.full((B, width), -2, dtype=np.int64)  # -1 prompt, j completion j, -2 padding
+    T = max(int(lengths.max()), 1)
+    gather_row = np.zeros((B * G, T), dtype=np.int64)
+    gather_col = np.zeros((B * G, T), dtype=np.int64)
+    mask = np.zeros((B * G, T), dtype=bool)
+    for b in range(B):
+        p = int(prompt_len[b])
+        ids[b, :p] = prompts[b]
+        positions[b, :p] = np.arange(p)
+        pred[b, :p] = np.maximum(np.arange(p) - 1, 0)
+        owner[b, :p] = -1
+        for j in range(G):
+            n, s = int(lengths[b, j]), int(starts[b, j])
+            cols = np.arange(s, s + n)
+            ids[b, cols] = completions[b * G + j]
+            positions[b, cols] = p + np.arange(n)
+            pred[b, cols] = np.r_[p - 1, cols[:-1]] if n else cols
+            owner[b, cols] = j
+            gather_row[b * G + j, :n] = b
+            gather_col[b * G + j, :n] = cols
+            mask[b * G + j, :n] = True
+    q, k = owner[:, :, None], owner[:, None, :]
+    t = np.arange(width)
+    causal = t[None, :, None] >= t[None, None, :]
+    allowed = causal & (k != -2) & ((k == -1) | (k == q))
+    allowed |= np.eye(width, dtype=bool)[None]  # padding attends to itself: no empty rows
+    return PackedGroups(
+        torch.from_numpy(ids),
+        torch.from_numpy(positions),
+        torch.from_numpy(allowed),
+        torch.from_numpy(pred),
+        torch.from_numpy(gather_row),
+        torch.from_numpy(gather_col),
+        torch.from_numpy(mask),
+    )
+
+
+def packed_group_logps(model: torch.nn.Module, packed: PackedGroups) -> tuple[Tensor, Tensor]:
+    """``log pi(token | context)`` and the policy's entropy there, ``[N, T]`` per completion
+    token, from one forward pass over the packed groups."""
+    dtype = next(model.parameters()).dtype
+    logits = model(
+        input_ids=packed.input_ids,
+        attention_mask=packed.attention_mask(dtype),
+        position_ids=packed.position_ids,
+        use_cache=False,
+    ).logits.float()
+    rows, cols = packed.gather_row, packed.gather_col
+    # the logits that predict each completion token, then that token's log-probability
+    log_probs = F.log_softmax(logits[rows, packed.pred_index[rows, cols]], dim=-1)
+    token = log_probs.gather(-1, packed.input_ids[rows, cols].unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    return token, entropy

@@ -34,7 +34,14 @@ from torch import Tensor
 from rlx import registry
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError, RLXError
-from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
+from rlx.llm.batching import (
+    Batch,
+    EncodedSequence,
+    SequenceTable,
+    encode_prompt,
+    pack_groups,
+    packed_group_logps,
+)
 from rlx.llm.generation import sample
 from rlx.llm.training import (
     MODEL_DIR,
@@ -96,6 +103,9 @@ class GRPOConfig(StageConfig):
     """divide each reward by the completion's length in tokens (against length bias)"""
     eval_exact_match: bool = True
     """greedy exact match on held-out rows at each evaluation"""
+    pack_groups: bool | None = None
+    """score a prompt's G completions in one row that computes the prompt once (None: when the
+    model gives the same log-probabilities that way, checked at the start)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -242,6 +252,52 @@ def token_logps_and_entropy(model: Any, batch: Batch) -> tuple[Tensor, Tensor]:
     return token, entropy
 
 
+def completion_scorer(
+    tokenizer: Any, prompts: Sequence[str], completions: list[list[int]], device: str,
+    packing: bool,
+) -> tuple[Callable[[Any], tuple[Tensor, Tensor]], Tensor]:  # fmt: skip
+    """``(logps, mask)``: ``logps(model)`` gives the per-token log-probabilities and entropy
+    of the completions (each prompt's ``len(completions) // len(prompts)`` in a row), laid out
+    like ``mask`` (True on completion tokens), packed or as separate rows."""
+    prompt_ids = [encode_prompt(tokenizer, p) for p in prompts]
+    if packing:
+        packed = pack_groups(prompt_ids, completions, tokenizer.pad_token_id).to(device)
+        return (lambda model: packed_group_logps(model, packed)), packed.mask
+    G = len(completions) // len(prompts)
+    seqs = [EncodedSequence.from_parts(prompt_ids[i // G], c) for i, c in enumerate(completions)]
+    batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs))).to(device)
+    return (lambda model: token_logps_and_entropy(model, batch)), batch.target_mask
+
+
+def use_group_packing(setting: bool | None, model: Any, tokenizer: Any, rows: list[Any]) -> bool:
+    """``pack_groups`` resolved: None packs when packed groups give the log-probabilities of
+    separate rows on a few of the data's own prompts and answers (an architecture that
+    ignores explicit positions or 4D masks does not)."""
+    if setting is False:
+        return False
+    probe = rows[:3]
+    prompts = [r.prompt for r in probe]
+    answers = [tokenizer(r.answer or "0", add_special_tokens=False)["input_ids"] for r in probe]
+    completions = [answers[(i + j) % len(probe)] or [tokenizer.eos_token_id or 0]
+                   for i in range(len(probe)) for j in range(2)]  # fmt: skip
+    device = next(model.parameters()).device
+    try:
+        with torch.no_grad():
+            logps, mask = completion_scorer(tokenizer, prompts, completions, device, True)
+            packed = logps(model)[0][mask]
+            logps, mask = completion_scorer(tokenizer, prompts, completions, device, False)
+            separate = logps(model)[0][mask]
+        ok = bool(torch.allclose(packed, separate, atol=1e-3))
+    except (RuntimeError, TypeError, ValueError):
+        ok = False
+    if setting and not ok:
+        raise ConfigError(
+            "pack_groups=True, but this model scores packed groups differently from separate "
+            "rows (it ignores position ids or 4D attention masks); use pack_groups=False."
+        )
+    return ok
+
+
 # ============================================================================ sampling
 def sample_groups(
     model: Any, tokenizer: Any, prompts: Sequence[str], config: GRPOConfig
@@ -315,6 +371,7 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
         config, run, len(train_rows), count_parameters(model), LR_SCALE, TARGET_ROWS
     )
     reference = _frozen_copy(model) if config.beta > 0 else None
+    packing = use_group_packing(config.pack_groups, model, tokenizer, train_rows)
     optimizer = make_optimizer(model, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
     step = 0
@@ -329,7 +386,9 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
         for group in optimizer.param_groups:
             group["lr"] = lr
         batch_rows = [train_rows[i] for i in sampler.next()]
-        metrics = grpo_step(model, reference, tokenizer, optimizer, batch_rows, reward, config)
+        metrics = grpo_step(
+            model, reference, tokenizer, optimizer, batch_rows, reward, config, packing
+        )
         step += 1
         metrics[M.LR] = lr
         if step % eval_every == 0 or step == config.steps:
@@ -357,9 +416,11 @@ def grpo_step(
     rows: list[Any],
     reward: Callable[..., list[float]],
     config: GRPOConfig,
+    packing: bool = False,
 ) -> dict[str, float]:
     """Sample G completions per prompt, score them, and take ``num_iterations`` gradient
-    steps on the clipped token loss. Returns the step's metrics."""
+    steps on the clipped token loss (``packing``: each prompt's group in one row, see
+    :class:`rlx.llm.batching.PackedGroups`). Returns the step's metrics."""
     G = config.group_size
     t0 = time.perf_counter()
     prompts = [r.prompt for r in rows]
@@ -375,22 +436,16 @@ def grpo_step(
     advantages = group_advantages(rewards, G, config.scale_rewards)
     zero_spread = (rewards.view(-1, G).std(dim=1, unbiased=False) < 1e-6).float().mean()
 
-    seqs = [
-        EncodedSequence.from_parts(encode_prompt(tokenizer, p), c)
-        for p, c in zip(group_prompts, completions, strict=True)
-    ]
-    batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
-    batch = batch.to(config.device)
-    mask = batch.target_mask
+    logps, mask = completion_scorer(tokenizer, prompts, completions, config.device, packing)
     with torch.no_grad():
         # one pass per batch is on-policy: pi_old is the policy itself, so its log-probs are
         # the first pass's own, detached (no extra forward)
-        old_logp = token_logps_and_entropy(model, batch)[0] if config.num_iterations > 1 else None
-        ref_logp = token_logps_and_entropy(reference, batch)[0] if reference is not None else None
+        old_logp = logps(model)[0] if config.num_iterations > 1 else None
+        ref_logp = logps(reference)[0] if reference is not None else None
     params = [p for p in model.parameters() if p.requires_grad]
     rows_metrics: list[dict[str, Tensor]] = []
     for _ in range(config.num_iterations):
-        logp, entropy = token_logps_and_entropy(model, batch)
+        logp, entropy = logps(model)
         kl = kl_k3(logp, ref_logp) if ref_logp is not None else None
         loss, metrics = clipped_token_loss(
             logp,
