@@ -294,3 +294,30 @@ def test_hand_written_ppo_gradient_matches_autograd(activation, ent_coef):
         torch.testing.assert_close(g, p.grad, rtol=1e-6, atol=1e-9)
     for key, value in expected.items():
         torch.testing.assert_close(metrics[key], value, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("sizes", [(64, 64, 64), (64, 63, 65)])
+def test_an_updates_metrics_reduced_together_equal_the_mean_of_each_steps(sizes):
+    """PPO's update keeps each step's per-sample terms and reduces them at its end: the result
+    is the mean over steps of what each step's own metrics are (equal or unequal sizes)."""
+    from rlx.core import manual_grad
+    from rlx.core.on_policy import Batch
+
+    torch.manual_seed(1)
+    policy = ActorCritic(4, {"n": 3}, (16, 8)).double()
+    steps, per_step = [], []
+    for B in sizes:
+        obs = torch.randn(B, 4, dtype=torch.float64)
+        with torch.no_grad():
+            log_probs = policy.log_prob_entropy(obs, torch.zeros(B, dtype=torch.long))[0]
+        batch = Batch(obs, torch.randint(0, 3, (B,)), log_probs + 0.3 * torch.randn(B).double(),
+                      torch.randn(B).double(), torch.randn(B).double(),
+                      torch.randn(B).double(), 0.0)  # fmt: skip
+        prepared = manual_grad.PreparedBatch(batch, 3)
+        steps.append(manual_grad.grads_and_terms(policy, prepared, 0.2, 0.5, 0.01)[1])
+        per_step.append(manual_grad.loss_and_grads(policy, prepared, 0.2, 0.5, 0.01)[1])
+    together = manual_grad.metrics_of(steps)
+    for key, value in together.items():
+        expected = torch.stack([m[key] for m in per_step]).mean()
+        torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
+    assert together[M.CLIP_FRACTION] > 0

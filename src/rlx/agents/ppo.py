@@ -182,23 +182,33 @@ def update(
     if whole is not None and manual:
         whole = [manual_grad.PreparedBatch(whole[0], policy.action_dim)]
     rows: list[dict[str, Tensor]] = []
+    terms: list[manual_grad.LossTerms] = []  # the manual path's, reduced at the end
+    norms: list[Tensor] = []
     for _ in range(config.num_epochs):
         for minibatch in whole or minibatches(batch, config.num_minibatches, rng, config):
             if manual:
                 if not isinstance(minibatch, manual_grad.PreparedBatch):
                     minibatch = manual_grad.PreparedBatch(minibatch, policy.action_dim)
-                grads, metrics = manual_grad.loss_and_grads(
+                grads, step_terms = manual_grad.grads_and_terms(
                     policy, minibatch, clip_eps, config.vf_coef, config.ent_coef
                 )
-                metrics[M.GRAD_NORM] = gradient_step(optimizer, grads, params, config.max_grad_norm)
+                terms.append(step_terms)
+                norms.append(gradient_step(optimizer, grads, params, config.max_grad_norm))
             else:
                 loss, metrics = ppo_loss(policy, minibatch, config, clip_eps)
                 metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
-            rows.append(metrics)
+                rows.append(metrics)
         if config.target_kl is not None:
-            epoch_kl = torch.stack([r[M.APPROX_KL] for r in rows[-config.num_minibatches :]])
-            if epoch_kl.mean().item() > config.target_kl:
+            n = config.num_minibatches
+            epoch_kl = (
+                manual_grad.metrics_of(terms[-n:])[M.APPROX_KL]
+                if manual
+                else torch.stack([r[M.APPROX_KL] for r in rows[-n:]]).mean()
+            )
+            if epoch_kl.item() > config.target_kl:
                 break
+    if manual:
+        return {**manual_grad.metrics_of(terms), M.GRAD_NORM: torch.stack(norms).mean()}
     return mean_metrics(rows)
 
 

@@ -12,7 +12,7 @@ autograd (:func:`rlx.agents.ppo.ppo_loss`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -104,6 +104,48 @@ def loss_and_grads(
 ) -> tuple[list[Tensor], dict[str, Tensor]]:
     """Gradients of ``L = L_CLIP + c_v L_V - c_e H`` for ``policy.parameters()`` in order
     (actor, then critic), and the metrics :func:`rlx.agents.ppo.ppo_loss` returns."""
+    grads, terms = grads_and_terms(policy, mb, clip_eps, vf_coef, ent_coef)
+    return grads, metrics_of([terms])
+
+
+class LossTerms(NamedTuple):
+    """Per-sample tensors of one gradient step that its metrics are read from, kept so that
+    an update's steps are reduced together at its end (a handful of small reductions per
+    step are several percent of a CartPole update)."""
+
+    surrogate: Tensor  # min(r A, clip(r) A)
+    was_clipped: Tensor
+    log_ratio: Tensor
+    value_error: Tensor  # V - R
+    entropy: Tensor
+
+
+def metrics_of(steps: list[LossTerms]) -> dict[str, Tensor]:
+    """The mean over ``steps`` of each step's :func:`rlx.agents.ppo.ppo_loss` metrics (one
+    stacked reduction each when the steps have equal sizes)."""
+    if len({len(t.surrogate) for t in steps}) > 1:  # unequal minibatches: mean of the means
+        rows = [metrics_of([t]) for t in steps]
+        return {key: torch.stack([row[key] for row in rows]).mean() for key in rows[0]}
+
+    def stack(name: str) -> Tensor:
+        values = [getattr(t, name) for t in steps]
+        return values[0] if len(values) == 1 else torch.stack(values)
+
+    log_ratio = stack("log_ratio")
+    return {
+        M.POLICY_LOSS: -stack("surrogate").mean(),
+        M.CLIP_FRACTION: stack("was_clipped").float().mean(),
+        M.APPROX_KL: (torch.expm1(log_ratio) - log_ratio).mean(),
+        M.VALUE_LOSS: 0.5 * stack("value_error").square().mean(),
+        M.ENTROPY: stack("entropy").mean(),
+    }
+
+
+@torch.no_grad()
+def grads_and_terms(
+    policy: Any, mb: PreparedBatch, clip_eps: float, vf_coef: float, ent_coef: float
+) -> tuple[list[Tensor], LossTerms]:
+    """:func:`loss_and_grads` with the metrics left unreduced (:func:`metrics_of`)."""
     B = len(mb.obs)
     logits, actor_in = _forward(policy.actor, mb.obs)
     value, critic_in = _forward(policy.critic, mb.obs)
@@ -117,7 +159,6 @@ def loss_and_grads(
     unclipped = ratio * adv
     clipped = ratio.clamp(1.0 - clip_eps, 1.0 + clip_eps) * adv
     was_clipped = unclipped > clipped
-    pg_loss = -torch.minimum(unclipped, clipped).mean()
     # d L_CLIP / d log pi(a|s): -r A / B where the unclipped term is the min, else 0
     d_log_prob = unclipped.masked_fill(was_clipped, 0.0).mul_(-1.0 / B)
     # through log_softmax: d/dz = g (onehot - p)
@@ -128,16 +169,9 @@ def loss_and_grads(
         # d(-c_e mean H)/dz_j = c_e / B * p_j (log p_j + H)
         d_logits.add_((neg_p_log_p + p * entropy.unsqueeze(-1)).mul_(ent_coef / B))
     err = value - mb.returns
-    v_loss = 0.5 * err.square().mean()
     d_value = (err * (vf_coef / B)).unsqueeze(-1)
     grads: list[Tensor] = []
     _backward(policy.actor, d_logits, actor_in, grads)
     _backward(policy.critic, d_value, critic_in, grads)
-    metrics = {
-        M.POLICY_LOSS: pg_loss,
-        M.CLIP_FRACTION: was_clipped.float().mean(),
-        M.APPROX_KL: (torch.expm1(log_ratio) - log_ratio).mean(),
-        M.VALUE_LOSS: v_loss,
-        M.ENTROPY: entropy.mean(),
-    }
-    return grads, metrics
+    surrogate = torch.where(was_clipped, clipped, unclipped)  # the min of the two
+    return grads, LossTerms(surrogate, was_clipped, log_ratio, err, entropy)
