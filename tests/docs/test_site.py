@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import subprocess
 import sys
 import textwrap
-
-import pytest
 
 from tests.conftest import ROOT
 from tests.docs.docs_examples import DOCS
@@ -16,12 +13,7 @@ from tests.docs.docs_examples import DOCS
 sys.path.insert(0, str(DOCS))
 import gen_pages
 
-needs_mkdocs = pytest.mark.skipif(
-    importlib.util.find_spec("mkdocs") is None, reason="the docs extra is not installed"
-)
 
-
-@needs_mkdocs
 def test_site_builds_strict_and_holds_the_generated_pages(tmp_path):
     site = tmp_path / "site"
     result = subprocess.run(
