@@ -226,7 +226,31 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PackedPairs:
+class PackedRows:
+    """Rows that pack several sequences behind one shared prompt: token ids, explicit
+    positions, which query may attend to which key, and the position whose logits predict
+    each token. :class:`PackedPairs` and :class:`PackedGroups` add what they score."""
+
+    input_ids: Tensor
+    position_ids: Tensor
+    allowed: Tensor  # [B, L, L] bool: query t may attend to key k
+    pred_index: Tensor
+
+    def attention_mask(self, dtype: torch.dtype) -> Tensor:
+        """The additive 4D mask ``[B, 1, L, L]`` (0 where allowed, the dtype's minimum not)."""
+        mask = torch.zeros(self.allowed.shape, dtype=dtype, device=self.allowed.device)
+        return mask.masked_fill_(~self.allowed, torch.finfo(dtype).min).unsqueeze(1)
+
+    def to(self, device: str | torch.device) -> Any:
+        """The same rows on ``device``."""
+        return type(self)(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+@dataclass(frozen=True)
+class PackedPairs(PackedRows):
     """Preference pairs as one row each: ``[prompt, chosen, rejected, pad...]``.
 
     The rejected tokens attend to the prompt and to each other but not to the chosen ones, and
@@ -240,25 +264,10 @@ class PackedPairs:
     completion's last position (where a reward model reads its score).
     """
 
-    input_ids: Tensor
-    position_ids: Tensor
-    allowed: Tensor  # [B, L, L] bool: query t may attend to key k
-    pred_index: Tensor
     chosen_mask: Tensor
     rejected_mask: Tensor
     chosen_last: Tensor
     rejected_last: Tensor
-
-    def attention_mask(self, dtype: torch.dtype) -> Tensor:
-        """The additive 4D mask ``[B, 1, L, L]`` (0 where allowed, the dtype's minimum not)."""
-        mask = torch.zeros(self.allowed.shape, dtype=dtype, device=self.allowed.device)
-        return mask.masked_fill_(~self.allowed, torch.finfo(dtype).min).unsqueeze(1)
-
-    def to(self, device: str | torch.device) -> PackedPairs:
-        return PackedPairs(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
 
 
 def can_pack(chosen: Sequence[EncodedSequence], rejected: Sequence[EncodedSequence]) -> bool:
@@ -336,8 +345,8 @@ class PairTable:
         )
 
 
-def packed_forward(model: torch.nn.Module, packed: PackedPairs, **kwargs: Any) -> Any:
-    """The model's output on packed pairs (4D mask and explicit positions)."""
+def packed_forward(model: torch.nn.Module, packed: PackedRows, **kwargs: Any) -> Any:
+    """The model's output on packed pairs or groups (4D mask and explicit positions)."""
     dtype = next(model.parameters()).dtype
     return model(
         input_ids=packed.input_ids,
@@ -390,7 +399,7 @@ def packing_matches(
 
 
 @dataclass(frozen=True)
-class PackedGroups:
+class PackedGroups(PackedRows):
     """``G`` completions of each prompt as one row: ``[prompt, c_1, ..., c_G, pad...]``.
 
     Each completion attends to the prompt and to itself only, and its positions continue from
@@ -404,21 +413,9 @@ class PackedGroups:
     the real ones. Log-probabilities come back in that ``[N, T]`` layout.
     """
 
-    input_ids: Tensor
-    position_ids: Tensor
-    allowed: Tensor  # [B, L, L] bool: query t may attend to key k
-    pred_index: Tensor
     gather_row: Tensor
     gather_col: Tensor
     mask: Tensor
-
-    def attention_mask(self, dtype: torch.dtype) -> Tensor:
-        """The additive 4D mask ``[B, 1, L, L]`` (0 where allowed, the dtype's minimum not)."""
-        mask = torch.zeros(self.allowed.shape, dtype=dtype, device=self.allowed.device)
-        return mask.masked_fill_(~self.allowed, torch.finfo(dtype).min).unsqueeze(1)
-
-    def to(self, device: str | torch.device) -> PackedGroups:
-        return PackedGroups(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
 
 
 def pack_groups(
@@ -477,13 +474,7 @@ def pack_groups(
 def packed_group_logps(model: torch.nn.Module, packed: PackedGroups) -> tuple[Tensor, Tensor]:
     """``log pi(token | context)`` and the policy's entropy there, ``[N, T]`` per completion
     token, from one forward pass over the packed groups."""
-    dtype = next(model.parameters()).dtype
-    logits = model(
-        input_ids=packed.input_ids,
-        attention_mask=packed.attention_mask(dtype),
-        position_ids=packed.position_ids,
-        use_cache=False,
-    ).logits.float()
+    logits = packed_forward(model, packed).logits.float()
     rows, cols = packed.gather_row, packed.gather_col
     # the logits that predict each completion token, then that token's log-probability
     log_probs = F.log_softmax(logits[rows, packed.pred_index[rows, cols]], dim=-1)
