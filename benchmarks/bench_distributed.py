@@ -17,7 +17,7 @@ runner's fetch of it), the fragment return (the calls' dispatch, the fragments' 
 and transfer: a round's wall time minus the fetch and the slowest runner's own collection,
 plus the assembly into the learner's buffer) and the runners' own work. "round ms" is the
 whole collect call, learner side included. The learner's PPO update of one 8 x 32 rollout
-is timed too (12 epochs, the preset), for the projection printed at the end.
+is timed too (the preset's epochs), for the projection printed at the end.
 
 Ray starts only in a private network namespace with no interface but the loopback: run as
 root, the script re-runs itself under ``unshare --net`` (``ip link set lo up``); without root
@@ -156,7 +156,7 @@ def ray_row(runners: int, rounds: int) -> Row:
 
 def ppo_update_ms(rounds: int) -> float:
     """The learner's share of a PPO update: V, log pi_old and GAE of one 8 x 32 rollout and
-    the preset's 12 full-batch epochs (median milliseconds)."""
+    the preset's full-batch epochs (median milliseconds)."""
     from rlx.agents.ppo import update
     from rlx.core.on_policy import Collector, build_policy, prepare_batch
     from rlx.core.optim import Adam
@@ -196,7 +196,10 @@ def print_table(rows: list[Row], update_ms: float) -> None:
         print("| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |")
         if n == 0:
             print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    print(f"\nlearner: one PPO update of an 8 x 32 rollout (12 epochs, full batch): "
+    from rlx.agents.ppo import PRESETS
+
+    epochs = PRESETS[ENV_ID]["num_epochs"]
+    print(f"\nlearner: one PPO update of an 8 x 32 rollout ({epochs} epochs, full batch): "
           f"{update_ms:.1f} ms")  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """PPO and A2C on CartPole-v1: rlx as a user runs it vs Stable-Baselines3, in one run.
 
-Protocol (one torch thread everywhere, every run in a fresh process, seeds 0, 1, 2):
+Protocol (one torch thread everywhere, every run in a fresh process, seeds 0-9):
 
 - **rlx**: ``rlx train ppo --env CartPole-v1 --seed S --total-steps 100000`` and
   ``rlx train a2c --env CartPole-v1 --seed S --total-steps 500000`` with no other flag: the
@@ -23,7 +23,11 @@ Reported per run: seconds and env steps until the threshold, training env steps 
 rlx's share of SB3's time, its speed-up in steps/s, and the share of the raw env's throughput
 the rlx PPO loop reaches. A table, then a markdown block for the README.
 
-Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2] [--skip-a2c]``.
+Ten seeds by default: the issue asks for three, but env steps to 475 range from about 17k to
+47k over seeds for either library, and a change of float rounding alone moves one seed's
+figure by 10k, so the median of three is mostly noise.
+
+Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2 ...] [--skip-a2c]``.
 """
 
 from __future__ import annotations
@@ -222,7 +226,7 @@ def report(results: list[Result], raw: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--skip-a2c", action="store_true", help="PPO only")
     args = parser.parse_args()
     algos = ["ppo"] if args.skip_a2c else ["ppo", "a2c"]

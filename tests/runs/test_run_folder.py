@@ -123,6 +123,22 @@ def test_thread_count_comes_from_rlx_num_threads(monkeypatch):
         torch_threads()
 
 
+def test_set_threads_sets_torch_and_numpys_blas():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from rlx.core.threads import set_torch_threads
+
+    try:
+        assert set_torch_threads(2) == 2
+        assert torch.get_num_threads() == 2
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        assert blas and set(blas) == {2}
+    finally:
+        set_torch_threads(1)
+    assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
+
+
 def test_a_run_rejected_before_training_leaves_no_folder(tmp_path):
     run_dir = tmp_path / "r"
     with pytest.raises(rlx.errors.EnvError, match="Discrete observation space"):

@@ -1,8 +1,10 @@
-"""The torch thread count, chosen deliberately.
+"""The thread count of torch and of numpy's BLAS, chosen deliberately.
 
 On a small machine a second torch thread can make a small training step many times slower
 (measured here: 45x with another process on one core), so rlx uses one thread unless told
-otherwise through ``RLX_NUM_THREADS``.
+otherwise through ``RLX_NUM_THREADS``. numpy's BLAS gets the same count: PPO's hand-written
+gradient multiplies its matrices with numpy (:mod:`rlx.core.manual_grad`), and OpenBLAS
+would otherwise start a thread per core for them.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ def torch_threads() -> int:
 
 
 def set_torch_threads(n: int | None = None) -> int:
-    """Set torch's intra-op thread count to ``n`` (default: :func:`torch_threads`)."""
+    """Set torch's intra-op thread count and numpy's BLAS threads to ``n`` (default:
+    :func:`torch_threads`)."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     n = torch_threads() if n is None else n
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+    threadpool_limits(n, user_api="blas")
     return n
