@@ -69,6 +69,19 @@ def test_dpo_on_its_own_mistakes_raises_exact_match_over_sft(arithmetic):
     assert accuracy >= arithmetic["sft_accuracy"] + 0.05, (arithmetic["sft_accuracy"], accuracy)
 
 
+def test_grpo_with_its_defaults_raises_exact_match_by_20_points(arithmetic):
+    """GRPO called with only the SFT model, 2,000 prompts and the exact-match verifier: its
+    defaults (64 prompts x G = 8 per step, 2e-4, steps from the data size) must lift held-out
+    exact match by at least 20 points. A sign error or a misaligned mask lowers it; too few
+    prompts per step or a 10x smaller step size leaves it within a few points (measured)."""
+    root = arithmetic["root"]
+    llm.write_jsonl(root / "prompts.jsonl", llm.arithmetic(2000, seed=5))
+    result = llm.grpo(arithmetic["sft"].model_dir, root / "prompts.jsonl", reward="exact-match",
+                      run_dir=root / "grpo", **QUIET)  # fmt: skip
+    accuracy = llm.exact_match(result.model_dir, arithmetic["test"])
+    assert accuracy >= arithmetic["sft_accuracy"] + 0.20, (arithmetic["sft_accuracy"], accuracy)
+
+
 def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hacking(arithmetic):
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
     must raise the reward model's score (a sign error lowers it) while the answers lengthen and

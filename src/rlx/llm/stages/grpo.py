@@ -57,10 +57,12 @@ from rlx.llm.training import (
     warmup_linear,
 )
 
-TARGET_ROWS = 2_000
-"""Prompts a run sees when neither steps nor epochs is given."""
-LR_SCALE = 0.1
-"""GRPO's default step size relative to SFT's (it moves a trained model)."""
+TARGET_ROWS = 20_000
+"""Prompts a run sees when neither steps nor epochs is given (at most 10 passes): on the
+arithmetic task about 10,000 prompts gave +17 points of exact match, 20,000 gave +23."""
+LR_SCALE = 0.2
+"""GRPO's default step size relative to SFT's (it moves a trained model): 2e-4 for a tiny
+model, where 1e-5 barely moved exact match in 500 steps and 3e-4 collapsed it."""
 AGGREGATIONS = ("sequence", "token")
 EVAL_ROWS = 200
 
@@ -75,8 +77,9 @@ class GRPOConfig(StageConfig):
     """GRPO on ``{"prompt", "answer"}`` rows with a verifier reward. ``batch_size`` counts
     prompts per step; each gets ``group_size`` completions."""
 
-    batch_size: int = 8
-    """prompts per step (each sampled group_size times)"""
+    batch_size: int = 64
+    """prompts per step (each sampled group_size times): the gradient of a few prompts is too
+    noisy to raise accuracy (8 prompts x 8 samples per step left it flat on arithmetic)"""
     reward: str = "exact-match"
     """the reward function: a name of rlx.llm.REWARDS (exact-match, numeric, ...)"""
     group_size: int = 8
