@@ -183,16 +183,39 @@ def train(tmp_path, name, algo, env, **config):
     return rlx.doctor(run_dir)
 
 
-def test_ppo_with_a_very_high_learning_rate_and_many_epochs(tmp_path):
-    """KL fires; the clip fraction stays near 0.15 here (the ratio runs far past the clip
-    range on a few samples rather than a little on many), so the clip rule rightly does not."""
+def test_ppo_with_a_very_high_learning_rate_and_many_epochs(tmp_path, capsys):
+    """Learning rate 0.1 and 40 epochs: the KL explodes in the first updates (the live doctor
+    says so as it happens), then the policy freezes near-deterministic while poor, where the
+    KL and the clip fraction fall to about 0 (every ratio is 1 when pi(a|s) is 1). The final
+    diagnosis must name the collapse or the KL, and must not advise raising the learning
+    rate."""
     diagnosis = train(tmp_path, "hot", "ppo", "CartPole-v1", learning_rate=0.1, num_epochs=40,
                       anneal_lr=False, anneal_clip=False, total_steps=30_000,
                       eval_episodes=0)  # fmt: skip
+    assert "Mean KL past 0.1" in capsys.readouterr().err
     ids = {f.rule.id for f in diagnosis.findings}
-    assert "kl-too-high" in ids
-    finding = next(f for f in diagnosis.findings if f.rule.id == "kl-too-high")
-    assert finding.current == 0.1 and finding.suggested < 0.1
+    assert ids & {"kl-too-high", "entropy-collapse"}, ids
+    assert "clip-fraction-near-zero" not in ids
+    for finding in diagnosis.findings:
+        if finding.rule.config_field == "learning_rate":
+            assert finding.suggested < 0.1
+
+
+def test_a_near_deterministic_policy_is_no_timid_update():
+    """A clip fraction of 0 with the entropy all but gone: the ratio is 1 because pi(a|s) is,
+    so 'raise the learning rate' would be wrong; the collapse is named instead when the return
+    is still short of the solved level, even while it creeps up."""
+    frozen = dict(HEALTHY_PPO, **{M.CLIP_FRACTION: np.full(N, 0.001),
+                                  M.ENTROPY: np.r_[np.linspace(0.69, 1e-5, 10),
+                                                   np.full(N - 10, 1e-5)],
+                                  M.EPISODE_RETURN: np.linspace(20, 150, N) + noise(5)})  # fmt: skip
+    ids = fired(log_of("ppo", "CartPole-v1", **frozen))
+    assert "clip-fraction-near-zero" not in ids and "entropy-collapse" in ids
+    # the same collapse on a task that gets solved is no finding
+    solved = dict(
+        frozen, **{M.EPISODE_RETURN: np.r_[np.linspace(20, 500, 20), np.full(N - 20, 500)]}
+    )
+    assert "entropy-collapse" not in fired(log_of("ppo", "CartPole-v1", **solved))
 
 
 def test_ppo_with_a_tiny_learning_rate(tmp_path):
@@ -201,12 +224,19 @@ def test_ppo_with_a_tiny_learning_rate(tmp_path):
     assert "clip-fraction-near-zero" in {f.rule.id for f in diagnosis.findings}
 
 
-def test_ppo_without_entropy_bonus_collapses_on_mountain_car(tmp_path):
+def test_ppo_without_entropy_bonus_on_mountain_car_is_named_as_failing(tmp_path):
+    """Without an entropy bonus PPO never reaches the flag: the return stays at -200. Whether
+    the policy's entropy also collapses depends on the trajectory (seed 0 collapsed before a
+    change of float rounding; now its entropy falls to 40% and recovers, and seeds 2-4 drift
+    the same way), so the doctor must name the failure either way: the collapse, with the
+    entropy bonus as the fix, or a return that never moved."""
     diagnosis = train(tmp_path, "ent0", "ppo", "MountainCar-v0", ent_coef=0.0,
                       learning_rate=3e-3, total_steps=60_000, eval_episodes=0)  # fmt: skip
-    finding = next(f for f in diagnosis.findings if f.rule.id == "entropy-collapse")
-    assert finding.rule.config_field == "ent_coef"
-    assert (finding.current, finding.suggested) == (0.0, 0.01)
+    ids = {f.rule.id for f in diagnosis.findings}
+    assert ids & {"entropy-collapse", "no-learning"}, ids
+    for finding in diagnosis.findings:
+        if finding.rule.id == "entropy-collapse":
+            assert (finding.current, finding.suggested) == (0.0, 0.01)
 
 
 def test_vanilla_dqn_on_noisy_rewards_overestimates_and_double_dqn_does_not(tmp_path):
@@ -312,7 +342,7 @@ def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["status"] == "completed"
     assert summary["doctor"] == [f.rule.id for f in rlx.doctor(tmp_path / "r").findings]
-    assert "kl-too-high" in summary["doctor"]
+    assert set(summary["doctor"]) & {"kl-too-high", "entropy-collapse"}
 
 
 def test_cli_report_and_recommend(tmp_path, capsys):

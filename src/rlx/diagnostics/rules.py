@@ -95,6 +95,28 @@ def median_overall(metric: str, threshold: float, *, above: bool, skip: float = 
     return check
 
 
+def clip_fraction_near_zero(threshold: float = 0.005, deterministic: float = 0.05) -> Check:
+    """The clip fraction's median (after the first tenth) below ``threshold``, unless the
+    policy has turned near-deterministic: with an entropy under ``deterministic`` of its
+    highest, pi(a|s) is about 1 and so is every ratio, whatever the step size; raising the
+    learning rate would be the wrong advice (entropy-collapse names that run)."""
+    timid = median_overall(M.CLIP_FRACTION, threshold, above=False)
+
+    def check(log: RunLog) -> Evidence | None:
+        evidence = timid(log)
+        if evidence is None:
+            return None
+        entropy = _finite(log, M.ENTROPY)
+        if entropy is not None:
+            top = float(np.max(entropy.values))
+            level = float(np.median(entropy.last(0.9).values))
+            if top > 0 and 0 <= level < deterministic * top:
+                return None
+        return evidence
+
+    return check
+
+
 def critic_explains_nothing(threshold: float = 0.05) -> Check:
     """Explained variance with median below ``threshold`` while there is something to
     explain: up to the point the return first gets within 10% of its best (or reaches the
@@ -223,10 +245,13 @@ def diverging(metric: str, factor: float = 100.0) -> Check:
     return check
 
 
-def entropy_collapse(share: float = 0.3) -> Check:
+def entropy_collapse(share: float = 0.3, gone: float = 0.01) -> Check:
     """Entropy below ``share`` of its starting value while the return is stuck short of good:
     the policy stopped exploring before it stopped being bad. (A solved task may end nearly
-    deterministic; that is not a collapse, so the return must be stuck too.)"""
+    deterministic; that is not a collapse, so the return must be stuck too.) An entropy all
+    but gone (below ``gone`` of its highest) while the return is still under the env's solved
+    threshold is a collapse even while the return creeps up: a deterministic policy that
+    improves only through its rare updates that move at all."""
 
     def check(log: RunLog) -> Evidence | None:
         entropy = _finite(log, M.ENTROPY, min_points=10)
@@ -237,8 +262,11 @@ def entropy_collapse(share: float = 0.3) -> Check:
         level = float(np.median(tail.values))
         if start <= 0 or level > share * start:
             return None
-        stuck, _ = return_plateau_below_best(log)
-        if stuck:
+        stuck, recent = return_plateau_below_best(log)
+        solved = _solved_threshold(log.env)
+        top = float(np.max(entropy.values))
+        frozen = level < gone * top and solved is not None and recent < solved
+        if stuck or frozen:
             return _evidence(M.ENTROPY, tail, level, share * start, "median of the last 25%")
         return None
 
@@ -411,7 +439,7 @@ RULES: tuple[Rule, ...] = (
         fix="raise LR or K_EPOCHS",
         severity=WARNING,
         metric=M.CLIP_FRACTION,
-        check=median_overall(M.CLIP_FRACTION, 0.005, above=False),
+        check=clip_fraction_near_zero(),
         config_field="learning_rate",
         suggest=_scaled("learning_rate", 3.0),
         lines={M.CLIP_FRACTION: (0.005, 0.5)},
