@@ -205,10 +205,10 @@ def test_a_near_deterministic_policy_is_no_timid_update():
     """A clip fraction of 0 with the entropy all but gone: the ratio is 1 because pi(a|s) is,
     so 'raise the learning rate' would be wrong; the collapse is named instead when the return
     is still short of the solved level, even while it creeps up."""
-    frozen = dict(HEALTHY_PPO, **{M.CLIP_FRACTION: np.full(N, 0.001),
-                                  M.ENTROPY: np.r_[np.linspace(0.69, 1e-5, 10),
-                                                   np.full(N - 10, 1e-5)],
-                                  M.EPISODE_RETURN: np.linspace(20, 150, N) + noise(5)})  # fmt: skip
+    collapsing = np.r_[np.linspace(0.69, 1e-5, 10), np.full(N - 10, 1e-5)]
+    creeping = np.linspace(20, 150, N) + noise(5)
+    frozen = dict(HEALTHY_PPO, **{M.CLIP_FRACTION: np.full(N, 0.001), M.ENTROPY: collapsing,
+                                  M.EPISODE_RETURN: creeping})  # fmt: skip
     ids = fired(log_of("ppo", "CartPole-v1", **frozen))
     assert "clip-fraction-near-zero" not in ids and "entropy-collapse" in ids
     # the same collapse on a task that gets solved is no finding
