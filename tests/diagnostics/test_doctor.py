@@ -135,6 +135,24 @@ def test_reward_hacking_needs_a_drop_beyond_the_noise_of_the_gold_reward():
     assert "reward-hacking" in fired(log_of(reward=climbing, gold_reward=sliding))
 
 
+def test_reward_hacking_also_reads_the_held_out_exact_match():
+    """Against a learned reward model the sampled answers can keep their gold reward while the
+    greedy answers on held-out prompts get worse (measured on arithmetic: gold 0.16 -> 0.23,
+    exact match 55% -> 47%): the drop of ``exact_match``, logged at each evaluation, is the
+    evidence then."""
+    reward = np.linspace(-2, -1, N) + noise(0.05)
+    gold = 0.2 + noise(0.01)
+    evals = {M.EXACT_MATCH: Series(STEPS[5::6], np.linspace(0.55, 0.45, 10) + noise(0.005, 10))}
+    log = log_of("rlhf-ppo", **{M.REWARD: reward, M.GOLD_REWARD: gold})
+    assert "reward-hacking" not in fired(log)
+    log.metrics.update(evals)
+    finding = next(f for f in diagnose(log).findings if f.rule.id == "reward-hacking")
+    assert finding.evidence.metric == M.EXACT_MATCH
+    rising = {M.EXACT_MATCH: Series(STEPS[5::6], np.linspace(0.55, 0.65, 10))}
+    log.metrics.update(rising)
+    assert "reward-hacking" not in fired(log)
+
+
 def test_length_bias_reads_the_reward_models_own_pay_for_length():
     """Measured on RLHF-PPO runs of 30 steps: against a length-biased reward model the
     responses grow about +30% and the score correlates with length within a step (median

@@ -465,7 +465,12 @@ RULES: tuple[Rule, ...] = (
         fix="stop early, raise beta, broaden the reward model's data",
         severity=ERROR,
         metric=M.GOLD_REWARD,
-        check=climbs_while_drops(M.REWARD, M.GOLD_REWARD),
+        # the gold reward of the sampled answers, or the held-out greedy exact match: the
+        # sampled answers can hold their gold reward while the greedy ones get worse
+        check=either(
+            climbs_while_drops(M.REWARD, M.GOLD_REWARD),
+            climbs_while_drops(M.REWARD, M.EXACT_MATCH),
+        ),
         config_field="beta",
         suggest=_raise_beta,
     ),
