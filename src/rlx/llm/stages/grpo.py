@@ -62,7 +62,8 @@ TARGET_ROWS = 20_000
 arithmetic task about 10,000 prompts gave +17 points of exact match, 20,000 gave +23."""
 LR_SCALE = 0.2
 """GRPO's default step size relative to SFT's (it moves a trained model): 2e-4 for a tiny
-model, where 1e-5 barely moved exact match in 500 steps and 3e-4 collapsed it."""
+model (on arithmetic with 8 prompts per step, 1e-5 moved exact match 3 points in 500 steps
+and 3e-4 collapsed it within 10)."""
 AGGREGATIONS = ("sequence", "token")
 EVAL_ROWS = 200
 
