@@ -79,6 +79,24 @@ def median_of_last(metric: str, threshold: float, *, above: bool, fraction: floa
     return check
 
 
+def median_of_first(metric: str, threshold: float, *, fraction: float = 0.5) -> Check:
+    """Fires when the median of the first ``fraction`` of ``metric``'s points is above
+    ``threshold``: a level sustained over the early run, which a later collapse (a frozen
+    policy whose KL is 0) would hide from :func:`median_of_last`."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, metric)
+        if series is None:
+            return None
+        head = series.first(fraction)
+        value = float(np.median(head.values))
+        if value > threshold:
+            return _evidence(metric, head, value, threshold, f"median of the first {fraction:.0%}")
+        return None
+
+    return check
+
+
 def median_overall(metric: str, threshold: float, *, above: bool, skip: float = 0.1) -> Check:
     """The median over the run (after its first ``skip`` share) above or below ``threshold``."""
 
@@ -427,7 +445,10 @@ RULES: tuple[Rule, ...] = (
         fix="reduce K_EPOCHS or LR",
         severity=WARNING,
         metric=M.APPROX_KL,
-        check=median_of_last(M.APPROX_KL, 0.1, above=True),
+        check=either(
+            median_of_last(M.APPROX_KL, 0.1, above=True),
+            median_of_first(M.APPROX_KL, 0.1),
+        ),
         config_field="learning_rate",
         suggest=_scaled("learning_rate", 0.3),
         lines={M.APPROX_KL: (0.1,)},
