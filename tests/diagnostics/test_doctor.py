@@ -144,7 +144,7 @@ def test_kl_too_high_also_reads_the_first_half_of_the_run():
         for f in diagnose(log_of("ppo", **dict(HEALTHY_PPO, **{M.APPROX_KL: kl}))).findings
         if f.rule.id == "kl-too-high"
     )
-    assert finding.evidence.statistic == "median of the first 50%"
+    assert finding.evidence.statistic == "median of the first 50% (above)"
 
 
 def test_reward_hacking_also_reads_the_held_out_exact_match():

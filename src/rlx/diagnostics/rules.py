@@ -62,36 +62,32 @@ Check = Callable[[RunLog], "Evidence | None"]
 def median_of_last(metric: str, threshold: float, *, above: bool, fraction: float = 0.5) -> Check:
     """Fires when the median of the last ``fraction`` of ``metric``'s points is above (or
     below) ``threshold``: a sustained level, not a spike."""
-
-    def check(log: RunLog) -> Evidence | None:
-        series = _finite(log, metric)
-        if series is None:
-            return None
-        tail = series.last(fraction)
-        value = float(np.median(tail.values))
-        if (value > threshold) if above else (value < threshold):
-            word = "above" if above else "below"
-            return _evidence(
-                metric, tail, value, threshold, f"median of the last {fraction:.0%} ({word})"
-            )
-        return None
-
-    return check
+    return _median_of_part(metric, threshold, above, fraction, first=False)
 
 
 def median_of_first(metric: str, threshold: float, *, fraction: float = 0.5) -> Check:
     """Fires when the median of the first ``fraction`` of ``metric``'s points is above
     ``threshold``: a level sustained over the early run, which a later collapse (a frozen
     policy whose KL is 0) would hide from :func:`median_of_last`."""
+    return _median_of_part(metric, threshold, True, fraction, first=True)
+
+
+def _median_of_part(
+    metric: str, threshold: float, above: bool, fraction: float, *, first: bool
+) -> Check:
+    where = "first" if first else "last"
 
     def check(log: RunLog) -> Evidence | None:
         series = _finite(log, metric)
         if series is None:
             return None
-        head = series.first(fraction)
-        value = float(np.median(head.values))
-        if value > threshold:
-            return _evidence(metric, head, value, threshold, f"median of the first {fraction:.0%}")
+        part = series.first(fraction) if first else series.last(fraction)
+        value = float(np.median(part.values))
+        if (value > threshold) if above else (value < threshold):
+            word = "above" if above else "below"
+            return _evidence(
+                metric, part, value, threshold, f"median of the {where} {fraction:.0%} ({word})"
+            )
         return None
 
     return check
