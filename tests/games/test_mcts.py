@@ -109,3 +109,59 @@ def test_search_with_a_perfect_value_network_never_picks_a_losing_move():
             else:
                 move = int(rng.choice(g.legal_actions(state)))
             state = g.apply(state, move)
+
+
+def _random_positions(game, count: int, max_moves: int, seed: int) -> list[GameState]:
+    rng = np.random.default_rng(seed)
+    states = []
+    while len(states) < count:
+        state = game.initial_state()
+        for _ in range(int(rng.integers(0, max_moves))):
+            state = game.apply(state, int(rng.choice(game.legal_actions(state))))
+            if state.is_terminal:
+                break
+        if not state.is_terminal:
+            states.append(state)
+    return states
+
+
+def _network_evaluator(game, seed: int):
+    """A random network's evaluator, so priors and values differ from move to move."""
+    import torch
+
+    from rlx.games.alphazero import AlphaZeroConfig, PolicyValueNet, evaluator
+
+    torch.manual_seed(seed)
+    config = AlphaZeroConfig(net="resnet", channels=8, blocks=1)
+    return evaluator(PolicyValueNet(game, config).eval())
+
+
+@pytest.mark.parametrize("game_name", ["tictactoe", "connect4"])
+def test_kernel_search_gives_the_python_searchs_counts(game_name):
+    """The numba kernels are the reference algorithm, number for number: same evaluator, same
+    generator (root noise), same visit counts, over positions where some walks end in won,
+    lost and drawn games (tic-tac-toe's late positions, 300 simulations)."""
+    from rlx.games import make
+    from rlx.games.mcts import python_search
+    from rlx.games.puct_kernel import has_kernel
+    from rlx.games.puct_kernel import search as kernel_search
+
+    game = make(game_name)
+    assert has_kernel(game)
+    states = _random_positions(game, 12, 8 if game_name == "tictactoe" else 20, seed=3)
+    evaluate = _network_evaluator(game, seed=0)
+    for config in (SearchConfig(300, 1.5, 1.0, 0.25), SearchConfig(50, 4.0, 0.3, 0.0, fpu=-1.0)):
+        fast = kernel_search(game, states, evaluate, config, np.random.default_rng(7))
+        slow = python_search(game, states, evaluate, config, np.random.default_rng(7))
+        np.testing.assert_array_equal(fast, slow)
+        assert (fast.sum(axis=1) == config.simulations).all()
+
+
+def test_kernel_search_rejects_a_finished_game():
+    from rlx.games import IllegalMoveError
+    from rlx.games.puct_kernel import search as kernel_search
+
+    game = TicTacToe()
+    won = play(game, [0, 3, 1, 4, 2])
+    with pytest.raises(IllegalMoveError, match="game is over"):
+        kernel_search(game, [won], uniform, SearchConfig(10), np.random.default_rng(0))

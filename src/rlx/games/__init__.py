@@ -12,12 +12,17 @@ Example::
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
+from rlx._kernel_cache import drop_stale_kernels
 from rlx.errors import EnvError
 from rlx.games.arena import MatchResult, RandomPlayer, play_game, play_match
 from rlx.games.base import Game, GameState, IllegalMoveError
 from rlx.games.connect4 import ConnectFour
 from rlx.games.tictactoe import TicTacToe
+
+# the modules holding numba code; kernels load their cache at their first call, after this
+drop_stale_kernels(Path(__file__).resolve().parent, ("rollout_mcts.py", "puct_kernel.py"))
 
 GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect4": ConnectFour}
 _ALIASES = {"tic-tac-toe": "tictactoe", "connect-four": "connect4", "connectfour": "connect4"}

@@ -146,7 +146,25 @@ def search(
     config: SearchConfig,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Search every (non-terminal) position in ``states`` together; visit counts ``[B, A]``."""
+    """Search every (non-terminal) position in ``states`` together; visit counts ``[B, A]``.
+
+    Tic-tac-toe and Connect Four run in numba kernels (:mod:`rlx.games.puct_kernel`), other
+    games in :func:`python_search`; both give the same counts."""
+    from rlx.games import puct_kernel  # here, not above: it imports this module
+
+    if puct_kernel.has_kernel(game):
+        return puct_kernel.search(game, states, evaluate, config, rng)
+    return python_search(game, states, evaluate, config, rng)
+
+
+def python_search(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """:func:`search` in plain Python on :class:`GameState` objects: any game."""
     expanded = _expand(states, game, evaluate)
     roots = []
     for state, (prior, legal, _) in zip(states, expanded, strict=True):

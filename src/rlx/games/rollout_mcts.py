@@ -198,8 +198,8 @@ def _select(
     return best
 
 
-# Every compiled function lives in this one file, so numba's cache, which checks the timestamp
-# of the defining file only, never runs stale code (rlx.tabular needs _kernel_cache for that).
+# numba's cache checks the timestamp of the defining file only, and puct_kernel.py inlines this
+# file's functions: rlx.games drops both files' cached kernels when either changes.
 @njit(cache=True, error_model="numpy")
 def _search_kernel(
     kind: int,

@@ -8,7 +8,9 @@ spaces the same episode loop runs in Python around ``env.step``.
     print(rlx.tabular.check(res, mdp))                         # distance to dynamic programming
 """
 
-from rlx.tabular._kernel_cache import drop_stale_kernels
+from pathlib import Path
+
+from rlx._kernel_cache import drop_stale_kernels
 from rlx.tabular.check import CheckReport, check
 from rlx.tabular.config import TabularConfig
 from rlx.tabular.learner import ALGORITHMS, EpisodeBatch, TabularLearner, TabularResult
@@ -23,7 +25,11 @@ from rlx.tabular.train import (
 )
 
 # kernels load their on-disk cache at their first call, not at import: this is early enough
-drop_stale_kernels()
+# (the modules holding numba code; others, e.g. registered.py, may change without a recompile)
+drop_stale_kernels(
+    Path(__file__).resolve().parent,
+    ("rng.py", "model.py", "explore.py", "targets.py", "environment.py", "algorithms"),
+)
 
 __all__ = [
     "ALGORITHMS",
