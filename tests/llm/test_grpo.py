@@ -266,3 +266,47 @@ def test_a_model_that_cannot_pack_falls_back_or_says_so(tiny, monkeypatch):
     assert not G.use_group_packing(None, model, tokenizer, rows)
     with pytest.raises(ConfigError, match="pack_groups=False"):
         G.use_group_packing(True, model, tokenizer, rows)
+
+
+@pytest.mark.parametrize("packing", [True, False])
+def test_samples_are_scored_under_the_temperature_they_were_drawn_at(tiny, packing):
+    """PPO's ratio pi_theta / pi_old must compare the distribution that was sampled: at
+    temperature T the scorer's log-probs equal log softmax(logits / T) of the sampler's own
+    steps (transformers' generate with output_scores, only the temperature warper on), for
+    GRPO's scorer (packed or not) and RLHF's policy and reference alike."""
+    from rlx.llm.batching import EncodedSequence, SequenceTable, encode_prompt
+    from rlx.llm.generation import left_pad
+    from rlx.llm.stages import rlhf as R
+
+    _, path = tiny
+    model, tokenizer = llm.load_model(path)
+    model.eval()
+    prompts, T = ["12+34=", "5+67=", "99+1="], 0.6
+    ids, attention = left_pad(
+        [encode_prompt(tokenizer, p) for p in prompts], tokenizer.pad_token_id
+    )
+    torch.manual_seed(0)
+    out = model.generate(
+        input_ids=ids, attention_mask=attention, do_sample=True, temperature=T, top_k=0,
+        top_p=1.0, max_new_tokens=5, output_scores=True, return_dict_in_generate=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=None,
+    )  # fmt: skip
+    completions = out.sequences[:, ids.shape[1] :].tolist()
+    steps = torch.stack(out.scores, dim=1).log_softmax(-1)  # [B, 5, V], logits / T
+    expected = steps.gather(-1, torch.tensor(completions).unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():
+        logps, mask = G.completion_scorer(tokenizer, prompts, completions, "cpu", packing, T)
+        scored = logps(model)[0][mask].view(len(prompts), -1)
+        untempered = G.completion_scorer(tokenizer, prompts, completions, "cpu", packing)[0]
+        at_one = untempered(model)[0][mask].view(len(prompts), -1)
+    torch.testing.assert_close(scored, expected, atol=1e-4, rtol=0)
+    assert (scored - at_one).abs().max() > 0.01  # T = 0.6 is not the raw distribution
+
+    seqs = [EncodedSequence.from_parts(encode_prompt(tokenizer, p), c)
+            for p, c in zip(prompts, completions, strict=True)]  # fmt: skip
+    batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
+    with torch.no_grad():
+        policy_lp = R.PolicyWithValueHead(model, T)(batch)[0][batch.target_mask]
+        reference_lp = R.reference_logps(model, batch, T)[batch.target_mask]
+    torch.testing.assert_close(policy_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)
+    torch.testing.assert_close(reference_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)

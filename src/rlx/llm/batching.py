@@ -173,6 +173,14 @@ def forward_logits(model: torch.nn.Module, batch: Batch) -> Tensor:
     return out.logits
 
 
+def tempered_log_softmax(logits: Tensor, temperature: float = 1.0) -> Tensor:
+    """``log softmax(logits / T)`` in float32: the distribution a sampler drew from at
+    temperature ``T``. Online RL scores its samples under this one, so that the PPO ratio
+    ``pi_theta / pi_old`` compares the distribution that was sampled (as TRL does too)."""
+    logits = logits.float()
+    return F.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
+
+
 def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
     """``log pi(x_t | x_<t)`` for ``t = 1 .. L-1``, shape ``[B, L-1]``, unmasked.
 
@@ -471,13 +479,16 @@ def pack_groups(
     )
 
 
-def packed_group_logps(model: torch.nn.Module, packed: PackedGroups) -> tuple[Tensor, Tensor]:
+def packed_group_logps(
+    model: torch.nn.Module, packed: PackedGroups, temperature: float = 1.0
+) -> tuple[Tensor, Tensor]:
     """``log pi(token | context)`` and the policy's entropy there, ``[N, T]`` per completion
-    token, from one forward pass over the packed groups."""
-    logits = packed_forward(model, packed).logits.float()
+    token, from one forward pass over the packed groups (``pi`` at the sampling
+    ``temperature``, see :func:`tempered_log_softmax`)."""
+    logits = packed_forward(model, packed).logits
     rows, cols = packed.gather_row, packed.gather_col
     # the logits that predict each completion token, then that token's log-probability
-    log_probs = F.log_softmax(logits[rows, packed.pred_index[rows, cols]], dim=-1)
+    log_probs = tempered_log_softmax(logits[rows, packed.pred_index[rows, cols]], temperature)
     token = log_probs.gather(-1, packed.input_ids[rows, cols].unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
     return token, entropy

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from rlx import registry
@@ -41,6 +40,7 @@ from rlx.llm.batching import (
     encode_prompt,
     pack_groups,
     packed_group_logps,
+    tempered_log_softmax,
 )
 from rlx.llm.generation import sample
 from rlx.llm.training import (
@@ -88,7 +88,8 @@ class GRPOConfig(StageConfig):
     max_new_tokens: int = 16
     """longest completion in tokens"""
     temperature: float = 1.0
-    """sampling temperature"""
+    """sampling temperature; the policy, old-policy and reference log-probs are all taken at
+    it, log softmax(logits / T), the distribution the samples came from"""
     top_p: float = 1.0
     """nucleus sampling: keep the smallest token set with this probability mass"""
     beta: float = 0.04
@@ -243,14 +244,15 @@ def clipped_token_loss(
     return loss, metrics
 
 
-def token_logps_and_entropy(model: Any, batch: Batch) -> tuple[Tensor, Tensor]:
+def token_logps_and_entropy(
+    model: Any, batch: Batch, temperature: float = 1.0
+) -> tuple[Tensor, Tensor]:
     """``log pi(x_t | x_<t)`` ``[B, L-1]`` at every position and the policy's entropy at
-    each, from one forward pass."""
+    each, from one forward pass (``pi`` at the sampling ``temperature``)."""
     logits = model(
         input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
     ).logits[:, :-1]
-    logits = logits.float()
-    log_probs = F.log_softmax(logits, dim=-1)
+    log_probs = tempered_log_softmax(logits, temperature)
     token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
     return token, entropy
@@ -258,19 +260,20 @@ def token_logps_and_entropy(model: Any, batch: Batch) -> tuple[Tensor, Tensor]:
 
 def completion_scorer(
     tokenizer: Any, prompts: Sequence[str], completions: list[list[int]], device: str,
-    packing: bool,
+    packing: bool, temperature: float = 1.0,
 ) -> tuple[Callable[[Any], tuple[Tensor, Tensor]], Tensor]:  # fmt: skip
-    """``(logps, mask)``: ``logps(model)`` gives the per-token log-probabilities and entropy
-    of the completions (each prompt's ``len(completions) // len(prompts)`` in a row), laid out
-    like ``mask`` (True on completion tokens), packed or as separate rows."""
+    """``(logps, mask)``: ``logps(model)`` gives the per-token log-probabilities (at the
+    sampling ``temperature``) and entropy of the completions (each prompt's
+    ``len(completions) // len(prompts)`` in a row), laid out like ``mask`` (True on completion
+    tokens), packed or as separate rows."""
     prompt_ids = [encode_prompt(tokenizer, p) for p in prompts]
     if packing:
         packed = pack_groups(prompt_ids, completions, tokenizer.pad_token_id).to(device)
-        return (lambda model: packed_group_logps(model, packed)), packed.mask
+        return (lambda model: packed_group_logps(model, packed, temperature)), packed.mask
     G = len(completions) // len(prompts)
     seqs = [EncodedSequence.from_parts(prompt_ids[i // G], c) for i, c in enumerate(completions)]
     batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs))).to(device)
-    return (lambda model: token_logps_and_entropy(model, batch)), batch.target_mask
+    return (lambda model: token_logps_and_entropy(model, batch, temperature)), batch.target_mask
 
 
 def use_group_packing(setting: bool | None, model: Any, tokenizer: Any, rows: list[Any]) -> bool:
@@ -440,7 +443,9 @@ def grpo_step(
     advantages = group_advantages(rewards, G, config.scale_rewards)
     zero_spread = (rewards.view(-1, G).std(dim=1, unbiased=False) < 1e-6).float().mean()
 
-    logps, mask = completion_scorer(tokenizer, prompts, completions, config.device, packing)
+    logps, mask = completion_scorer(
+        tokenizer, prompts, completions, config.device, packing, config.temperature
+    )
     with torch.no_grad():
         # one pass per batch is on-policy: pi_old is the policy itself, so its log-probs are
         # the first pass's own, detached (no extra forward)

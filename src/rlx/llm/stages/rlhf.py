@@ -41,14 +41,19 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rlx import registry
 from rlx.core.advantages import explained_variance
 from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
-from rlx.llm.batching import Batch, EncodedSequence, SequenceTable, encode_prompt
+from rlx.llm.batching import (
+    Batch,
+    EncodedSequence,
+    SequenceTable,
+    encode_prompt,
+    tempered_log_softmax,
+)
 from rlx.llm.generation import sample
 from rlx.llm.stages.grpo import check_prompt_lengths, clipped_token_loss, score
 from rlx.llm.training import (
@@ -85,7 +90,8 @@ class RLHFConfig(StageConfig):
     max_new_tokens: int = 16
     """longest completion in tokens"""
     temperature: float = 1.0
-    """sampling temperature"""
+    """sampling temperature; the policy, old-policy and reference log-probs are all taken at
+    it, log softmax(logits / T), the distribution the samples came from"""
     top_p: float = 1.0
     """nucleus sampling: keep the smallest token set with this probability mass"""
     beta: float = 0.05
@@ -247,9 +253,10 @@ class AdaptiveKLController:
 class PolicyWithValueHead(nn.Module):
     """The causal LM and a linear value head on its last hidden state (one shared trunk)."""
 
-    def __init__(self, lm: Any) -> None:
+    def __init__(self, lm: Any, temperature: float = 1.0) -> None:
         super().__init__()
         self.lm = lm
+        self.temperature = temperature  # pi is the sampled distribution, softmax(logits / T)
         self.value_head = nn.Linear(lm.config.hidden_size, 1)
         nn.init.zeros_(self.value_head.weight)  # V = 0 at first: no bias in the first updates
         nn.init.zeros_(self.value_head.bias)
@@ -259,17 +266,20 @@ class PolicyWithValueHead(nn.Module):
         ``j`` is the state before token ``j + 1``."""
         out = self.lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                       output_hidden_states=True, use_cache=False)  # fmt: skip
-        log_probs = F.log_softmax(out.logits[:, :-1].float(), dim=-1)
+        log_probs = tempered_log_softmax(out.logits[:, :-1], self.temperature)
         token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
         entropy = -(log_probs.exp() * log_probs).sum(-1)
         values = self.value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)
         return token, entropy, values
 
 
-def reference_logps(reference: Any, batch: Batch) -> Tensor:
+def reference_logps(reference: Any, batch: Batch, temperature: float = 1.0) -> Tensor:
+    """``log pi_ref`` of each next token ``[B, L-1]``, at the policy's sampling temperature
+    (the KL penalty compares like with like)."""
     logits = reference(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       use_cache=False).logits[:, :-1].float()  # fmt: skip
-    return F.log_softmax(logits, -1).gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+                       use_cache=False).logits[:, :-1]  # fmt: skip
+    log_probs = tempered_log_softmax(logits, temperature)
+    return log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
 # ============================================================================ the stage
@@ -305,7 +315,7 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
         config, run, len(train_rows), count_parameters(lm), LR_SCALE, TARGET_ROWS
     )
     reference = copy.deepcopy(lm).eval().requires_grad_(False)
-    policy = PolicyWithValueHead(lm).to(config.device)
+    policy = PolicyWithValueHead(lm, config.temperature).to(config.device)
     optimizer = make_optimizer(policy, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
     controller = AdaptiveKLController(config.beta, config.kl_target, config.kl_horizon)
@@ -404,7 +414,7 @@ def collect(
     mask = batch.target_mask
     with torch.no_grad():
         old_logp, _, old_values = policy(batch)
-        ref_logp = reference_logps(reference, batch)
+        ref_logp = reference_logps(reference, batch, config.temperature)
         rewards = per_token_rewards(old_logp, ref_logp, rm_scores.to(old_logp.device), mask,
                                     beta)  # fmt: skip
         advantages, returns = token_gae(rewards, old_values, mask, config.gamma, config.lam)
