@@ -2,7 +2,8 @@
 
 One self-play iteration of the ``connect4`` preset (64 games played together, 100 PUCT
 simulations per move, root noise, the first 10 moves drawn from the visit counts) with the
-preset's residual network (3 blocks x 32 channels, randomly initialised, seed 0), one torch
+preset's residual network (3 blocks x 32 channels, randomly initialised, seed 0, or a trained
+run's with ``--agent RUN_DIR``: its games are longer and its trees deeper), one torch
 thread, twice: with :func:`rlx.games.mcts.search` (tic-tac-toe and Connect Four go to
 :mod:`rlx.games.puct_kernel`) and with :func:`rlx.games.mcts.python_search` (the plain-Python
 tree, which every other game uses). Both give the same visit counts from the same generator,
@@ -10,7 +11,8 @@ so both play the very same games: the difference is the search's own time. Repor
 seconds, moves per second, network evaluations per second, and the share of the time spent in
 the network (timed around the evaluator).
 
-Run: ``.venv/bin/python benchmarks/bench_alphazero_selfplay.py [--games 64] [--simulations 100]``.
+Run: ``.venv/bin/python benchmarks/bench_alphazero_selfplay.py [--games 64] [--simulations 100]
+[--agent RUN_DIR]``.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--simulations", type=int, default=100)
+    parser.add_argument("--agent", default=None, help="a connect4 AlphaZero run's folder")
     args = parser.parse_args()
     torch.set_num_threads(1)
     config = dataclasses.replace(
@@ -77,16 +80,19 @@ def main() -> None:
     )  # fmt: skip
     torch.manual_seed(0)
     net = az.PolicyValueNet(ConnectFour(), config).eval()
+    if args.agent:
+        import rlx
+
+        net = rlx.load(args.agent).net.eval()
     # compile (or load from numba's cache) the kernels off the clock
     mcts.search(ConnectFour(), [ConnectFour().initial_state()], az.evaluator(net),
                 mcts.SearchConfig(2), np.random.default_rng(0))  # fmt: skip
     rows = {"numba kernels": one_iteration(config, net, python=False),
             "Python tree": one_iteration(config, net, python=True)}  # fmt: skip
     same = all(rows["numba kernels"][k] == rows["Python tree"][k] for k in ("lengths", "results"))
-    print(
-        f"Connect Four self-play: {args.games} games x {args.simulations} simulations "
-        f"per move, connect4 preset network, 1 torch thread; same games both ways: {same}"
-    )
+    network = f"the network of {args.agent}" if args.agent else "a fresh connect4 preset network"
+    print(f"Connect Four self-play: {args.games} games x {args.simulations} simulations per move, "
+          f"{network}, 1 torch thread; same games both ways: {same}")  # fmt: skip
     print(f"{'search':14s} {'wall s':>8s} {'moves/s':>9s} {'evals/s':>9s} {'network share':>14s}")
     for name, r in rows.items():
         print(f"{name:14s} {r['wall']:8.2f} {r['moves'] / r['wall']:9.1f} "
