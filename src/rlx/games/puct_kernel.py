@@ -9,9 +9,10 @@ counts (a test checks it). Each simulation picks, at every node of every game's 
 
 down to a position outside the tree, which the network evaluates in one batch with the other
 games' leaves; the value is then backed up with its sign flipped at every ply. Only the walks
-and the backups move here: in Python they were about 60% of a self-play iteration on Connect
-Four (numpy calls on arrays of 7 numbers, once per node per simulation), in a kernel they are a
-few percent, so self-play is bound by the network alone.
+and the backups move here: in Python they took about half of a Connect Four self-play
+iteration with a trained network (numpy calls on arrays of 7 numbers, once per node per
+simulation); in kernels they take about 5%, so self-play is bound by the network
+(``benchmarks/bench_alphazero_selfplay.py``).
 
 A tree is a set of arrays with one row per node (a simulation adds at most one node): the
 position as bitboards (:mod:`rlx.games.rollout_mcts`'s ``(position, mask)``), the prior ``P``,
