@@ -310,3 +310,50 @@ def test_samples_are_scored_under_the_temperature_they_were_drawn_at(tiny, packi
         reference_lp = R.reference_logps(model, batch, T)[batch.target_mask]
     torch.testing.assert_close(policy_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)
     torch.testing.assert_close(reference_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_sampling_runs_each_prompt_once_and_draws_generates_tokens(tmp_path, arch, monkeypatch):
+    """``sample`` computes each prompt once and copies its cache G times, yet with a seed it
+    draws exactly the tokens of transformers' ``generate(num_return_sequences=G)``, which runs
+    every prompt G times: at T = 1, at T = 0.6 and with top-p 0.8; and a model whose cache
+    cannot be copied is sampled by ``generate`` itself."""
+    from rlx.llm import generation
+    from rlx.llm.batching import encode_prompt
+    from rlx.llm.generation import left_pad, sample
+
+    rows = llm.arithmetic(40, seed=0)
+    path = llm.make_tiny_lm(tmp_path / arch, texts=llm.task_texts(rows), arch=arch, **TINY)
+    model, tokenizer = llm.load_model(path)
+    prompts, n = ["12+34=", "5+67=", "99+1="], 6
+    ids, attention = left_pad([encode_prompt(tokenizer, p) for p in prompts], 0)
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    batch_sizes: list[int] = []
+    model.register_forward_pre_hook(
+        lambda module, args, kwargs: batch_sizes.append(kwargs["input_ids"].shape[0]),
+        with_kwargs=True,
+    )
+
+    def reference(T, top_p):
+        out = model.generate(
+            input_ids=ids, attention_mask=attention, do_sample=True, temperature=T, top_p=top_p,
+            top_k=0, max_new_tokens=6, num_return_sequences=n, pad_token_id=pad,
+            eos_token_id=eos,
+        )[:, ids.shape[1] :].tolist()  # fmt: skip
+        return [r[: r.index(eos) + 1] if eos in r else r for r in out]
+
+    for T, top_p in [(1.0, 1.0), (0.6, 1.0), (1.0, 0.8)]:
+        torch.manual_seed(7)
+        batch_sizes.clear()
+        drawn = sample(model, tokenizer, prompts, n=n, max_new_tokens=6, temperature=T,
+                       top_p=top_p)  # fmt: skip
+        assert batch_sizes[0] == len(prompts) and set(batch_sizes[1:]) == {len(prompts) * n}
+        torch.manual_seed(7)
+        assert drawn == reference(T, top_p)
+        assert len({tuple(c) for c in drawn}) > 3  # really sampled, not one greedy answer
+
+    monkeypatch.setattr(generation, "_decode_from_shared_prompts", lambda *a, **k: None)
+    torch.manual_seed(7)
+    drawn = sample(model, tokenizer, prompts, n=n, max_new_tokens=6, temperature=0.6)
+    torch.manual_seed(7)
+    assert drawn == reference(0.6, 1.0)

@@ -1,4 +1,5 @@
-"""Greedy decoding and the exact-match accuracy of a model on prompt/answer rows.
+"""Greedy decoding, sampling for the online stages, and the exact-match accuracy of a model
+on prompt/answer rows.
 
 Prompts are encoded as training encodes them (``[bos] + prompt``, :func:`encode_prompt`), so
 a completion is generated exactly where training put it. Batches are *left* padded for
@@ -8,11 +9,13 @@ generation (every row's next token then sits in the last column); ``transformers
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
@@ -175,35 +178,102 @@ def sample(
     """``n`` sampled completions per prompt (token ids, cut after eos), prompt-major:
     completions ``i * n .. i * n + n - 1`` belong to prompt ``i``.
 
-    One batched ``generate`` with the key/value cache, temperature and nucleus (top-p)
-    sampling; the eos stays in the completion, so the policy learns where to stop. The online
-    RL stages (GRPO, RLHF-PPO) sample through this one function, the place a faster backend
-    (e.g. vLLM on a GPU) plugs in.
+    Each prompt is run through the model once and its key/value cache copied ``n`` times
+    (``transformers``' ``generate`` with ``num_return_sequences=n`` runs every prompt ``n``
+    times); then one batched decoding step per token, ``x_t ~ softmax(top_p(logits / T))``,
+    with transformers' own temperature and top-p warpers and the same random draws as
+    ``generate``, so a seed gives ``generate``'s very tokens. A model whose cache cannot be
+    copied that way is sampled by ``generate`` itself. The eos stays in the completion, so the
+    policy learns where to stop. The online RL stages (GRPO, RLHF-PPO) sample through this one
+    function, the place a faster backend (e.g. vLLM on a GPU) plugs in.
     """
-    encoded = [encode_prompt(tokenizer, p) for p in prompts]
-    ids, mask = left_pad(encoded, tokenizer.pad_token_id)
+    if max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens={max_new_tokens} must be >= 1.")
+    ids, mask = left_pad([encode_prompt(tokenizer, p) for p in prompts], tokenizer.pad_token_id)
     device = next(model.parameters()).device
+    ids, mask = ids.to(device), mask.to(device)
     was_training = model.training
     model.eval()
     try:
-        out = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
-            do_sample=True,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=0,
-            max_new_tokens=max_new_tokens,
-            num_return_sequences=n,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
+        tokens = _decode_from_shared_prompts(
+            model, ids, mask, n, max_new_tokens, _warpers(temperature, top_p),
+            tokenizer.pad_token_id, tokenizer.eos_token_id,
+        )  # fmt: skip
+        if tokens is None:
+            tokens = model.generate(
+                input_ids=ids, attention_mask=mask, do_sample=True, temperature=temperature,
+                top_p=top_p, top_k=0, max_new_tokens=max_new_tokens, num_return_sequences=n,
+                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+            )[:, ids.shape[1] :]  # fmt: skip
     finally:
         model.train(was_training)
     eos = tokenizer.eos_token_id
     completions = []
-    for row in out[:, ids.shape[1] :].tolist():
+    for row in tokens.tolist():
         if eos is not None and eos in row:
             row = row[: row.index(eos) + 1]
         completions.append(row)
     return completions
+
+
+def _warpers(temperature: float, top_p: float) -> Any:
+    """transformers' logits warpers for ``generate(do_sample=True, temperature, top_p,
+    top_k=0)``, in generate's order (it skips the ones that change nothing)."""
+    from transformers.generation.logits_process import (
+        LogitsProcessorList,
+        TemperatureLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    warpers = LogitsProcessorList()
+    if temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p))
+    return warpers
+
+
+def _forward_names(model: Any) -> tuple[str, bool]:
+    """The name ``model.forward`` takes its key/value cache under (``cache`` since
+    transformers 5.x, ``past_key_values`` before) and whether it takes ``logits_to_keep``."""
+    params = inspect.signature(model.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
+
+
+def _decode_from_shared_prompts(
+    model: Any, ids: Tensor, mask: Tensor, n: int, max_new_tokens: int, warpers: Any,
+    pad_id: int, eos_id: int | None,
+) -> Tensor | None:  # fmt: skip
+    """``[B * n, steps]`` sampled tokens (``pad_id`` after a row's eos), or None when the
+    model's cache cannot be repeated per row (then nothing was drawn from the generator)."""
+    cache_name, keeps_logits = _forward_names(model)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    extra = {"logits_to_keep": 1} if keeps_logits else {}
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                **extra)  # fmt: skip
+    cache = out.get("cache")
+    if cache is None:
+        cache = out.get("past_key_values")
+    if not hasattr(cache, "batch_repeat_interleave"):
+        return None
+    cache.batch_repeat_interleave(n)
+    logits = out.logits[:, -1].float().repeat_interleave(n, dim=0)
+    mask = mask.repeat_interleave(n, dim=0)
+    position = positions[:, -1:].repeat_interleave(n, dim=0)
+    unfinished = torch.ones(len(mask), dtype=torch.bool, device=mask.device)
+    steps: list[Tensor] = []
+    for t in range(max_new_tokens):
+        scores = warpers(None, logits) if warpers else logits
+        token = torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
+        token = torch.where(unfinished, token, torch.full_like(token, pad_id))
+        steps.append(token)
+        if eos_id is not None:
+            unfinished &= token != eos_id
+        if t == max_new_tokens - 1 or not unfinished.any():
+            break
+        mask = torch.cat([mask, mask.new_ones(len(mask), 1)], dim=1)
+        position = position + 1
+        out = model(input_ids=token[:, None], attention_mask=mask, position_ids=position,
+                    use_cache=True, **{cache_name: cache})  # fmt: skip
+        logits = out.logits[:, -1].float()
+    return torch.stack(steps, dim=1)
