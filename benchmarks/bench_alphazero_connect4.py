@@ -41,10 +41,11 @@ def cpu_seconds() -> float:
 def train(minutes: float, run_dir: Path, seed: int, overrides: dict) -> tuple[object, float]:
     """Train with the connect4 preset for at most ``minutes``; the agent and CPU minutes
     (the workers' included: the pool is shut down, so its processes waited for, by then)."""
+    # iterations: no bound but the clock, unless --set gives one (lr_final decays over it)
+    settings = {"iterations": 10_000, **overrides}
     cpu0 = cpu_seconds()
     agent = rlx.train("alphazero", "connect4", run_dir=run_dir, seed=seed, progress=True,
-                      doctor=False, eval_games=0, iterations=10_000, max_minutes=minutes,
-                      **overrides)  # fmt: skip
+                      doctor=False, eval_games=0, max_minutes=minutes, **settings)  # fmt: skip
     return agent, (cpu_seconds() - cpu0) / 60
 
 

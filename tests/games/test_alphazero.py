@@ -16,6 +16,7 @@ from rlx.games.alphazero import (
     PolicyValueNet,
     SampleBuffer,
     alphazero_loss,
+    learning_rate,
     self_play,
 )
 from rlx.games.evaluation import arena
@@ -80,11 +81,30 @@ def test_sample_buffer_is_a_ring():
         ("noise_fraction", 1.5, r"noise_fraction must be in \[0, 1\]"),
         ("net", "transformer", "net must be mlp or resnet"),
         ("lr", 0.0, "lr must be > 0"),
+        ("lr_final", 0.01, r"lr_final must be in \(0, lr=0.002\]"),
     ],
 )
 def test_bad_config_values(field, value, message):
     with pytest.raises(ConfigError, match=message):
         AlphaZeroConfig(**{field: value})
+
+
+def test_learning_rate_decays_by_cosine_from_lr_to_lr_final(tmp_path):
+    config = AlphaZeroConfig(iterations=5, lr=1e-3, lr_final=1e-4)
+    # lr_final + (lr - lr_final) (1 + cos(pi i / 4)) / 2, worked out for i = 0..4
+    half_span = 0.45e-3
+    expected = [1e-3, 1e-4 + half_span * (1 + 2**-0.5), 5.5e-4, 1e-4 + half_span * (1 - 2**-0.5),
+                1e-4]  # fmt: skip
+    assert [learning_rate(config, i) for i in range(5)] == pytest.approx(expected, rel=1e-12)
+    assert learning_rate(AlphaZeroConfig(lr=1e-3), 7) == 1e-3  # no lr_final: constant
+    agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "r", progress=False,
+                      **{**TINY, "iterations": 3, "eval_games": 0, "lr": 1e-3,
+                         "lr_final": 1e-4})  # fmt: skip
+    logged = [
+        json.loads(x)["lr"] for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert logged == pytest.approx([1e-3, 5.5e-4, 1e-4], rel=1e-12)
+    assert agent.config.lr_final == 1e-4
 
 
 def test_bad_opponent_fails_before_training(tmp_path):

@@ -28,6 +28,7 @@ the iteration; a resumed run continues as the uninterrupted one would have.
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -70,7 +71,9 @@ class AlphaZeroConfig:
         buffer_size: positions kept in the replay buffer (the oldest leave first).
         batch_size: positions per gradient step.
         train_steps: gradient steps per iteration.
-        lr: Adam learning rate.
+        lr: Adam learning rate (of the first iteration when ``lr_final`` is set).
+        lr_final: learning rate of the last iteration, reached by cosine decay over
+            ``iterations``; None: ``lr`` throughout.
         weight_decay: ``c`` of the L2 term.
         net: ``mlp`` (flattened board) or ``resnet`` (3x3 convolutions with skip connections).
         hidden: MLP hidden layer sizes.
@@ -104,6 +107,7 @@ class AlphaZeroConfig:
     batch_size: int = 256
     train_steps: int = 100
     lr: float = 2e-3
+    lr_final: float | None = None
     weight_decay: float = 1e-4
     net: Literal["mlp", "resnet"] = "mlp"
     hidden: tuple[int, ...] = (128, 128)
@@ -136,6 +140,10 @@ class AlphaZeroConfig:
         for name in ("c_puct", "dirichlet_alpha", "lr"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0, not {getattr(self, name)}.")
+        if self.lr_final is not None and not 0 < self.lr_final <= self.lr:
+            raise ConfigError(
+                f"lr_final must be in (0, lr={self.lr}] (None: a constant lr), not {self.lr_final}."
+            )
         if self.max_minutes < 0:
             raise ConfigError(f"max_minutes must be >= 0 (0: no limit), not {self.max_minutes}.")
         if self.weight_decay < 0:
@@ -396,6 +404,15 @@ def alphazero_loss(
     return value_loss + policy_loss, {"value_loss": value_loss, "policy_loss": policy_loss}
 
 
+def learning_rate(config: AlphaZeroConfig, iteration: int) -> float:
+    """The learning rate of 0-based ``iteration``: ``lr`` or, with ``lr_final``, the cosine decay
+    ``lr_final + (lr - lr_final) (1 + cos(pi i / (I - 1))) / 2`` over the ``I`` iterations."""
+    if config.lr_final is None or config.iterations == 1:
+        return config.lr
+    progress = min(iteration / (config.iterations - 1), 1.0)
+    return config.lr_final + (config.lr - config.lr_final) * (1 + math.cos(math.pi * progress)) / 2
+
+
 def train_network(
     net: PolicyValueNet,
     optimizer: torch.optim.Optimizer,
@@ -508,7 +525,7 @@ def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
     pool = SelfPlayPool(game, config)
     try:
         while iteration < config.iterations and not run.stop_requested:
-            metrics = {**one_iteration(learner, pool), **pool.metrics()}
+            metrics = {**one_iteration(learner, pool, iteration), **pool.metrics()}
             iteration += 1
             out_of_time = deadline is not None and time.monotonic() >= deadline
             final = iteration == config.iterations or out_of_time
@@ -528,8 +545,12 @@ def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
     return agent
 
 
-def one_iteration(learner: Learner, pool: SelfPlayPool) -> dict[str, float]:
-    """Self-play a batch of games into the buffer, then train on the buffer."""
+def one_iteration(learner: Learner, pool: SelfPlayPool, iteration: int) -> dict[str, float]:
+    """Self-play a batch of games into the buffer, then train on the buffer (0-based
+    ``iteration`` sets the learning rate)."""
+    lr = learning_rate(learner.config, iteration)
+    for group in learner.optimizer.param_groups:
+        group["lr"] = lr
     t0 = time.perf_counter()
     played = pool.play(learner.net, learner.rng)
     learner.buffer.add(played.planes, played.pi, played.z)
@@ -539,6 +560,7 @@ def one_iteration(learner: Learner, pool: SelfPlayPool) -> dict[str, float]:
     results = np.asarray(played.results)
     return {
         **metrics,
+        "lr": lr,
         "game_length": float(np.mean(played.lengths)),
         "first_player_win": float(np.mean(results == 1)),
         "draw": float(np.mean(results == 0)),
