@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,10 @@ class StageConfig:
     """cpu, cuda or cuda:N"""
     dtype: str | None = None
     """model weights: float32, bfloat16 or float16 (None: as saved)"""
+    precision: str = "fp32"
+    """training forward passes: fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
+    weights, gradients, optimizer and losses stay float32; about 1.5x faster on CPUs with
+    AVX512-BF16 or AMX and on recent GPUs)"""
     num_threads: int | None = None
     """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
 
@@ -98,6 +103,10 @@ class StageConfig:
             (
                 self.eval_every is None or self.eval_every >= 1,
                 f"eval_every={self.eval_every} must be >= 1 or None",
+            ),
+            (
+                self.precision in PRECISIONS,
+                f"precision={self.precision!r} must be one of {', '.join(PRECISIONS)}",
             ),
             (
                 self.num_threads is None or self.num_threads >= 1,
@@ -198,6 +207,44 @@ def warmup_linear(step: int, total: int, warmup_ratio: float) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+# ============================================================================ precision
+PRECISIONS = ("fp32", "bf16-mixed")
+
+
+def autocast(precision: str, device: str | torch.device) -> torch.autocast:
+    """The context a training forward pass runs in: for ``bf16-mixed``, ``torch.autocast`` to
+    bfloat16 (matmuls in bfloat16 with float32 accumulation, softmax and losses in float32,
+    float32 master weights: no loss scaling needed); for ``fp32``, a disabled one."""
+    return torch.autocast(
+        torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"
+    )
+
+
+@contextmanager
+def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[None]:
+    """Eager attention while ``bf16-mixed`` trains on CPU, the model's own afterwards (no
+    model: nothing to do).
+
+    PyTorch's fused CPU attention (SDPA) runs its backward about 10x slower in bfloat16 than
+    in float32, which costs more than the bfloat16 matmuls save; the eager path's small
+    batched matmuls do not (measured on a 1M Llama: 103 ms per step with SDPA, 50 with eager).
+    """
+    current = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    switch = (
+        model is not None
+        and precision == "bf16-mixed"
+        and next(model.parameters()).device.type == "cpu"
+        and current == "sdpa"
+    )
+    if switch:
+        model.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        if switch:
+            model.set_attn_implementation(current)
+
+
 # ============================================================================ the loop
 LossFn = Callable[[np.ndarray], tuple[Tensor, dict[str, Tensor]]]
 """Rows (indices) -> (summed loss over them, metrics of those rows as 0-d tensors)."""
@@ -246,15 +293,41 @@ def train_loop(
     if run.resumed_state is not None:
         restore_state(run.resumed_state, model, optimizer, sampler)
         step = int(run.resumed_step or 0)
+    model.train()
+    with attention_for(model, config.precision):
+        step, last_eval = _steps(stage, config, run, optimizer, sampler, step, steps, lr)
+    if run.stop_requested and step < steps:
+        run.save_checkpoint(step, training_state(model, optimizer, sampler))
+        return last_eval
+    run.save_checkpoint(step, training_state(model, optimizer, sampler))
+    if not last_eval:  # resumed at the end: evaluate what was trained
+        last_eval = _evaluate(stage)
+    stage.save_model(run.dir / MODEL_DIR)
+    return last_eval
+
+
+def _steps(
+    stage: Stage,
+    config: StageConfig,
+    run: Run,
+    optimizer: torch.optim.Optimizer,
+    sampler: EpochSampler,
+    step: int,
+    steps: int,
+    lr: float,
+) -> tuple[int, dict[str, float]]:
+    """The optimizer steps from ``step`` to ``steps`` (or a stop request): the step reached
+    and the last evaluation."""
+    model = stage.model
     eval_every = resolve_eval_every(config, steps)
     params = [p for p in model.parameters() if p.requires_grad]
     last_eval: dict[str, float] = {}
-    model.train()
     while step < steps and not run.stop_requested:
         factor = warmup_linear(step, steps, config.warmup_ratio)
         for group in optimizer.param_groups:
             group["lr"] = lr * factor
-        metrics = accumulate_gradients(stage, sampler.next(), config.grad_accum)
+        with_precision = autocast(config.precision, config.device)
+        metrics = accumulate_gradients(stage, sampler.next(), config.grad_accum, with_precision)
         if config.max_grad_norm is not None:
             metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
                 params, config.max_grad_norm, foreach=True
@@ -270,25 +343,20 @@ def train_loop(
         run.log(step, metrics)
         if run.checkpoint_due():
             run.save_checkpoint(step, training_state(model, optimizer, sampler))
-    if run.stop_requested and step < steps:
-        run.save_checkpoint(step, training_state(model, optimizer, sampler))
-        return last_eval
-    run.save_checkpoint(step, training_state(model, optimizer, sampler))
-    if not last_eval:  # resumed at the end: evaluate what was trained
-        last_eval = _evaluate(stage)
-    stage.save_model(run.dir / MODEL_DIR)
-    return last_eval
+    return step, last_eval
 
 
 def accumulate_gradients(
-    stage: Stage, rows: np.ndarray, grad_accum: int
+    stage: Stage, rows: np.ndarray, grad_accum: int, precision: Any = None
 ) -> dict[str, Tensor | float]:
     """Backward of the batch's mean loss in ``grad_accum`` parts; returns the batch's
-    metrics, each micro-batch's weighted by its share of the units."""
+    metrics, each micro-batch's weighted by its share of the units. ``precision``: the
+    context the forward passes run in (:func:`autocast`; backward runs outside it)."""
     total_units = float(stage.units[rows].sum())
     metrics: dict[str, Tensor | float] = {}
     for part in np.array_split(rows, grad_accum):
-        loss_sum, part_metrics = stage.loss(part)
+        with precision or nullcontext():
+            loss_sum, part_metrics = stage.loss(part)
         (loss_sum / total_units).backward()
         share = float(stage.units[part].sum()) / total_units
         for key, value in part_metrics.items():

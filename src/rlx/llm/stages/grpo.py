@@ -48,6 +48,8 @@ from rlx.llm.training import (
     EpochSampler,
     StageConfig,
     StageResult,
+    attention_for,
+    autocast,
     complete_config,
     make_optimizer,
     restore_state,
@@ -385,9 +387,32 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
     if run.resumed_state is not None:
         restore_state(run.resumed_state, model, optimizer, sampler)
         step = int(run.resumed_step or 0)
+    model.train()
+    with attention_for(model, config.precision), attention_for(reference, config.precision):
+        step, last_eval = _steps(
+            model, reference, tokenizer, optimizer, sampler, train_rows, held_out, reward,
+            config, packing, run, step,
+        )  # fmt: skip
+    run.save_checkpoint(step, training_state(model, optimizer, sampler))
+    if step >= config.steps:
+        from rlx.llm.models import save_pretrained
+
+        save_pretrained(model, tokenizer, run.dir / MODEL_DIR)
+    summary = run.finish(step, last_eval)
+    return StageResult(
+        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
+    )
+
+
+def _steps(
+    model: Any, reference: Any, tokenizer: Any, optimizer: torch.optim.Optimizer,
+    sampler: EpochSampler, train_rows: list[Any], held_out: list[Any],
+    reward: Callable[..., list[float]], config: GRPOConfig, packing: bool, run: Any, step: int,
+) -> tuple[int, dict[str, float]]:  # fmt: skip
+    """GRPO steps from ``step`` to ``config.steps`` (or a stop request): the step reached and
+    the last evaluation."""
     eval_every = config.eval_every or max(1, config.steps // 10)
     last_eval: dict[str, float] = {}
-    model.train()
     while step < config.steps and not run.stop_requested:
         lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
         for group in optimizer.param_groups:
@@ -404,15 +429,7 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
         run.log(step, metrics)
         if run.checkpoint_due():
             run.save_checkpoint(step, training_state(model, optimizer, sampler))
-    run.save_checkpoint(step, training_state(model, optimizer, sampler))
-    if step >= config.steps:
-        from rlx.llm.models import save_pretrained
-
-        save_pretrained(model, tokenizer, run.dir / MODEL_DIR)
-    summary = run.finish(step, last_eval)
-    return StageResult(
-        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
-    )
+    return step, last_eval
 
 
 def grpo_step(
@@ -446,7 +463,7 @@ def grpo_step(
     logps, mask = completion_scorer(
         tokenizer, prompts, completions, config.device, packing, config.temperature
     )
-    with torch.no_grad():
+    with torch.no_grad(), autocast(config.precision, config.device):
         # one pass per batch is on-policy: pi_old is the policy itself, so its log-probs are
         # the first pass's own, detached (no extra forward)
         old_logp = logps(model)[0] if config.num_iterations > 1 else None
@@ -454,7 +471,8 @@ def grpo_step(
     params = [p for p in model.parameters() if p.requires_grad]
     rows_metrics: list[dict[str, Tensor]] = []
     for _ in range(config.num_iterations):
-        logp, entropy = logps(model)
+        with autocast(config.precision, config.device):
+            logp, entropy = logps(model)
         kl = kl_k3(logp, ref_logp) if ref_logp is not None else None
         loss, metrics = clipped_token_loss(
             logp,

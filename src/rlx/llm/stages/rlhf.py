@@ -61,6 +61,8 @@ from rlx.llm.training import (
     EpochSampler,
     StageConfig,
     StageResult,
+    attention_for,
+    autocast,
     complete_config,
     make_optimizer,
     restore_state,
@@ -269,7 +271,9 @@ class PolicyWithValueHead(nn.Module):
         log_probs = tempered_log_softmax(out.logits[:, :-1], self.temperature)
         token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
         entropy = -(log_probs.exp() * log_probs).sum(-1)
-        values = self.value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)
+        hidden = out.hidden_states[-1][:, :-1].float()
+        with torch.autocast(hidden.device.type, enabled=False):  # V in float32 under bf16-mixed
+            values = self.value_head(hidden).squeeze(-1)
         return token, entropy, values
 
 
@@ -327,29 +331,30 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
     eval_every = config.eval_every or max(1, config.steps // 10)
     warned = False
     last_eval: dict[str, float] = {}
-    while step < config.steps and not run.stop_requested:
-        lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch_rows = [train_rows[i] for i in sampler.next()]
-        rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
-                          controller.beta)  # fmt: skip
-        metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
-        if config.adaptive_kl:
-            controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
-        step += 1
-        metrics[M.LR] = lr
-        if not warned and metrics[M.KL_REF] > config.kl_warning:
-            warned = True
-            print(f"rlx rlhf-ppo: kl_ref {metrics[M.KL_REF]:.2f} passed {config.kl_warning} at "
-                  f"step {step}: the policy drifts from the SFT model and reward hacking may "
-                  "start; raise beta or stop earlier.", file=sys.stderr)  # fmt: skip
-        if step % eval_every == 0 or step == config.steps:
-            last_eval = evaluate(policy.lm, tokenizer, held_out, config)
-            metrics.update(last_eval)
-        run.log(step, metrics)
-        if run.checkpoint_due():
-            run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
+    with attention_for(lm, config.precision), attention_for(reference, config.precision):
+        while step < config.steps and not run.stop_requested:
+            lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            batch_rows = [train_rows[i] for i in sampler.next()]
+            rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
+                              controller.beta)  # fmt: skip
+            metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
+            if config.adaptive_kl:
+                controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
+            step += 1
+            metrics[M.LR] = lr
+            if not warned and metrics[M.KL_REF] > config.kl_warning:
+                warned = True
+                print(f"rlx rlhf-ppo: kl_ref {metrics[M.KL_REF]:.2f} passed {config.kl_warning} at "
+                      f"step {step}: the policy drifts from the SFT model and reward hacking may "
+                      "start; raise beta or stop earlier.", file=sys.stderr)  # fmt: skip
+            if step % eval_every == 0 or step == config.steps:
+                last_eval = evaluate(policy.lm, tokenizer, held_out, config)
+                metrics.update(last_eval)
+            run.log(step, metrics)
+            if run.checkpoint_due():
+                run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
     run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
     if step > 0:  # also when the doctor stopped the run (stop_on): the policy before the harm
         from rlx.llm.models import save_pretrained
@@ -412,7 +417,7 @@ def collect(
     batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
     batch = batch.to(config.device)
     mask = batch.target_mask
-    with torch.no_grad():
+    with torch.no_grad(), autocast(config.precision, config.device):
         old_logp, _, old_values = policy(batch)
         ref_logp = reference_logps(reference, batch, config.temperature)
         rewards = per_token_rewards(old_logp, ref_logp, rm_scores.to(old_logp.device), mask,
@@ -463,7 +468,8 @@ def ppo_update(
             sub = _rows(rollout.batch, idx)
             cols = slice(0, sub.input_ids.shape[1] - 1)  # the per-token tensors, trimmed alike
             mask = rollout.mask[idx, cols]
-            logp, entropy, values = policy(sub)
+            with autocast(config.precision, config.device):
+                logp, entropy, values = policy(sub)
             policy_loss, metrics = clipped_token_loss(
                 logp, rollout.old_logp[idx, cols], rollout.advantages[idx, cols], mask,
                 clip_low=config.clip_eps, clip_high=config.clip_eps, aggregation="token",
