@@ -56,6 +56,22 @@ def test_self_play_targets_are_outcomes_from_the_mover_point_of_view():
         start += length
 
 
+def test_value_target_mixes_the_outcome_and_the_root_value():
+    """``(1 - m) z + m Q``: the games do not depend on m, so m = 0.5 gives the mean of the
+    m = 0 targets (outcomes) and the m = 1 targets (root values, each in [-1, 1])."""
+    game = TicTacToe()
+    targets = {}
+    for m in (0.0, 1.0, 0.5):
+        config = AlphaZeroConfig(games_per_iteration=4, simulations=6, augment=False,
+                                 value_target_q=m)  # fmt: skip
+        torch.manual_seed(0)
+        net = PolicyValueNet(game, config).eval()
+        targets[m] = self_play(game, net, config, np.random.default_rng(0)).z
+    assert set(np.unique(targets[0.0])) <= {-1.0, 0.0, 1.0}
+    assert np.abs(targets[1.0]).max() <= 1.0 and not np.array_equal(targets[1.0], targets[0.0])
+    np.testing.assert_allclose(targets[0.5], (targets[0.0] + targets[1.0]) / 2, rtol=1e-6)
+
+
 def test_augmentation_multiplies_samples_by_the_symmetries():
     game = TicTacToe()
     config = AlphaZeroConfig(games_per_iteration=2, simulations=2)
@@ -81,6 +97,7 @@ def test_sample_buffer_is_a_ring():
         ("noise_fraction", 1.5, r"noise_fraction must be in \[0, 1\]"),
         ("net", "transformer", "net must be mlp or resnet"),
         ("lr", 0.0, "lr must be > 0"),
+        ("value_target_q", 1.5, r"value_target_q must be in \[0, 1\]"),
         ("lr_final", 0.01, r"lr_final must be in \(0, lr=0.002\]"),
     ],
 )

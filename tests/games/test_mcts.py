@@ -142,19 +142,53 @@ def test_kernel_search_gives_the_python_searchs_counts(game_name):
     generator (root noise), same visit counts, over positions where some walks end in won,
     lost and drawn games (tic-tac-toe's late positions, 300 simulations)."""
     from rlx.games import make
-    from rlx.games.mcts import python_search
+    from rlx.games.mcts import python_search_with_values
     from rlx.games.puct_kernel import has_kernel
-    from rlx.games.puct_kernel import search as kernel_search
+    from rlx.games.puct_kernel import search_with_values as kernel_search
 
     game = make(game_name)
     assert has_kernel(game)
     states = _random_positions(game, 12, 8 if game_name == "tictactoe" else 20, seed=3)
     evaluate = _network_evaluator(game, seed=0)
     for config in (SearchConfig(300, 1.5, 1.0, 0.25), SearchConfig(50, 4.0, 0.3, 0.0, fpu=-1.0)):
-        fast = kernel_search(game, states, evaluate, config, np.random.default_rng(7))
-        slow = python_search(game, states, evaluate, config, np.random.default_rng(7))
+        fast, fast_q = kernel_search(game, states, evaluate, config, np.random.default_rng(7))
+        slow, slow_q = python_search_with_values(
+            game, states, evaluate, config, np.random.default_rng(7)
+        )
         np.testing.assert_array_equal(fast, slow)
         assert (fast.sum(axis=1) == config.simulations).all()
+        np.testing.assert_allclose(fast_q, slow_q, rtol=1e-12, atol=1e-12)
+        assert np.abs(fast_q).max() <= 1.0 and np.abs(fast_q).max() > 0
+
+
+@pytest.mark.parametrize("game_name", ["tictactoe", "connect4"])
+def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
+    """An evaluator that says v = 0.3 for the player to move everywhere: a one-ply walk backs
+    up -0.3 to the root, a two-ply walk +0.3. With as many simulations as moves, every walk
+    ends one ply down (unvisited moves first: their fpu of +1 beats any Q), so Q(root) = -0.3;
+    a won move backs up +1 (the mover's win) instead."""
+    from rlx.games import make
+    from rlx.games.mcts import python_search_with_values, search_with_values
+
+    game = make(game_name)
+
+    def constant(planes, legal):
+        return legal / legal.sum(axis=1, keepdims=True), np.full(len(planes), 0.3)
+
+    start = game.initial_state()
+    config = SearchConfig(game.num_actions, 1.0, 1.0, 0.0, fpu=1.0)
+    for run in (search_with_values, python_search_with_values):
+        counts, q = run(game, [start], constant, config, np.random.default_rng(0))
+        assert counts[0].tolist() == [1.0] * game.num_actions
+        assert q[0] == pytest.approx(-0.3)
+    # tic-tac-toe, X to move with a win at 2: one of the 9 - 4 = 5 walks wins (+1), the others
+    # back up -0.3 each: Q = (1 - 4 * 0.3) / 5
+    if game_name == "tictactoe":
+        state = play(game, [0, 3, 1, 4])
+        config = SearchConfig(5, 1.0, 1.0, 0.0, fpu=1.0)
+        for run in (search_with_values, python_search_with_values):
+            _, q = run(game, [state], constant, config, np.random.default_rng(0))
+            assert q[0] == pytest.approx((1 - 4 * 0.3) / 5)
 
 
 def test_kernel_search_rejects_a_finished_game():

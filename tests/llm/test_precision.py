@@ -68,6 +68,19 @@ def test_bf16_mixed_forward_and_gradient_are_close_to_float32(files):
     assert F.cosine_similarity(grad, ref_grad, dim=0) > 0.999
 
 
+def test_eager_attention_reaches_a_model_inside_a_wrapper(files):
+    """A reward model wraps its sequence classifier: the switch finds it, and puts it back."""
+    from rlx.llm.stages.reward_model import ScalarHeadRewardModel, sequence_classifier_from
+
+    _, path = files
+    classifier, _ = sequence_classifier_from(path, 0, "cpu", None)
+    wrapper = ScalarHeadRewardModel(classifier)
+    with attention_for(wrapper, "bf16-mixed"):
+        assert classifier.config._attn_implementation == "eager"
+        assert classifier.model.config._attn_implementation == "eager"
+    assert classifier.config._attn_implementation == "sdpa"
+
+
 def _metrics(run_dir):
     return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
 

@@ -6,9 +6,12 @@ One iteration, read top to bottom in :func:`train`:
    with PUCT search (:mod:`rlx.games.mcts`), Dirichlet noise at the root and moves drawn from
    ``pi(a) ∝ N(s, a)`` for the first ``temperature_moves`` plies, the most visited move after.
    Every position gives a sample ``(s, pi, z)``: the root's visit distribution ``pi`` and the
-   final outcome ``z`` from the point of view of the player to move in ``s``. Each sample enters
-   the replay buffer with its board symmetries (8 for tic-tac-toe, 2 for Connect Four).
-2. **Training.** ``train_steps`` minibatches from the buffer, minimising (Silver et al., 2018)
+   final outcome ``z`` from the point of view of the player to move in ``s`` (with
+   ``value_target_q = m``, ``(1 - m) z + m Q``, ``Q`` the search's mean value at the root: a
+   target with less noise than one game's outcome). Each sample enters the replay buffer with
+   its board symmetries (8 for tic-tac-toe, 2 for Connect Four).
+2. **Training.** ``train_steps`` minibatches from the buffer (learning rate ``lr``, or a cosine
+   decay to ``lr_final`` over the iterations), minimising (Silver et al., 2018)
 
        L(theta) = (z - v)^2 - pi^T log p + c ||theta||^2,     (p, v) = f_theta(s)
 
@@ -48,7 +51,7 @@ from rlx.errors import CheckpointError, ConfigError
 from rlx.games import make
 from rlx.games.base import Game, GameState, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
-from rlx.games.mcts import SearchConfig, choose, search, visit_policy
+from rlx.games.mcts import SearchConfig, choose, search, search_with_values, visit_policy
 
 
 # ============================================================================ config
@@ -67,6 +70,9 @@ class AlphaZeroConfig:
         noise_fraction: share of the root prior replaced by noise in self-play.
         temperature_moves: plies played by sampling ``pi ∝ N``; later plies take the most
             visited move.
+        value_target_q: weight ``m`` of the root's search value in the value target,
+            ``(1 - m) z + m Q`` with ``Q = sum_a W(a) / sum_a N(a)`` of the move's search; 0:
+            the game's outcome ``z`` alone (AlphaZero's target).
         augment: add every board symmetry of each sample to the replay buffer.
         buffer_size: positions kept in the replay buffer (the oldest leave first).
         batch_size: positions per gradient step.
@@ -102,6 +108,7 @@ class AlphaZeroConfig:
     dirichlet_alpha: float = 1.0
     noise_fraction: float = 0.25
     temperature_moves: int = 4
+    value_target_q: float = 0.0
     augment: bool = True
     buffer_size: int = 40_000
     batch_size: int = 256
@@ -135,6 +142,8 @@ class AlphaZeroConfig:
         _at_least(self, 0, "train_steps", "temperature_moves", "eval_games")
         if self.net not in ("mlp", "resnet"):
             raise ConfigError(f"net must be mlp or resnet, not {self.net!r}.")
+        if not 0.0 <= self.value_target_q <= 1.0:
+            raise ConfigError(f"value_target_q must be in [0, 1], not {self.value_target_q}.")
         if not 0.0 <= self.noise_fraction <= 1.0:
             raise ConfigError(f"noise_fraction must be in [0, 1], not {self.noise_fraction}.")
         for name in ("c_puct", "dirichlet_alpha", "lr"):
@@ -302,22 +311,27 @@ class SelfPlayResult:
 def self_play(
     game: Game, net: PolicyValueNet, config: AlphaZeroConfig, rng: np.random.Generator
 ) -> SelfPlayResult:
-    """Play ``games_per_iteration`` games together; samples ``(s, pi, z)`` from every move."""
+    """Play ``games_per_iteration`` games together; samples ``(s, pi, z)`` from every move
+    (``z`` mixed with the search's root value by ``value_target_q``)."""
     states = [game.initial_state() for _ in range(config.games_per_iteration)]
-    history: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[] for _ in states]
+    history: list[list[tuple[np.ndarray, np.ndarray, int, float]]] = [[] for _ in states]
     evaluate, search_config = evaluator(net), config.search(selfplay=True)
     net.eval()
     while open_games := [i for i, s in enumerate(states) if not s.is_terminal]:
-        counts = search(game, [states[i] for i in open_games], evaluate, search_config, rng)
-        for i, n in zip(open_games, counts, strict=True):
+        counts, values = search_with_values(
+            game, [states[i] for i in open_games], evaluate, search_config, rng
+        )
+        for i, n, q in zip(open_games, counts, values, strict=True):
             state = states[i]
-            history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play))
+            history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play, q))
             temperature = 1.0 if state.moves < config.temperature_moves else 0.0
             states[i] = game._play(state, choose(n, temperature, rng))
     planes, pis, zs = [], [], []
+    m = config.value_target_q
     for game_history, final in zip(history, states, strict=True):
-        for p, pi, to_play in game_history:
+        for p, pi, to_play, q in game_history:
             z = float(final.result * to_play)
+            z = (1.0 - m) * z + m * float(q) if m else z
             for sp, spi in game.symmetries(p, pi) if config.augment else [(p, pi)]:
                 planes.append(sp)
                 pis.append(spi)

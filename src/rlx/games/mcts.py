@@ -150,11 +150,29 @@ def search(
 
     Tic-tac-toe and Connect Four run in numba kernels (:mod:`rlx.games.puct_kernel`), other
     games in :func:`python_search`; both give the same counts."""
+    return search_with_values(game, states, evaluate, config, rng)[0]
+
+
+def search_with_values(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`search`'s visit counts ``[B, A]`` and each root's search value ``[B]``,
+    ``Q = sum_a W(a) / sum_a N(a)`` for its player to move (the mean of every backed-up
+    simulation)."""
     from rlx.games import puct_kernel  # here, not above: it imports this module
 
     if puct_kernel.has_kernel(game):
-        return puct_kernel.search(game, states, evaluate, config, rng)
-    return python_search(game, states, evaluate, config, rng)
+        return puct_kernel.search_with_values(game, states, evaluate, config, rng)
+    return python_search_with_values(game, states, evaluate, config, rng)
+
+
+def root_values(n: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_a W(a) / sum_a N(a)`` of each root's edges ``[B, A]`` (0 before any visit)."""
+    return w.sum(axis=-1) / np.maximum(n.sum(axis=-1), 1.0)
 
 
 def python_search(
@@ -165,6 +183,17 @@ def python_search(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """:func:`search` in plain Python on :class:`GameState` objects: any game."""
+    return python_search_with_values(game, states, evaluate, config, rng)[0]
+
+
+def python_search_with_values(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`search_with_values` in plain Python: any game."""
     expanded = _expand(states, game, evaluate)
     roots = []
     for state, (prior, legal, _) in zip(states, expanded, strict=True):
@@ -178,7 +207,8 @@ def python_search(
             if prior is not None:
                 parent.children[action] = Node(leaf, prior, legal)
             _backup(path, value)
-    return np.stack([root.n for root in roots])
+    n = np.stack([root.n for root in roots])
+    return n, root_values(n, np.stack([root.w for root in roots]))
 
 
 def choose(counts: np.ndarray, temperature: float, rng: np.random.Generator) -> int:

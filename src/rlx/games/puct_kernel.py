@@ -31,7 +31,7 @@ from numba import njit
 
 from rlx.errors import EnvError
 from rlx.games.base import Game, GameState, IllegalMoveError
-from rlx.games.mcts import Evaluator, SearchConfig, add_root_noise
+from rlx.games.mcts import Evaluator, SearchConfig, add_root_noise, root_values
 from rlx.games.rollout_mcts import (
     _C4_HEIGHT,
     _C4_ROWS,
@@ -241,6 +241,17 @@ def search(
 ) -> np.ndarray:
     """:func:`rlx.games.mcts.search` for tic-tac-toe and Connect Four: visit counts ``[B, A]``
     of the (non-terminal) ``states``, searched together."""
+    return search_with_values(game, states, evaluate, config, rng)[0]
+
+
+def search_with_values(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rlx.games.mcts.search_with_values` for tic-tac-toe and Connect Four."""
     kind = _kernel_kind(game)
     if kind is None:
         raise EnvError(f"the PUCT kernels play tictactoe and connect4, not {game.name}.")
@@ -270,4 +281,4 @@ def search(
             t.position, t.mask, t.moves, t.prior, t.n, t.w, t.child, t.size, path, depth,
             leaf, leaf_value, priors, values,
         )  # fmt: skip
-    return t.n[:, 0].copy()
+    return t.n[:, 0].copy(), root_values(t.n[:, 0], t.w[:, 0])
