@@ -75,7 +75,7 @@ class StageConfig:
     precision: str = "fp32"
     """training forward passes: fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
     weights, gradients, optimizer and losses stay float32; pays on CPUs with AVX512-BF16 or AMX
-    and on recent GPUs: a 1M Llama's SFT ran 1.36x faster here)"""
+    and on recent GPUs: a 1M Llama's SFT ran 1.3x faster here)"""
     num_threads: int | None = None
     """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
 
