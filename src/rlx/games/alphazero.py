@@ -183,11 +183,12 @@ PRESETS = {
         "dirichlet_alpha": 1.0,
         "temperature_moves": 10,
         "buffer_size": 60_000,
-        "train_steps": 100,
+        # 200 gradient steps per iteration: of 50-400 the best use of the hour (see the README)
+        "train_steps": 200,
         "lr": 1e-3,
-        # about 60 CPU minutes on one core (the budget): 211 iterations took 59.4 in
-        # benchmarks/bench_alphazero_connect4.py, then 86% against mcts-200
-        "iterations": 200,
+        # about 60 CPU minutes on one core (the budget): 150 iterations took 58.1 in
+        # benchmarks/bench_alphazero_connect4.py, then 94% against mcts-200, 82% against mcts-1000
+        "iterations": 150,
         "eval_every": 50,  # an arena of 50 games against mcts-200 takes about a minute and a half
         "eval_games": 50,
         "eval_opponents": ("random", "mcts-200"),
