@@ -193,7 +193,7 @@ def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
 
 def test_kernel_search_rejects_a_finished_game():
     from rlx.games import IllegalMoveError
-    from rlx.games.puct_kernel import search as kernel_search
+    from rlx.games.puct_kernel import search_with_values as kernel_search
 
     game = TicTacToe()
     won = play(game, [0, 3, 1, 4, 2])

@@ -232,18 +232,6 @@ def _plant_roots(
     return trees
 
 
-def search(
-    game: Game,
-    states: Sequence[GameState],
-    evaluate: Evaluator,
-    config: SearchConfig,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """:func:`rlx.games.mcts.search` for tic-tac-toe and Connect Four: visit counts ``[B, A]``
-    of the (non-terminal) ``states``, searched together."""
-    return search_with_values(game, states, evaluate, config, rng)[0]
-
-
 def search_with_values(
     game: Game,
     states: Sequence[GameState],
@@ -251,7 +239,8 @@ def search_with_values(
     config: SearchConfig,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`rlx.games.mcts.search_with_values` for tic-tac-toe and Connect Four."""
+    """:func:`rlx.games.mcts.search_with_values` for tic-tac-toe and Connect Four: visit counts
+    ``[B, A]`` and root values ``[B]`` of the (non-terminal) ``states``, searched together."""
     kind = _kernel_kind(game)
     if kind is None:
         raise EnvError(f"the PUCT kernels play tictactoe and connect4, not {game.name}.")
