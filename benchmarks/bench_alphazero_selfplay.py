@@ -54,10 +54,11 @@ def timed_evaluator(net: az.PolicyValueNet, clock: list[float], calls: list[int]
 def one_iteration(config: az.AlphaZeroConfig, net: az.PolicyValueNet, python: bool) -> dict:
     """Self-play ``config.games_per_iteration`` games; timings and the games' results."""
     clock, calls = [0.0], [0]
-    search = mcts.python_search if python else mcts.search
+    # self-play calls search_with_values (counts and root values): the tree under test
+    search = mcts.python_search_with_values if python else mcts.search_with_values
     with (
         mock.patch.object(az, "evaluator", lambda n: timed_evaluator(n, clock, calls)),
-        mock.patch.object(az, "search", search),
+        mock.patch.object(az, "search_with_values", search),
     ):
         t0 = time.perf_counter()
         played = az.self_play(ConnectFour(), net, config, np.random.default_rng(0))

@@ -42,6 +42,8 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
+from precision import default_configs  # noqa: E402  (benchmarks/precision.py)
+
 PROMPTS, G, MAX_TOKENS, BETA = 8, 8, 5, 0.04
 
 
@@ -114,11 +116,13 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=list(CONFIGS),
+        default=None,
         choices=CONFIGS,
-        help="library and precision (-bf16: bfloat16 autocast, fp32 weights)",
+        help="library and precision (-bf16: bfloat16 autocast, fp32 weights; default: all, "
+        "float32 only on a CPU without native bfloat16)",
     )
     args = parser.parse_args()
+    args.configs = args.configs or default_configs(CONFIGS, lambda c: c.endswith("-bf16"))
     torch.set_num_threads(1)
     # torch.optim imports torch._dynamo on first use, and trl is slow to import: not on a clock
     importlib.import_module("torch._dynamo")

@@ -89,6 +89,8 @@ from collections.abc import Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from precision import default_configs  # noqa: E402  (benchmarks/precision.py)
+
 THREADS = 1
 MODEL = {"hidden_size": 160, "num_layers": 4, "num_heads": 4}  # 1,030,560 parameters
 N_SFT, N_PAIRS, N_TEST, N_TEST_PAIRS = 4000, 2000, 500, 300
@@ -592,8 +594,9 @@ def main() -> int:
     parser.add_argument("--stages", nargs="+", choices=list(STAGES), default=list(STAGES))
     parser.add_argument("--skip-rlx", action="store_true", help="TRL only")
     parser.add_argument("--skip-trl", action="store_true", help="rlx only")
-    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS),
-                        help="library and precision configurations to run")  # fmt: skip
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=None,
+                        help="library and precision configurations to run (default: all; "
+                             "float32 only on a CPU without native bfloat16)")  # fmt: skip
     parser.add_argument(
         "--seeds", "--seed", type=int, nargs="+", default=[0, 1, 2],
         help="model initialisation and trainer seeds; the report gives medians",
@@ -603,7 +606,8 @@ def main() -> int:
     if importlib.util.find_spec("trl") is None and not args.skip_trl:
         print("TRL is not installed (pip install trl): rlx runs alone")
         skipped["TRL"] = True
-    libraries = [c for c in args.configs if not skipped[CONFIGS[c][0]]]
+    configs = args.configs or default_configs(CONFIGS, lambda c: CONFIGS[c][1] == "bf16-mixed")
+    libraries = [c for c in configs if not skipped[CONFIGS[c][0]]]
     if not libraries:
         parser.error("--skip-rlx and --skip-trl leave nothing to run")
     stages = [name for name in STAGES if name in args.stages]

@@ -10,13 +10,15 @@ import torch
 
 import rlx
 from rlx.errors import ConfigError, EnvError
-from rlx.games import TicTacToe, solver
+from rlx.games import ConnectFour, TicTacToe, solver
 from rlx.games.alphazero import (
+    AlphaZeroAgent,
     AlphaZeroConfig,
     PolicyValueNet,
     SampleBuffer,
     alphazero_loss,
     learning_rate,
+    search_copy,
     self_play,
 )
 from rlx.games.evaluation import arena
@@ -37,6 +39,46 @@ def test_loss_matches_a_direct_evaluation():
     assert parts["policy_loss"].item() == pytest.approx(ce, rel=1e-6)
     assert parts["value_loss"].item() == pytest.approx(mse, rel=1e-6)
     assert loss.item() == pytest.approx(ce + mse, rel=1e-6)
+
+
+def _trained_looking_resnet() -> PolicyValueNet:
+    """The connect4 network with batch-norm statistics and affine weights away from their
+    initial 0 / 1, so that folding them into the convolutions changes the weights."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(ConnectFour(), AlphaZeroConfig(net="resnet", channels=16, blocks=2))
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.normal_(0, 0.3)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.normal_(1.0, 0.2)
+                m.bias.normal_(0.0, 0.2)
+    return net.eval()
+
+
+def test_search_copy_folds_batch_norm_and_computes_the_same_outputs():
+    net = _trained_looking_resnet()
+    frozen = search_copy(net)
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in frozen.modules())
+    planes = torch.randn(16, 3, 6, 7)
+    with torch.no_grad():
+        (logits, values), (frozen_logits, frozen_values) = net(planes), frozen(planes)
+    torch.testing.assert_close(frozen_logits, logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(frozen_values, values, rtol=1e-5, atol=1e-5)
+    assert not net.training and isinstance(next(net.modules()), PolicyValueNet)  # net untouched
+
+
+def test_agent_searches_a_frozen_copy_until_refreshed():
+    game, net = ConnectFour(), _trained_looking_resnet()
+    agent = AlphaZeroAgent(game, net, AlphaZeroConfig(net="resnet", channels=16, blocks=2))
+    state = game.initial_state()
+    before, _ = agent.policy_value(state)
+    with torch.no_grad():
+        net.policy[-1].bias[3] += 5.0  # "training": column 3 becomes the favourite
+    np.testing.assert_allclose(agent.policy_value(state)[0], before)  # still the frozen copy
+    agent.refresh()
+    after, _ = agent.policy_value(state)
+    assert after[3] > before[3] + 0.3
 
 
 def test_self_play_targets_are_outcomes_from_the_mover_point_of_view():

@@ -44,9 +44,11 @@ def test_sft_lifts_exact_match_far_above_its_start(arithmetic):
 
 def test_reward_model_separates_correct_sums_on_held_out_pairs(arithmetic):
     root = arithmetic["root"]
-    llm.write_jsonl(root / "gold.jsonl", llm.arithmetic_preferences(2000, seed=1, mistake="random"))
+    # 4,000 pairs and 600 steps: 97% held out (2,000 and 300 reached 89.5-93% on one CPU and
+    # over 90% on another, too close to the bar for a test)
+    llm.write_jsonl(root / "gold.jsonl", llm.arithmetic_preferences(4000, seed=1, mistake="random"))
     rm = llm.reward_model(arithmetic["sft"].model_dir, root / "gold.jsonl", run_dir=root / "rm",
-                          steps=300, batch_size=32, learning_rate=1e-4, **QUIET)  # fmt: skip
+                          steps=600, batch_size=32, learning_rate=1e-4, **QUIET)  # fmt: skip
     assert rm.metrics["eval_pair_accuracy"] >= 0.9, rm.metrics
     # the saved model scores fresh pairs the same way
     fresh = llm.arithmetic_preferences(200, seed=7, mistake="random")
@@ -86,15 +88,17 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
     must raise the reward model's score (a sign error lowers it) while the answers lengthen and
     the gold reward (exact match) falls, and the doctor must name the reward hacking and the
-    length bias from the run folder alone. Measured: rm_score -1.1 -> 2.8, length 3.7 -> 5.0
-    tokens, gold 0.22 -> 0, the score's correlation with length within a step 0.57 (median)."""
+    length bias from the run folder alone. Measured over 50 steps (first 5 -> last 5 steps):
+    rm_score -0.1 -> 3.2, length 3.85 -> 5.0 tokens, gold 0.08 -> 0. (With 30 steps one CPU
+    gave rm_score -1.1 -> 2.8 and length 3.7 -> 5.0, another length 3.84 -> 4.3 only: the
+    float rounding of the CPU's kernels moves such short runs.)"""
     import json
 
     import rlx
 
     root = arithmetic["root"] / "rlhf-lb"
     result = llm.rlhf_pipeline("length-biased", root, sft_model=arithmetic["sft"].model_dir,
-                               rm_steps=150, progress=False, steps=30, batch_size=32,
+                               rm_steps=150, progress=False, steps=50, batch_size=32,
                                max_new_tokens=8, learning_rate=1e-4)  # fmt: skip
     rows = [json.loads(x) for x in (root / "ppo" / "metrics.jsonl").read_text().splitlines()]
 

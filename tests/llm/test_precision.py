@@ -146,3 +146,33 @@ def test_an_unknown_precision_is_one_clear_error(files, tmp_path):
     with pytest.raises(ConfigError, match="precision='fp16' must be one of fp32, bf16-mixed"):
         llm.sft(model, root / "sft.jsonl", run_dir=tmp_path / "r", precision="fp16")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_mixed_on_a_cpu_without_bfloat16_warns_once(files, monkeypatch, capsys, native):
+    """Without AVX512-BF16 or AMX, PyTorch emulates bfloat16 and a step runs about 10x slower
+    than float32: the user hears it once per process; with them, nothing is said."""
+    from rlx.llm import training
+
+    _, path = files
+    model, _ = load_model(path)
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: native)
+    training._warn_emulated_bf16.cache_clear()
+    for _ in range(2):
+        with attention_for(model, "bf16-mixed"):
+            pass
+    with attention_for(model, "fp32"):
+        pass
+    err = capsys.readouterr().err
+    if native:
+        assert "bf16" not in err
+    else:
+        assert err.count("precision='bf16-mixed' on a CPU without bfloat16") == 1
+        assert "precision='fp32'" in err
+    training._warn_emulated_bf16.cache_clear()
+
+
+def test_cpu_has_bf16_reports_a_bool():
+    from rlx.llm.training import cpu_has_bf16
+
+    assert isinstance(cpu_has_bf16(), bool)

@@ -30,6 +30,7 @@ the iteration; a resumed run continues as the uninterrupted one would have.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import multiprocessing
@@ -42,6 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from rlx import registry
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
@@ -248,13 +250,30 @@ class _ResidualBlock(nn.Module):
         return F.relu(x + self.conv2(self.conv1(x)))
 
 
+def search_copy(net: PolicyValueNet) -> nn.Module:
+    """A frozen copy of ``net`` for search, in evaluation mode: each batch norm folded into the
+    convolution before it (``w' = w gamma / sqrt(var + eps)``, ``b' = (b - mu) gamma /
+    sqrt(var + eps) + beta``) and, for the residual network, channels-last memory. The same
+    outputs to float rounding, 1.5-1.6x faster on CPU at self-play's batches of 8-64."""
+    folded = copy.deepcopy(net).eval()
+    for sequence in [m for m in folded.modules() if isinstance(m, nn.Sequential)]:
+        for i in range(len(sequence) - 1):
+            conv, norm = sequence[i], sequence[i + 1]
+            if isinstance(conv, nn.Conv2d) and isinstance(norm, nn.BatchNorm2d):
+                sequence[i], sequence[i + 1] = fuse_conv_bn_eval(conv, norm), nn.Identity()
+    if any(isinstance(m, nn.Conv2d) for m in folded.modules()):
+        folded = folded.to(memory_format=torch.channels_last)
+    return folded.requires_grad_(False)
+
+
 def evaluator(net: PolicyValueNet):
     """The search's ``evaluate(planes, legal) -> (priors, values)``: the policy renormalised
-    over the legal moves."""
+    over the legal moves, computed by a :func:`search_copy` of ``net`` as it is now."""
+    frozen = search_copy(net)
 
     def evaluate(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with torch.inference_mode():
-            logits, values = net(torch.from_numpy(planes))
+            logits, values = frozen(torch.from_numpy(planes))
             logits = logits.masked_fill(~torch.from_numpy(legal), -torch.inf)
             return torch.softmax(logits, -1).numpy(), values.numpy()
 
@@ -441,6 +460,8 @@ def train_network(
     totals = torch.zeros(3)
     for _ in range(config.train_steps):
         planes, pi, z = buffer.sample(config.batch_size, rng)
+        if config.net == "resnet":
+            planes = planes.contiguous(memory_format=torch.channels_last)
         logits, values = net(planes)
         loss, parts = alphazero_loss(logits, values, pi, z)
         optimizer.zero_grad(set_to_none=True)
@@ -462,6 +483,17 @@ class AlphaZeroAgent:
         self.game, self.net, self.config = game, net.eval(), config
         self.rng = np.random.default_rng(config.seed)
         self.run_dir = None
+        self._evaluate: Any = None
+
+    def refresh(self) -> None:
+        """Search with ``net``'s current weights from the next move on (the search runs a
+        frozen copy, made once: call this after training ``net`` further)."""
+        self._evaluate = None
+
+    def _evaluator(self):
+        if self._evaluate is None:
+            self._evaluate = evaluator(self.net)
+        return self._evaluate
 
     def act(self, state: GameState, simulations: int | None = None) -> int:
         """The move to play in ``state`` (not a terminal one)."""
@@ -470,14 +502,14 @@ class AlphaZeroAgent:
         config = self.config.search(selfplay=False)
         if simulations is not None:
             config = SearchConfig(simulations, config.c_puct)
-        counts = search(self.game, [state], evaluator(self.net), config, self.rng)[0]
+        counts = search(self.game, [state], self._evaluator(), config, self.rng)[0]
         return choose(counts, 0.0, self.rng)
 
     __call__ = act
 
     def policy_value(self, state: GameState) -> tuple[np.ndarray, float]:
         """The network's prior over legal moves and its value for the player to move."""
-        priors, values = evaluator(self.net)(
+        priors, values = self._evaluator()(
             self.game.encode(state)[None], self.game.legal_mask(state)[None]
         )
         return priors[0], float(values[0])
@@ -502,6 +534,9 @@ class Learner:
     def create(cls, game: Game, config: AlphaZeroConfig) -> Learner:
         rng = seed_everything(config.seed)
         net = PolicyValueNet(game, config)
+        if config.net == "resnet":
+            # channels-last convolutions: a training step of the connect4 preset 1.2x faster
+            net = net.to(memory_format=torch.channels_last)
         optimizer = torch.optim.Adam(
             net.parameters(), lr=config.lr, weight_decay=config.weight_decay
         )
@@ -588,6 +623,7 @@ def one_iteration(learner: Learner, pool: SelfPlayPool, iteration: int) -> dict[
 def evaluate(agent: AlphaZeroAgent, seed: int) -> dict[str, float]:
     """The arena against the config's opponents, as ``vs_<name>_win|draw|loss`` rates."""
     config = agent.config
+    agent.refresh()  # the network has trained since the last arena
     agent.rng = np.random.default_rng(seed)
     return arena_metrics(
         arena(agent.game, agent, config.eval_opponents, config.eval_games, config.seed)

@@ -14,7 +14,9 @@ The schedule is linear warm-up over ``warmup_ratio`` of the steps, then linear d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -75,7 +77,8 @@ class StageConfig:
     precision: str = "fp32"
     """training forward passes: fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
     weights, gradients, optimizer and losses stay float32; pays on CPUs with AVX512-BF16 or AMX
-    and on recent GPUs: a 1M Llama's SFT ran 1.3x faster here)"""
+    and on recent GPUs: a 1M Llama's SFT ran 1.3x faster on such a CPU, and 10x slower on an
+    AVX2-only one, where PyTorch emulates bfloat16: rlx warns there)"""
     num_threads: int | None = None
     """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
 
@@ -230,6 +233,8 @@ def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[Non
     batched matmuls do not (measured on a 1M Llama: 103 ms per step with SDPA, 50 with eager).
     """
     on_cpu = model is not None and next(model.parameters()).device.type == "cpu"
+    if precision == "bf16-mixed" and on_cpu and not cpu_has_bf16():
+        _warn_emulated_bf16()
     switched = _sdpa_models(model) if precision == "bf16-mixed" and on_cpu else []
     for hf_model in switched:
         hf_model.set_attn_implementation("eager")
@@ -238,6 +243,21 @@ def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[Non
     finally:
         for hf_model in switched:
             hf_model.set_attn_implementation("sdpa")
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX, as
+    oneDNN, PyTorch's CPU backend, detects them); without, PyTorch emulates them slowly."""
+    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    return True if check is None else bool(check())  # unknown: assume native, do not warn
+
+
+@functools.cache
+def _warn_emulated_bf16() -> None:
+    print("rlx: precision='bf16-mixed' on a CPU without bfloat16 instructions (AVX512-BF16 or "
+          "AMX): PyTorch emulates them, and a training step runs about 10x slower than in fp32 "
+          "(a 1M Llama on an AVX2 AMD EPYC); use precision='fp32' on this machine.",
+          file=sys.stderr)  # fmt: skip
 
 
 def _sdpa_models(model: torch.nn.Module | None) -> list[torch.nn.Module]:
