@@ -254,7 +254,7 @@ def search_copy(net: PolicyValueNet) -> nn.Module:
     """A frozen copy of ``net`` for search, in evaluation mode: each batch norm folded into the
     convolution before it (``w' = w gamma / sqrt(var + eps)``, ``b' = (b - mu) gamma /
     sqrt(var + eps) + beta``) and, for the residual network, channels-last memory. The same
-    outputs to float rounding, 1.5-1.6x faster on CPU at self-play's batches of 8-64."""
+    outputs to float rounding, 1.3-1.6x faster on CPU at self-play's batches of 8-64."""
     folded = copy.deepcopy(net).eval()
     for sequence in [m for m in folded.modules() if isinstance(m, nn.Sequential)]:
         for i in range(len(sequence) - 1):
