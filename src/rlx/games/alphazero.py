@@ -190,7 +190,8 @@ PRESETS = {
         "lr": 1e-3,
         # about 60 CPU minutes on one core (the budget): 150 iterations took 58.1 in
         # benchmarks/bench_alphazero_connect4.py, then 94% / 82% against mcts-200 / mcts-1000
-        # (seed 0; seed 1: 76% / 68%)
+        # (seed 0; seed 1: 76% / 68%; on an AVX2-only CPU 145-146 iterations fit 59 minutes:
+        # seed 1 80% / 64%, seed 2 76% / 52%)
         "iterations": 150,
         "eval_every": 50,  # an arena of 50 games against mcts-200 takes about a minute and a half
         "eval_games": 50,
