@@ -145,7 +145,6 @@ def test_train_q_learning_writes_a_run_folder_and_load_gives_the_same_policy(tmp
     same = rlx.tabular.q_learning("FrozenLake-v1", episodes=20000, seed=3)
     np.testing.assert_array_equal(agent.policy, same.policy)
     np.testing.assert_array_equal(agent.Q, same.Q)
-    assert rlx.tabular.check(agent, rlx.mdp.from_gymnasium("FrozenLake-v1")).optimal_action_share
 
 
 def test_solve_prints_values_and_a_policy_of_arrows(capsys):

@@ -9,6 +9,7 @@ import torch
 import rlx
 from rlx import registry
 from rlx.agents import ppo
+from rlx.core import manual_grad
 from rlx.core.on_policy import Batch
 from rlx.core.optim import Adam
 from rlx.core.policies import ActorCritic
@@ -125,7 +126,23 @@ def test_target_kl_stops_the_epochs_early(monkeypatch):
     assert len(steps) == config.num_minibatches  # one epoch, then its KL passed the target
 
 
-def test_value_clipping_runs(tmp_path):
+def test_value_clipping_reaches_the_loss_and_leaves_the_manual_gradient(tmp_path):
+    torch.manual_seed(0)
+    policy = ActorCritic(4, {"n": 2}, (16,))
+    config = ppo.PPOConfig(clip_value=0.2)
+    batch = toy_batch()
+    with torch.no_grad():
+        _, _, value = policy.evaluate(batch.obs, batch.actions)
+    # the rollout's V_old half a unit below V: every value moved past the clip of 0.2
+    batch.values = value - 0.5
+    _, metrics = ppo.ppo_loss(policy, batch, config, clip_eps=0.2)
+    v, r, old = value.numpy(), batch.returns.numpy(), batch.values.numpy()
+    clipped = 0.5 * np.mean(np.maximum((v - r) ** 2, (old + 0.2 - r) ** 2))
+    assert float(metrics[M.VALUE_LOSS]) == pytest.approx(clipped, rel=1e-5)
+    assert clipped > 0.5 * np.mean((v - r) ** 2) + 1e-3  # the clip changed the loss
+    # the hand-written gradient has no value clipping: such a config takes autograd
+    assert manual_grad.supports(policy, ppo.PPOConfig())
+    assert not manual_grad.supports(policy, config)
     train("ppo", "CartPole-v1", tmp_path / "run", total_steps=256, clip_value=0.2, **SMALL)
     assert summary(tmp_path / "run")["status"] == "completed"
 
@@ -199,7 +216,9 @@ def test_evaluation_lands_in_the_summary(tmp_path):
     rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", total_steps=256, eval_episodes=3,
               progress=False, **SMALL)  # fmt: skip
     s = summary(tmp_path / "run")
-    assert s["eval_episodes"] == 3 and s["eval_return_mean"] > 0
+    # the final policy's own evaluation (finish() evaluates on seed + 10,000), not any figure
+    again = rlx.evaluate(rlx.load(tmp_path / "run"), "CartPole-v1", episodes=3, seed=10_000)
+    assert s["eval_episodes"] == 3 and s["eval_return_mean"] == again.mean_return
 
 
 # ---------------------------------------------------------------------------- learning

@@ -130,6 +130,40 @@ def test_symmetries_move_board_and_policy_together(game, count):
         np.testing.assert_allclose(pi, policy.sum() * empty / empty.sum())
 
 
+def _square_symmetries(grid: np.ndarray) -> list[np.ndarray]:
+    """The 8 symmetries of a square grid (last two axes), computed here, not by rlx."""
+    turns = [np.rot90(grid, k, axes=(-2, -1)) for k in range(4)]
+    return turns + [np.flip(t, axis=-1) for t in turns]
+
+
+def test_tictactoe_symmetries_are_the_eight_distinct_transforms_applied_alike():
+    g = TicTacToe()
+    planes = g.encode(play(g, [0, 1, 5]))  # a position no symmetry maps onto itself
+    policy = np.arange(9, dtype=np.float64)  # distinct values pin down the transform
+    expected = list(zip(_square_symmetries(planes), _square_symmetries(policy.reshape(3, 3)),
+                        strict=True))  # fmt: skip
+    matched = []
+    for p, pi in g.symmetries(planes, policy):
+        # the board and the policy moved by the same transform, exactly one of the eight
+        hits = [i for i, (ep, epi) in enumerate(expected)
+                if np.array_equal(p, ep) and np.array_equal(pi.reshape(3, 3), epi)]  # fmt: skip
+        assert len(hits) == 1
+        matched.append(hits[0])
+    assert sorted(matched) == list(range(8))
+
+
+def test_connect_four_symmetry_is_the_left_right_mirror():
+    g = ConnectFour()
+    planes = g.encode(play(g, [0, 1, 1, 3]))
+    policy = np.arange(7, dtype=np.float64)
+    (p0, pi0), (p1, pi1) = g.symmetries(planes, policy)
+    np.testing.assert_array_equal(p0, planes)
+    np.testing.assert_array_equal(pi0, policy)
+    np.testing.assert_array_equal(p1, planes[..., ::-1])
+    np.testing.assert_array_equal(pi1, policy[::-1])
+    assert not np.array_equal(p1, planes)
+
+
 def test_make_by_name_and_unknown_game():
     assert isinstance(games.make("tictactoe"), TicTacToe)
     assert isinstance(games.make("connect-four"), ConnectFour)
