@@ -8,6 +8,8 @@ tests are skipped, so Ray never binds to or reaches another address.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rlx.distributed.netns import only_loopback
@@ -21,6 +23,8 @@ NOT_ISOLATED = (
 @pytest.fixture(scope="session")
 def ray_local():
     if not only_loopback():
+        if os.environ.get("RLX_REQUIRE_ISOLATION") == "1":  # CI: a skip would hide them
+            pytest.fail(NOT_ISOLATED)
         pytest.skip(NOT_ISOLATED)
     pytest.importorskip("ray")
     from rlx.distributed.ray_runtime import RaySession
