@@ -32,20 +32,28 @@ SLACK_S = 3.0
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 ISOLATION = current_isolation()
-# CI sets RLX_REQUIRE_ISOLATION=1: there the isolation tests run (and fail without it)
-REQUIRED = os.environ.get("RLX_REQUIRE_ISOLATION") == "1"
 needs_namespaces = pytest.mark.skipif(
-    not ISOLATION.namespaces and not REQUIRED,
+    not ISOLATION.namespaces,
     reason="needs network/PID/mount namespaces: run as root with a working `unshare`",
 )
 needs_uid_drop = pytest.mark.skipif(
-    ISOLATION.uids is None and not REQUIRED,
+    ISOLATION.uids is None,
     reason="needs the uid change: run as root, with an interpreter an unprivileged uid can run",
 )
 needs_process_isolation = pytest.mark.skipif(
-    not (ISOLATION.namespaces or ISOLATION.uids is not None) and not REQUIRED,
+    not (ISOLATION.namespaces or ISOLATION.uids is not None),
     reason="a fork bomb or kill(-1) without a PID namespace or uid change would hit the tests",
 )
+
+
+def test_ci_has_the_isolation_the_hostile_tests_need():
+    """CI sets RLX_REQUIRE_ISOLATION=1: there the isolation tests below must not skip. Failing here,
+    rather than running a fork bomb without a PID namespace, keeps the machine safe."""
+    if os.environ.get("RLX_REQUIRE_ISOLATION") != "1":
+        pytest.skip("isolation is required only where RLX_REQUIRE_ISOLATION=1 (CI)")
+    assert ISOLATION.namespaces, "no network/PID/mount namespaces: run as root with `unshare`"
+    assert ISOLATION.uids is not None, "no uid change: run as root"
+
 
 ADD_PROMPT = 'def add(a, b):\n    """The sum of a and b."""\n'
 ADD_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
