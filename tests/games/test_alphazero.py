@@ -114,6 +114,40 @@ def test_value_target_mixes_the_outcome_and_the_root_value():
     np.testing.assert_allclose(targets[0.5], (targets[0.0] + targets[1.0]) / 2, rtol=1e-6)
 
 
+@pytest.mark.parametrize("game", [TicTacToe(), ConnectFour()], ids=["tictactoe", "connect4"])
+def test_tree_reuse_plays_whole_games_for_fewer_network_evaluations(game, monkeypatch):
+    """With ``reuse_tree`` self-play still gives one target per move, outcomes from the mover's
+    point of view and visit distributions; its searches ask the network for fewer positions
+    per move (the kept subtree's visits are not searched again)."""
+    import rlx.games.alphazero as az
+
+    asked = []
+
+    def counting_evaluator(net):
+        evaluate = evaluator(net)
+
+        def count(planes, legal):
+            asked[-1] += len(planes)
+            return evaluate(planes, legal)
+
+        return count
+
+    evaluator = az.evaluator
+    monkeypatch.setattr(az, "evaluator", counting_evaluator)
+    for reuse in (False, True):
+        config = AlphaZeroConfig(games_per_iteration=6, simulations=24, augment=False,
+                                 reuse_tree=reuse, net="resnet", channels=8, blocks=1)  # fmt: skip
+        torch.manual_seed(0)
+        asked.append(0)
+        played = self_play(game, PolicyValueNet(game, config).eval(), config,
+                           np.random.default_rng(0))  # fmt: skip
+        assert len(played.z) == sum(played.lengths)
+        np.testing.assert_allclose(played.pi.sum(1), 1.0, rtol=1e-6)
+        assert set(np.unique(played.z)) <= {-1.0, 0.0, 1.0}
+        asked[-1] /= sum(played.lengths)  # positions evaluated per move
+    assert asked[1] < 0.9 * asked[0]
+
+
 def test_augmentation_multiplies_samples_by_the_symmetries():
     game = TicTacToe()
     config = AlphaZeroConfig(games_per_iteration=2, simulations=2)

@@ -191,6 +191,76 @@ def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
             assert q[0] == pytest.approx((1 - 4 * 0.3) / 5)
 
 
+@pytest.mark.parametrize("game_name", ["tictactoe", "connect4"])
+def test_tree_reuse_keeps_the_played_subtree_and_kernel_and_python_agree(game_name):
+    """Several moves of several games with the subtree of each played move kept: the kernels
+    give the Python tree's counts and values move after move; a kept root starts with the
+    played move's visits less the one that expanded it and searches up to ``simulations``
+    visits (at least a quarter new); the kept games ask the network for fewer positions."""
+    from rlx.games import make
+    from rlx.games.mcts import python_search_trees
+    from rlx.games.puct_kernel import search_trees as kernel_search_trees
+
+    game = make(game_name)
+    config = SearchConfig(40, 1.5, 1.0, 0.25)
+    network = _network_evaluator(game, seed=0)
+    asked = {"kept": 0, "fresh": 0}
+
+    def counting(key):
+        def evaluate(planes, legal):
+            asked[key] += len(planes)
+            return network(planes, legal)
+
+        return evaluate
+
+    for kept_trees in (False, True):
+        states = _random_positions(game, 6, 3, seed=5)
+        rng_kernel, rng_python, rng_moves = (np.random.default_rng(s) for s in (7, 7, 8))
+        kernel_kept = python_kept = None
+        expected_visits = np.full(len(states), config.simulations)
+        key = "kept" if kept_trees else "fresh"
+        for _ in range(4):
+            counts, q, kernel_trees = kernel_search_trees(
+                game, states, counting(key), config, rng_kernel, kernel_kept
+            )
+            slow, slow_q, python_trees = python_search_trees(
+                game, states, network, config, rng_python, python_kept
+            )
+            np.testing.assert_array_equal(counts, slow)
+            np.testing.assert_allclose(q, slow_q, rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(counts.sum(axis=1), expected_visits)
+            actions = [choose(n, 1.0, rng_moves) for n in counts]
+            states = [game.apply(s, a) for s, a in zip(states, actions, strict=True)]
+            rows = [b for b, s in enumerate(states) if not s.is_terminal]
+            states = [states[b] for b in rows]
+            if not kept_trees:
+                continue
+            kernel_kept = kernel_trees.after(rows, [actions[b] for b in rows], 40)
+            python_kept = python_trees.after(rows, [actions[b] for b in rows], 40)
+            before = np.array([counts[b, actions[b]] - 1 for b in rows])
+            np.testing.assert_array_equal(kernel_kept.n[:, 0].sum(axis=1), before)
+            expected_visits = before + np.maximum(config.simulations - before, 10)
+    assert asked["kept"] < asked["fresh"]
+
+
+@pytest.mark.parametrize("implementation", ["kernel", "python"])
+def test_kept_trees_must_match_the_positions_searched(implementation):
+    from rlx.games import EnvError
+    from rlx.games.mcts import python_search_trees
+    from rlx.games.puct_kernel import search_trees as kernel_search_trees
+
+    run = kernel_search_trees if implementation == "kernel" else python_search_trees
+    game = TicTacToe()
+    config = SearchConfig(10)
+    start = game.initial_state()
+    _, _, trees = run(game, [start], uniform, config, np.random.default_rng(0))
+    kept = trees.after([0], [4], 10)
+    with pytest.raises(EnvError, match="not rooted at the position"):
+        run(game, [game.apply(start, 0)], uniform, config, np.random.default_rng(0), kept)
+    with pytest.raises(EnvError, match="1 kept trees for 2 positions"):
+        run(game, [game.apply(start, 4)] * 2, uniform, config, np.random.default_rng(0), kept)
+
+
 def test_kernel_search_rejects_a_finished_game():
     from rlx.games import IllegalMoveError
     from rlx.games.puct_kernel import search_with_values as kernel_search

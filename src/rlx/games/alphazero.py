@@ -53,7 +53,7 @@ from rlx.errors import CheckpointError, ConfigError
 from rlx.games import make
 from rlx.games.base import Game, GameState, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
-from rlx.games.mcts import SearchConfig, choose, search, search_with_values, visit_policy
+from rlx.games.mcts import SearchConfig, choose, search, search_trees, visit_policy
 
 
 # ============================================================================ config
@@ -72,6 +72,10 @@ class AlphaZeroConfig:
         noise_fraction: share of the root prior replaced by noise in self-play.
         temperature_moves: plies played by sampling ``pi ∝ N``; later plies take the most
             visited move.
+        reuse_tree: keep the subtree of the move played as the next move's search tree, with
+            its statistics (AlphaGo Zero's tree reuse), and search only until its root has
+            ``simulations`` visits (at least a quarter of them new, under fresh root noise):
+            the same root visits per move for fewer network evaluations.
         value_target_q: weight ``m`` of the root's search value in the value target,
             ``(1 - m) z + m Q`` with ``Q = sum_a W(a) / sum_a N(a)`` of the move's search; 0:
             the game's outcome ``z`` alone (AlphaZero's target).
@@ -110,6 +114,7 @@ class AlphaZeroConfig:
     dirichlet_alpha: float = 1.0
     noise_fraction: float = 0.25
     temperature_moves: int = 4
+    reuse_tree: bool = False
     value_target_q: float = 0.0
     augment: bool = True
     buffer_size: int = 40_000
@@ -339,15 +344,21 @@ def self_play(
     history: list[list[tuple[np.ndarray, np.ndarray, int, float]]] = [[] for _ in states]
     evaluate, search_config = evaluator(net), config.search(selfplay=True)
     net.eval()
+    kept = None
     while open_games := [i for i, s in enumerate(states) if not s.is_terminal]:
-        counts, values = search_with_values(
-            game, [states[i] for i in open_games], evaluate, search_config, rng
+        counts, values, trees = search_trees(
+            game, [states[i] for i in open_games], evaluate, search_config, rng, kept
         )
+        actions = []
         for i, n, q in zip(open_games, counts, values, strict=True):
             state = states[i]
             history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play, q))
             temperature = 1.0 if state.moves < config.temperature_moves else 0.0
-            states[i] = game._play(state, choose(n, temperature, rng))
+            actions.append(choose(n, temperature, rng))
+            states[i] = game._play(state, actions[-1])
+        if config.reuse_tree:  # the trees of the games that go on, in their next order
+            rows = [j for j, i in enumerate(open_games) if not states[i].is_terminal]
+            kept = trees.after(rows, [actions[j] for j in rows], config.simulations)
     planes, pis, zs = [], [], []
     m = config.value_target_q
     for game_history, final in zip(history, states, strict=True):

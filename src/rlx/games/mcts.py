@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from rlx.errors import EnvError
 from rlx.games.base import Game, GameState
 
 #: ``evaluate(planes[B, C, H, W], legal[B, A]) -> (priors[B, A], values[B])``; priors are
@@ -38,7 +40,7 @@ class SearchConfig:
     """How one move is searched.
 
     Attributes:
-        simulations: simulations per move.
+        simulations: simulations per move (a kept tree's root: the visits to reach).
         c_puct: exploration weight of the prior term.
         dirichlet_alpha: concentration of the root noise (about 10 / typical legal moves).
         noise_fraction: ``eps``, the share of the root prior replaced by noise (0: none).
@@ -163,11 +165,28 @@ def search_with_values(
     """:func:`search`'s visit counts ``[B, A]`` and each root's search value ``[B]``,
     ``Q = sum_a W(a) / sum_a N(a)`` for its player to move (the mean of every backed-up
     simulation)."""
+    counts, values, _ = search_trees(game, states, evaluate, config, rng)
+    return counts, values
+
+
+def search_trees(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+    kept: Any = None,
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """:func:`search_with_values`, and the searched trees. ``kept``, the trees of the previous
+    move's search passed through their ``after(rows, actions, extra_nodes)`` (the subtrees of
+    the moves played, re-rooted), continues them: AlphaGo Zero's tree reuse. A kept root
+    already holds visits, so it runs only the simulations that bring it to ``simulations``
+    (at least a quarter of them, with fresh root noise)."""
     from rlx.games import puct_kernel  # here, not above: it imports this module
 
     if puct_kernel.has_kernel(game):
-        return puct_kernel.search_with_values(game, states, evaluate, config, rng)
-    return python_search_with_values(game, states, evaluate, config, rng)
+        return puct_kernel.search_trees(game, states, evaluate, config, rng, kept)
+    return python_search_trees(game, states, evaluate, config, rng, kept)
 
 
 def root_values(n: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -194,13 +213,48 @@ def python_search_with_values(
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`search_with_values` in plain Python: any game."""
-    expanded = _expand(states, game, evaluate)
-    roots = []
-    for state, (prior, legal, _) in zip(states, expanded, strict=True):
-        prior = add_root_noise(prior, legal, config.dirichlet_alpha, config.noise_fraction, rng)
-        roots.append(Node(state, prior, legal))
-    for _ in range(config.simulations):
-        walks = [_descend(root, game, config.c_puct, config.fpu) for root in roots]
+    counts, values, _ = python_search_trees(game, states, evaluate, config, rng)
+    return counts, values
+
+
+class NodeTrees(list):
+    """The roots of :func:`python_search_trees` (``None``: no tree yet)."""
+
+    def after(self, rows: Sequence[int], actions: Sequence[int], extra_nodes: int) -> NodeTrees:
+        """The nodes reached by playing ``actions[i]`` from root ``rows[i]``, as new roots."""
+        return NodeTrees(self[r].children.get(a) for r, a in zip(rows, actions, strict=True))
+
+
+def python_search_trees(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+    kept: NodeTrees | None = None,
+) -> tuple[np.ndarray, np.ndarray, NodeTrees]:
+    """:func:`search_trees` in plain Python: any game."""
+    kept = NodeTrees([None] * len(states)) if kept is None else kept
+    if len(kept) != len(states):
+        raise EnvError(f"{len(kept)} kept trees for {len(states)} positions.")
+    fresh = [b for b, root in enumerate(kept) if root is None]
+    expanded = _expand([states[b] for b in fresh], game, evaluate)
+    roots = NodeTrees()
+    for b, state in enumerate(states):
+        root = kept[b]
+        if root is None:
+            prior, legal, _ = expanded[fresh.index(b)]
+            root = Node(state, prior, legal)
+        elif root.state.key() != state.key():
+            raise EnvError("a kept search tree is not rooted at the position to search.")
+        root.prior = add_root_noise(
+            root.prior, root.legal, config.dirichlet_alpha, config.noise_fraction, rng
+        )
+        roots.append(root)
+    budget = simulations_to_run(config, np.array([root.n.sum() for root in roots]))
+    for i in range(int(budget.max(initial=0))):
+        active = [root for root, b in zip(roots, budget, strict=True) if b > i]
+        walks = [_descend(root, game, config.c_puct, config.fpu) for root in active]
         leaves = _expand([leaf for _, leaf in walks], game, evaluate)
         for (path, leaf), (prior, legal, value) in zip(walks, leaves, strict=True):
             parent, action = path[-1]
@@ -208,7 +262,15 @@ def python_search_with_values(
                 parent.children[action] = Node(leaf, prior, legal)
             _backup(path, value)
     n = np.stack([root.n for root in roots])
-    return n, root_values(n, np.stack([root.w for root in roots]))
+    return n.copy(), root_values(n, np.stack([root.w for root in roots])), roots
+
+
+def simulations_to_run(config: SearchConfig, root_visits: np.ndarray) -> np.ndarray:
+    """Simulations each root runs: ``simulations`` for a fresh one; a kept one, enough to bring
+    it to ``simulations`` visits and at least a quarter of them (so that the root's new noise
+    still steers part of the search)."""
+    least = max(config.simulations // 4, 1)
+    return np.maximum(config.simulations - root_visits.astype(np.int64), least)
 
 
 def choose(counts: np.ndarray, temperature: float, rng: np.random.Generator) -> int:

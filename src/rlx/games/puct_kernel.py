@@ -31,7 +31,13 @@ from numba import njit
 
 from rlx.errors import EnvError
 from rlx.games.base import Game, GameState, IllegalMoveError
-from rlx.games.mcts import Evaluator, SearchConfig, add_root_noise, root_values
+from rlx.games.mcts import (
+    Evaluator,
+    SearchConfig,
+    add_root_noise,
+    root_values,
+    simulations_to_run,
+)
 from rlx.games.rollout_mcts import (
     _C4_HEIGHT,
     _C4_ROWS,
@@ -98,14 +104,19 @@ def _descend(
     leaf_value: np.ndarray,
     planes: np.ndarray,
     legal: np.ndarray,
+    active: np.ndarray,
 ) -> int:
-    """Walk every tree by PUCT to a position outside it. Per tree: the path of (node, action)
-    in ``path[b, :depth[b]]``, the leaf's bitboards in ``leaf[b]``, and ``leaf_value[b]``, the
-    result for the player to move there if the game is over, else NaN. The open leaves' planes
-    and legal masks fill ``planes`` and ``legal`` in tree order; their number is returned."""
+    """Walk every ``active`` tree by PUCT to a position outside it. Per tree: the path of
+    (node, action) in ``path[b, :depth[b]]`` (an inactive tree: depth 0), the leaf's bitboards
+    in ``leaf[b]``, and ``leaf_value[b]``, the result for the player to move there if the game
+    is over, else NaN. The open leaves' planes and legal masks fill ``planes`` and ``legal`` in
+    tree order; their number is returned."""
     num_actions = _num_actions(kind)
     open_leaves = 0
     for b in range(position.shape[0]):
+        if not active[b]:
+            depth[b], leaf_value[b] = 0, 0.0
+            continue
         node, d = 0, 0
         while True:
             total = 0.0
@@ -163,6 +174,8 @@ def _expand_and_backup(
     ``N(s, a) += 1, W(s, a) += v`` along the path, ``v`` negated at every ply."""
     k = 0
     for b in range(position.shape[0]):
+        if depth[b] == 0:  # not searched this simulation
+            continue
         parent, action = path[b, depth[b] - 1, 0], path[b, depth[b] - 1, 1]
         value = leaf_value[b]
         if np.isnan(value):
@@ -181,10 +194,52 @@ def _expand_and_backup(
             w[b, node, action] += value
 
 
+@njit(cache=True)
+def _copy_subtree(
+    position: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    prior: np.ndarray,
+    n: np.ndarray,
+    w: np.ndarray,
+    child: np.ndarray,
+    b: int,
+    start: int,
+    to_position: np.ndarray,
+    to_mask: np.ndarray,
+    to_moves: np.ndarray,
+    to_prior: np.ndarray,
+    to_n: np.ndarray,
+    to_w: np.ndarray,
+    to_child: np.ndarray,
+    to_b: int,
+) -> int:
+    """Copy the subtree under node ``start`` of tree ``b`` into tree ``to_b``, renumbered
+    breadth first from 0 (``start`` becomes the root); its number of nodes."""
+    order = np.empty(position.shape[1], dtype=np.int64)  # old node of each new node
+    order[0], size, new = start, 1, 0
+    while new < size:
+        old = order[new]
+        to_position[to_b, new], to_mask[to_b, new] = position[b, old], mask[b, old]
+        to_moves[to_b, new] = moves[b, old]
+        for a in range(prior.shape[2]):
+            to_prior[to_b, new, a], to_n[to_b, new, a] = prior[b, old, a], n[b, old, a]
+            to_w[to_b, new, a] = w[b, old, a]
+            if child[b, old, a] == _NO_CHILD:
+                to_child[to_b, new, a] = _NO_CHILD
+            else:
+                order[size] = child[b, old, a]
+                to_child[to_b, new, a] = size
+                size += 1
+        new += 1
+    return size
+
+
 # ---------------------------------------------------------------------------- from Python
 @dataclass
 class _Trees:
-    """``B`` trees of up to ``nodes`` nodes each, in the kernels' arrays; node 0 is the root."""
+    """``B`` trees of up to ``nodes`` nodes each, in the kernels' arrays; node 0 is the root.
+    A tree of size 0 has no root yet (:func:`search_with_values` plants it)."""
 
     position: np.ndarray  # [B, nodes] the mover's stones
     mask: np.ndarray  # [B, nodes] all stones
@@ -203,8 +258,39 @@ class _Trees:
         return cls(
             zeros(nodes), zeros(nodes), zeros(nodes), zeros(nodes, actions, dtype=np.float64),
             zeros(nodes, actions, dtype=np.float64), zeros(nodes, actions, dtype=np.float64),
-            np.full((trees, nodes, actions), _NO_CHILD, dtype=np.int64), np.ones(trees, np.int64),
+            np.full((trees, nodes, actions), _NO_CHILD, dtype=np.int64), np.zeros(trees, np.int64),
         )  # fmt: skip
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return self.position, self.mask, self.moves, self.prior, self.n, self.w, self.child
+
+    def after(self, rows: Sequence[int], actions: Sequence[int], extra_nodes: int) -> _Trees:
+        """The subtrees reached by playing ``actions[i]`` in tree ``rows[i]``, each re-rooted at
+        that move's node with all its statistics (AlphaGo Zero's tree reuse), with room for
+        ``extra_nodes`` more; a move whose node is not in the tree gives a tree of size 0."""
+        starts = [int(self.child[r, 0, a]) for r, a in zip(rows, actions, strict=True)]
+        kept = [_subtree_size(self.child, r, s) if s != _NO_CHILD else 0
+                for r, s in zip(rows, starts, strict=True)]  # fmt: skip
+        out = _Trees.empty(len(rows), max(kept, default=0) + extra_nodes, self.n.shape[2])
+        for i, (r, s) in enumerate(zip(rows, starts, strict=True)):
+            if s != _NO_CHILD:
+                out.size[i] = _copy_subtree(*self._arrays(), r, s, *out._arrays(), i)
+        return out
+
+
+@njit(cache=True)
+def _subtree_size(child: np.ndarray, b: int, start: int) -> int:
+    stack = np.empty(child.shape[1], dtype=np.int64)
+    stack[0], top, size = start, 1, 0
+    while top:
+        top -= 1
+        node = stack[top]
+        size += 1
+        for a in range(child.shape[2]):
+            if child[b, node, a] != _NO_CHILD:
+                stack[top] = child[b, node, a]
+                top += 1
+    return size
 
 
 def _plant_roots(
@@ -213,22 +299,36 @@ def _plant_roots(
     evaluate: Evaluator,
     config: SearchConfig,
     rng: np.random.Generator,
+    kept: _Trees | None,
 ) -> _Trees:
-    """Trees holding only their roots: the network's priors, with the root noise drawn from
-    ``rng`` in the order :func:`rlx.games.mcts.python_search` draws it."""
-    trees = _Trees.empty(len(states), config.simulations + 1, game.num_actions)
-    planes = np.stack([game.encode(s) for s in states])
+    """The trees to search: ``kept`` ones keep their root and statistics; the others hold only
+    their root with the network's priors. Every root's prior gets fresh noise from ``rng``, in
+    the order :func:`rlx.games.mcts.python_search` draws it."""
+    if kept is None:
+        trees = _Trees.empty(len(states), config.simulations + 1, game.num_actions)
+    elif len(kept.size) != len(states):
+        raise EnvError(f"{len(kept.size)} kept trees for {len(states)} positions.")
+    else:
+        trees = kept
+    fresh = [b for b in range(len(states)) if trees.size[b] == 0]
     legal = np.stack([game.legal_mask(s) for s in states])
-    priors, _ = evaluate(planes, legal)
+    if fresh:
+        planes = np.stack([game.encode(states[b]) for b in fresh])
+        priors, _ = evaluate(planes, legal[fresh])
     for b, state in enumerate(states):
-        _, trees.position[b, 0], trees.mask[b, 0] = _bitboards(game, state)
+        _, position, mask = _bitboards(game, state)
+        if trees.size[b] and (trees.position[b, 0], trees.mask[b, 0]) != (position, mask):
+            raise EnvError("a kept search tree is not rooted at the position to search.")
+        trees.position[b, 0], trees.mask[b, 0] = position, mask
         trees.moves[b, 0] = np.count_nonzero(state.board)
         if (1 if trees.moves[b, 0] % 2 == 0 else -1) != state.to_play:
             raise EnvError("this board's number of stones does not match its player to move.")
+        prior = trees.prior[b, 0] if trees.size[b] else priors[fresh.index(b)]
         trees.prior[b, 0] = add_root_noise(
-            np.asarray(priors[b], dtype=np.float64), legal[b],
+            np.asarray(prior, dtype=np.float64), legal[b],
             config.dirichlet_alpha, config.noise_fraction, rng,
         )  # fmt: skip
+        trees.size[b] = max(trees.size[b], 1)
     return trees
 
 
@@ -238,15 +338,31 @@ def search_with_values(
     evaluate: Evaluator,
     config: SearchConfig,
     rng: np.random.Generator,
+    kept: _Trees | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`rlx.games.mcts.search_with_values` for tic-tac-toe and Connect Four: visit counts
     ``[B, A]`` and root values ``[B]`` of the (non-terminal) ``states``, searched together."""
+    counts, values, _ = search_trees(game, states, evaluate, config, rng, kept)
+    return counts, values
+
+
+def search_trees(
+    game: Game,
+    states: Sequence[GameState],
+    evaluate: Evaluator,
+    config: SearchConfig,
+    rng: np.random.Generator,
+    kept: _Trees | None = None,
+) -> tuple[np.ndarray, np.ndarray, _Trees]:
+    """:func:`search_with_values`, and the searched trees; ``kept`` (from
+    :meth:`_Trees.after`) continues earlier searches instead of starting from fresh roots."""
     kind = _kernel_kind(game)
     if kind is None:
         raise EnvError(f"the PUCT kernels play tictactoe and connect4, not {game.name}.")
     if any(s.is_terminal for s in states):
         raise IllegalMoveError("the game is over; there is no move to search for.")
-    t = _plant_roots(game, states, evaluate, config, rng)
+    t = _plant_roots(game, states, evaluate, config, rng, kept)
+    budget = simulations_to_run(config, t.n[:, 0].sum(axis=1))
     count, actions = len(states), game.num_actions
     # a walk is at most one ply per empty cell long
     path = np.zeros((count, int(np.prod(game.board_shape)) + 1, 2), dtype=np.int64)
@@ -256,10 +372,11 @@ def search_with_values(
     planes = np.zeros((count, game.num_planes, *game.board_shape), dtype=np.float32)
     legal = np.zeros((count, actions), dtype=np.bool_)
     none = np.zeros((0, actions), dtype=np.float64), np.zeros(0, dtype=np.float64)
-    for _ in range(config.simulations):
+    for i in range(int(budget.max())):
+        active = budget > i
         open_leaves = _descend(
             kind, float(config.c_puct), float(config.fpu), t.position, t.mask, t.moves,
-            t.prior, t.n, t.w, t.child, path, depth, leaf, leaf_value, planes, legal,
+            t.prior, t.n, t.w, t.child, path, depth, leaf, leaf_value, planes, legal, active,
         )  # fmt: skip
         priors, values = none
         if open_leaves:
@@ -270,4 +387,4 @@ def search_with_values(
             t.position, t.mask, t.moves, t.prior, t.n, t.w, t.child, t.size, path, depth,
             leaf, leaf_value, priors, values,
         )  # fmt: skip
-    return t.n[:, 0].copy(), root_values(t.n[:, 0], t.w[:, 0])
+    return t.n[:, 0].copy(), root_values(t.n[:, 0], t.w[:, 0]), t
