@@ -65,6 +65,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the opponent's seed")
     args = parser.parse_args()
     agent = rlx.load(args.agent)
+    if agent.game.name != "connect4":
+        parser.error(f"--agent must be a Connect Four run; {args.agent} plays {agent.game.name}.")
     player = functools.partial(agent.act, simulations=args.simulations)
     opponent = make_opponent(agent.game, args.opponent, seed=args.seed)
     tally = {1: 0, 0: 0, -1: 0}

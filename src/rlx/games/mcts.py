@@ -238,12 +238,12 @@ def python_search_trees(
     if len(kept) != len(states):
         raise EnvError(f"{len(kept)} kept trees for {len(states)} positions.")
     fresh = [b for b, root in enumerate(kept) if root is None]
-    expanded = _expand([states[b] for b in fresh], game, evaluate)
+    expanded = iter(_expand([states[b] for b in fresh], game, evaluate))
     roots = NodeTrees()
     for b, state in enumerate(states):
         root = kept[b]
         if root is None:
-            prior, legal, _ = expanded[fresh.index(b)]
+            prior, legal, _ = next(expanded)
             root = Node(state, prior, legal)
         elif root.state.key() != state.key():
             raise EnvError("a kept search tree is not rooted at the position to search.")

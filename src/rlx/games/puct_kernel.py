@@ -312,9 +312,10 @@ def _plant_roots(
         trees = kept
     fresh = [b for b in range(len(states)) if trees.size[b] == 0]
     legal = np.stack([game.legal_mask(s) for s in states])
+    fresh_priors = iter(())
     if fresh:
         planes = np.stack([game.encode(states[b]) for b in fresh])
-        priors, _ = evaluate(planes, legal[fresh])
+        fresh_priors = iter(evaluate(planes, legal[fresh])[0])
     for b, state in enumerate(states):
         _, position, mask = _bitboards(game, state)
         if trees.size[b] and (trees.position[b, 0], trees.mask[b, 0]) != (position, mask):
@@ -323,7 +324,7 @@ def _plant_roots(
         trees.moves[b, 0] = np.count_nonzero(state.board)
         if (1 if trees.moves[b, 0] % 2 == 0 else -1) != state.to_play:
             raise EnvError("this board's number of stones does not match its player to move.")
-        prior = trees.prior[b, 0] if trees.size[b] else priors[fresh.index(b)]
+        prior = trees.prior[b, 0] if trees.size[b] else next(fresh_priors)
         trees.prior[b, 0] = add_root_noise(
             np.asarray(prior, dtype=np.float64), legal[b],
             config.dirichlet_alpha, config.noise_fraction, rng,
@@ -338,11 +339,10 @@ def search_with_values(
     evaluate: Evaluator,
     config: SearchConfig,
     rng: np.random.Generator,
-    kept: _Trees | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`rlx.games.mcts.search_with_values` for tic-tac-toe and Connect Four: visit counts
     ``[B, A]`` and root values ``[B]`` of the (non-terminal) ``states``, searched together."""
-    counts, values, _ = search_trees(game, states, evaluate, config, rng, kept)
+    counts, values, _ = search_trees(game, states, evaluate, config, rng)
     return counts, values
 
 
