@@ -252,6 +252,24 @@ def test_connect_four_resnet_runs(tmp_path):
     assert agent.act(rlx.games.ConnectFour().initial_state()) in range(7)
 
 
+def test_connect_four_threat_planes_train_play_in_workers_and_reload(tmp_path):
+    """``threat_planes``: the network takes 5 planes, self-play (here in a worker process)
+    stores them, and the saved agent loads with the same encoding and plays."""
+    config = {**TINY, "iterations": 1, "games_per_iteration": 2, "eval_games": 0, "blocks": 1,
+              "channels": 8, "workers": 2, "threat_planes": True}  # fmt: skip
+    agent = rlx.train("alphazero", "connect4", run_dir=tmp_path / "c4", progress=False, **config)
+    assert agent.game.num_planes == 5 and agent.net.trunk[0][0].in_channels == 5
+    loaded = rlx.load(tmp_path / "c4")
+    assert loaded.game.num_planes == 5
+    state = ConnectFour().initial_state()
+    for move in (3, 3, 2, 2, 1, 1):  # X to move holds 1-3 of the bottom row: 0 or 4 wins
+        state = ConnectFour().apply(state, move)
+    assert loaded.act(state, simulations=50) in (0, 4)
+    with pytest.raises(ConfigError, match="threat_planes is for connect4, not tictactoe"):
+        rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "t", progress=False,
+                  **{**TINY, "threat_planes": True})  # fmt: skip
+
+
 def test_learns_tictactoe_perfect_play_with_the_defaults(tmp_path):
     """With no argument but the game, AlphaZero must not lose one of 100 games to the perfect
     solver (50 as X, 50 as O), and must never lose to random play. Budget: the default 30

@@ -136,20 +136,24 @@ def _network_evaluator(game, seed: int):
     return evaluator(PolicyValueNet(game, config).eval())
 
 
-@pytest.mark.parametrize("game_name", ["tictactoe", "connect4"])
+@pytest.mark.parametrize("game_name", ["tictactoe", "connect4", "connect4-threats"])
 def test_kernel_search_gives_the_python_searchs_counts(game_name):
     """The numba kernels are the reference algorithm, number for number: same evaluator, same
     generator (root noise), same visit counts, over positions where some walks end in won,
-    lost and drawn games (tic-tac-toe's late positions, 300 simulations)."""
-    from rlx.games import make
+    lost and drawn games (tic-tac-toe's late positions, 300 simulations). With threat planes
+    the kernels encode the leaves themselves: the network sees what ``Game.encode`` gives."""
+    from rlx.games import ConnectFour, make
     from rlx.games.mcts import python_search_with_values
     from rlx.games.puct_kernel import has_kernel
     from rlx.games.puct_kernel import search_with_values as kernel_search
 
-    game = make(game_name)
+    threats = game_name == "connect4-threats"
+    game = ConnectFour(threat_planes=True) if threats else make(game_name)
     assert has_kernel(game)
     states = _random_positions(game, 12, 8 if game_name == "tictactoe" else 20, seed=3)
     evaluate = _network_evaluator(game, seed=0)
+    if threats:  # some leaves hold threats, so a wrong threat plane changes the counts
+        assert any(game.encode(s)[3:].any() for s in states)
     for config in (SearchConfig(300, 1.5, 1.0, 0.25), SearchConfig(50, 4.0, 0.3, 0.0, fpu=-1.0)):
         fast, fast_q = kernel_search(game, states, evaluate, config, np.random.default_rng(7))
         slow, slow_q = python_search_with_values(

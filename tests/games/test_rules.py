@@ -176,3 +176,48 @@ def test_render_shows_free_cells_and_stones():
     text = g.render(play(g, [4, 0]))
     assert "X" in text and "O" in text and "8" in text
     assert ConnectFour().render(ConnectFour().initial_state()).endswith("0 1 2 3 4 5 6")
+
+
+def test_connect_four_threat_planes_by_hand():
+    """X (first player) holds the bottom row's columns 0-2: its threats are (5, 3), playable now,
+    and nothing else; O's three stones stacked in column 6 threaten the cell above them."""
+    g = ConnectFour(threat_planes=True)
+    state = play(g, [0, 6, 1, 6, 2, 6])  # X to move
+    planes = g.encode(state)
+    assert planes.shape == (5, 6, 7) and g.num_planes == 5
+    np.testing.assert_array_equal(planes[:3], ConnectFour().encode(state))
+    mine, theirs = np.argwhere(planes[3]), np.argwhere(planes[4])
+    assert mine.tolist() == [[5, 3]] and theirs.tolist() == [[2, 6]]
+    # O to move after X plays elsewhere: the planes swap, as the stones' planes do
+    after = g.apply(state, 4)  # X at (5, 4): (5, 3) still completes X's bottom row
+    swapped = g.encode(after)
+    assert np.argwhere(swapped[3]).tolist() == [[2, 6]]
+    assert np.argwhere(swapped[4]).tolist() == [[5, 3]]
+
+
+def test_connect_four_threat_planes_match_trying_every_empty_cell():
+    """The bitboard threat cells equal the cells where a stone, placed by hand on a copy of the
+    board, makes a line of four (the rules' own line count), on 60 random games' positions,
+    including threats in the air above empty cells."""
+    from rlx.games.connect4 import _DIRECTIONS, _line_length
+
+    g = ConnectFour(threat_planes=True)
+    rng = np.random.default_rng(0)
+    found = in_the_air = 0
+    for _ in range(60):
+        state = g.initial_state()
+        while not state.is_terminal:
+            planes = g.encode(state)
+            for k, player in enumerate((state.to_play, -state.to_play)):
+                expected = np.zeros((6, 7), dtype=np.float32)
+                for r, c in np.argwhere(state.board == 0):
+                    board = state.board.copy()
+                    board[r, c] = player
+                    if any(_line_length(board, r, c, dr, dc) >= 4 for dr, dc in _DIRECTIONS):
+                        expected[r, c] = 1.0
+                np.testing.assert_array_equal(planes[3 + k], expected)
+                found += int(expected.sum())
+                # threats above an empty cell: not playable yet
+                in_the_air += int((expected[:-1] * (state.board[1:] == 0)).sum())
+            state = g.apply(state, int(rng.choice(g.legal_actions(state))))
+    assert found > 100 and in_the_air > 20  # the positions held both kinds to find

@@ -50,7 +50,7 @@ from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
 from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
-from rlx.games import make
+from rlx.games import ConnectFour, make
 from rlx.games.base import Game, GameState, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
 from rlx.games.mcts import SearchConfig, choose, search, search_trees, visit_policy
@@ -72,6 +72,10 @@ class AlphaZeroConfig:
         noise_fraction: share of the root prior replaced by noise in self-play.
         temperature_moves: plies played by sampling ``pi ∝ N``; later plies take the most
             visited move.
+        threat_planes: Connect Four only: the network also sees each player's threat cells,
+            the empty cells where one more stone makes four (:class:`rlx.games.ConnectFour`),
+            besides the stones; on in the ``connect4`` preset (``--no-threat-planes``: the
+            stones alone).
         reuse_tree: keep the subtree of the move played as the next move's search tree, with
             its statistics (AlphaGo Zero's tree reuse), and search only until its root has
             ``simulations`` visits (at least a quarter of them new, under fresh root noise):
@@ -114,6 +118,7 @@ class AlphaZeroConfig:
     dirichlet_alpha: float = 1.0
     noise_fraction: float = 0.25
     temperature_moves: int = 4
+    threat_planes: bool = False
     reuse_tree: bool = False
     value_target_q: float = 0.0
     augment: bool = True
@@ -173,6 +178,16 @@ class AlphaZeroConfig:
         return SearchConfig(self.eval_simulations, self.c_puct)
 
 
+def make_game(env: Any, config: AlphaZeroConfig) -> Game:
+    """The game ``env`` names, encoded for the network as ``config`` asks."""
+    game = make(env)
+    if not config.threat_planes:
+        return game
+    if not isinstance(game, ConnectFour):
+        raise ConfigError(f"threat_planes is for connect4, not {game.name}; leave it false.")
+    return ConnectFour(threat_planes=True)
+
+
 def _at_least(config: Any, low: int, *names: str) -> None:
     for name in names:
         if getattr(config, name) < low:
@@ -184,6 +199,9 @@ PRESETS = {
         "net": "resnet",
         "channels": 32,
         "blocks": 3,
+        # threat cells as input: 92% against mcts-1000 in the hour on seeds 1 and 2 (the raw
+        # stones alone: 42-82% over eight runs; see the README)
+        "threat_planes": True,
         "games_per_iteration": 64,
         "simulations": 100,
         "eval_simulations": 200,
@@ -193,10 +211,8 @@ PRESETS = {
         # 200 gradient steps per iteration: of 50-400 the best use of the hour (see the README)
         "train_steps": 200,
         "lr": 1e-3,
-        # about 60 CPU minutes on one core (the issue's budget): 150 iterations took 58.1 in
-        # benchmarks/bench_alphazero_connect4.py, then 94% / 82% against mcts-200 / mcts-1000
-        # (seed 0; seed 1: 76% / 68%; on an AVX2-only CPU 145-146 iterations fit 59 minutes:
-        # seed 1 80% / 64%, seed 2 76% / 52%)
+        # about 60 CPU minutes on one core (the issue's budget) on the machine that ran 150 in
+        # 58.1; a slower one ran 90 in 59 minutes (benchmarks/bench_alphazero_connect4.py)
         "iterations": 150,
         "eval_every": 50,  # an arena of 50 games against mcts-200 takes about a minute and a half
         "eval_games": 50,
@@ -387,7 +403,7 @@ def merge(results: list[SelfPlayResult]) -> SelfPlayResult:
 def _worker_self_play(game_name: str, config: AlphaZeroConfig, weights: dict, seed: int,
                       games: int) -> SelfPlayResult:  # fmt: skip
     set_torch_threads(1)
-    game = make(game_name)
+    game = make_game(game_name, config)
     net = PolicyValueNet(game, config)
     net.load_state_dict(weights)
     share = dataclasses.replace(config, games_per_iteration=games, workers=1)
@@ -578,7 +594,7 @@ class Learner:
 def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
     """Self-play, train and evaluate for ``config.iterations`` iterations inside ``run``
     (or until ``max_minutes``, or a stop request)."""
-    game = make(env)
+    game = make_game(env, config)
     check_opponents(game, config.eval_opponents)
     learner = Learner.create(game, config)
     iteration = learner.restore(run.resumed_state) if run.resumed_state is not None else 0
@@ -644,7 +660,7 @@ def evaluate(agent: AlphaZeroAgent, seed: int) -> dict[str, float]:
 
 def load(config: AlphaZeroConfig, env_id: str, state: dict[str, Any]) -> AlphaZeroAgent:
     """The agent of a checkpoint's state."""
-    game = make(env_id)
+    game = make_game(env_id, config)
     if "net" not in state:
         raise CheckpointError("this checkpoint has no AlphaZero network.")
     check_same_game(game.name, state["game"], "this checkpoint")

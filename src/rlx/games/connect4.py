@@ -27,11 +27,21 @@ def _line_length(board: np.ndarray, row: int, col: int, dr: int, dc: int) -> int
 
 
 class ConnectFour(Game):
-    """Connect Four (6x7). ``apply(state, column)`` drops the mover's stone into ``column``."""
+    """Connect Four (6x7). ``apply(state, column)`` drops the mover's stone into ``column``.
+
+    ``threat_planes=True`` adds two planes to :meth:`encode`: the empty cells where one more
+    stone of the mover, and of the opponent, would make four in a line (playable now or not:
+    Connect Four strategy turns on which player's threats sit on odd or even rows). The rules
+    are the same; only what a network sees changes, as AlphaGo's liberty planes did for Go.
+    """
 
     name = "connect4"
     board_shape = (ROWS, COLS)
     num_actions = COLS
+
+    def __init__(self, threat_planes: bool = False) -> None:
+        self.threat_planes = bool(threat_planes)
+        self.num_planes = 5 if self.threat_planes else 3
 
     def legal_mask(self, state: GameState) -> np.ndarray:
         if state.is_terminal:
@@ -47,6 +57,17 @@ class ConnectFour(Game):
         result = state.to_play if won else (0 if moves == ROWS * COLS else None)
         return GameState(board, -state.to_play, result, moves)
 
+    def encode(self, state: GameState) -> np.ndarray:
+        planes = super().encode(state)
+        if not self.threat_planes:
+            return planes
+        from rlx.games.rollout_mcts import _bitboards, _c4_threat_planes  # imports this module
+
+        _, position, mask = _bitboards(self, state)
+        threats = np.zeros((2, ROWS, COLS), dtype=np.float32)
+        _c4_threat_planes(np.int64(position), np.int64(mask), threats)
+        return np.concatenate([planes, threats])
+
     def symmetries(
         self, planes: np.ndarray, policy: np.ndarray
     ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -57,3 +78,6 @@ class ConnectFour(Game):
         marks = {1: "X", -1: "O", 0: "."}
         rows = [" ".join(marks[int(v)] for v in row) for row in state.board]
         return "\n".join([*rows, " ".join(str(c) for c in range(COLS))])
+
+    def __repr__(self) -> str:
+        return "ConnectFour(threat_planes=True)" if self.threat_planes else "ConnectFour()"

@@ -44,6 +44,7 @@ from rlx.games.rollout_mcts import (
     _ONGOING,
     _TICTACTOE,
     _bitboards,
+    _c4_threat_planes,
     _is_legal,
     _kernel_kind,
     _num_actions,
@@ -63,7 +64,8 @@ def has_kernel(game: Game) -> bool:
 @njit(cache=True, inline="always")
 def _encode(kind: int, position: np.int64, mask: np.int64, out: np.ndarray) -> None:
     """``Game.encode`` from bitboards: the mover's stones, the opponent's, ones (``out`` is
-    ``[3, rows, cols]``; Connect Four's row 0 is the top row)."""
+    ``[3, rows, cols]``; Connect Four's row 0 is the top row), then, when ``out`` has 5 planes
+    (``ConnectFour(threat_planes=True)``), the mover's and the opponent's threat cells."""
     out[:] = 0.0
     out[2] = 1.0
     rows, cols = out.shape[1], out.shape[2]
@@ -77,6 +79,8 @@ def _encode(kind: int, position: np.int64, mask: np.int64, out: np.ndarray) -> N
                 out[0, r, c] = 1.0
             elif mask & bit:
                 out[1, r, c] = 1.0
+    if out.shape[0] == 5:
+        _c4_threat_planes(position, mask, out[3:])
 
 
 @njit(cache=True, inline="always")

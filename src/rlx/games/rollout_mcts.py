@@ -78,6 +78,41 @@ def _c4_won(stones: np.int64) -> bool:
     return (pairs & (pairs >> 16)) != 0
 
 
+_C4_BOARD = np.int64(sum(((1 << _C4_ROWS) - 1) << (c * _C4_HEIGHT) for c in range(_C4_COLS)))
+
+
+@njit(cache=True, inline="always")
+def _c4_threats(stones: np.int64, mask: np.int64) -> np.int64:
+    """The empty cells (playable now or not) where one more of ``stones`` makes four in a line:
+    for each direction ``d`` (1, 7, 6, 8) an empty cell with three stones on one side, or two on
+    one side and one on the other; ``mask`` holds every stone of both players."""
+    found = (stones << 1) & (stones << 2) & (stones << 3)  # vertical: only stones below count
+    for d in (7, 6, 8):
+        # shifted left by k*d, a stone's bit lands k cells further along the direction
+        after = (stones << d) & (stones << 2 * d)
+        found |= after & (stones << 3 * d)
+        found |= after & (stones >> d)
+        before = (stones >> d) & (stones >> 2 * d)
+        found |= before & (stones >> 3 * d)
+        found |= before & (stones << d)
+    return found & (_C4_BOARD ^ mask)
+
+
+@njit(cache=True, inline="always")
+def _c4_threat_planes(position: np.int64, mask: np.int64, out: np.ndarray) -> None:
+    """``out[0]`` the mover's threat cells (``position`` its stones), ``out[1]`` the
+    opponent's, as 0/1 over ``[rows, cols]`` with row 0 the top (``out`` starts zeroed)."""
+    mine = _c4_threats(position, mask)
+    theirs = _c4_threats(position ^ mask, mask)
+    for c in range(_C4_COLS):
+        for h in range(_C4_ROWS):
+            bit = np.int64(1) << (c * _C4_HEIGHT + h)
+            if mine & bit:
+                out[0, _C4_ROWS - 1 - h, c] = 1.0
+            if theirs & bit:
+                out[1, _C4_ROWS - 1 - h, c] = 1.0
+
+
 # ---------------------------------------------------------------------------- the two games
 @njit(cache=True, inline="always")
 def _num_actions(kind: int) -> int:
