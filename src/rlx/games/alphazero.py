@@ -199,8 +199,8 @@ PRESETS = {
         "net": "resnet",
         "channels": 32,
         "blocks": 3,
-        # threat cells as input: 92% against mcts-1000 in the hour on seeds 1 and 2 (the raw
-        # stones alone: 42-82% over eight runs; see the README)
+        # threat cells as input: 86-100% / 70-92% against mcts-200 / mcts-1000 in the hour
+        # over seeds 0-3 (the stones alone: 76-94% / 42-82% over eight runs; see the README)
         "threat_planes": True,
         "games_per_iteration": 64,
         "simulations": 100,
@@ -212,7 +212,7 @@ PRESETS = {
         "train_steps": 200,
         "lr": 1e-3,
         # about 60 CPU minutes on one core (the budget) on the machine that ran 150 in
-        # 58.1; a slower one ran 90 in 59 minutes (benchmarks/bench_alphazero_connect4.py)
+        # 58.1; a slower one ran 87-90 in 59 minutes (benchmarks/bench_alphazero_connect4.py)
         "iterations": 150,
         "eval_every": 50,  # an arena of 50 games against mcts-200 takes about a minute and a half
         "eval_games": 50,
