@@ -270,6 +270,29 @@ def test_connect_four_threat_planes_train_play_in_workers_and_reload(tmp_path):
                   **{**TINY, "threat_planes": True})  # fmt: skip
 
 
+def test_a_connect_four_run_saved_before_threat_planes_loads_with_the_stones_alone(tmp_path):
+    """Runs saved before the field existed have no ``threat_planes`` in their config: they load
+    as the stones-only networks they are, though the preset now turns the planes on."""
+    config = {**TINY, "iterations": 1, "games_per_iteration": 2, "eval_games": 0, "blocks": 1,
+              "channels": 8, "threat_planes": False}  # fmt: skip
+    rlx.train("alphazero", "connect4", run_dir=tmp_path / "old", progress=False, **config)
+    path = tmp_path / "old" / "config.json"
+    saved = json.loads(path.read_text())
+    assert _drop_key(saved, "threat_planes")
+    path.write_text(json.dumps(saved))
+    loaded = rlx.load(tmp_path / "old")
+    assert loaded.game.num_planes == 3 and loaded.net.trunk[0][0].in_channels == 3
+    assert loaded.act(ConnectFour().initial_state()) in range(7)
+
+
+def _drop_key(tree, key: str) -> bool:
+    """Remove ``key`` wherever it sits in nested dicts; whether it was found."""
+    if not isinstance(tree, dict):
+        return False
+    found = tree.pop(key, None) is not None
+    return any([found, *(_drop_key(v, key) for v in tree.values())])
+
+
 def test_learns_tictactoe_perfect_play_with_the_defaults(tmp_path):
     """With no argument but the game, AlphaZero must not lose one of 100 games to the perfect
     solver (50 as X, 50 as O), and must never lose to random play. Budget: the default 30
