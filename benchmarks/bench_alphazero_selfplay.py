@@ -78,6 +78,7 @@ def main() -> None:
     config = dataclasses.replace(
         az.AlphaZeroConfig(**{**az.PRESETS["connect4"], "seed": 0}),
         games_per_iteration=args.games, simulations=args.simulations,
+        full_search_fraction=1.0,  # every move a full search, as in the figures in the README
     )  # fmt: skip
     torch.manual_seed(0)
     net = az.PolicyValueNet(ConnectFour(), config).eval()

@@ -22,6 +22,7 @@ from rlx.games.alphazero import (
     self_play,
 )
 from rlx.games.evaluation import arena
+from rlx.games.mcts import visit_policy
 
 TINY = {"iterations": 2, "games_per_iteration": 8, "simulations": 8, "eval_simulations": 8,
         "train_steps": 5, "batch_size": 32, "eval_every": 1, "eval_games": 4}  # fmt: skip
@@ -146,6 +147,105 @@ def test_tree_reuse_plays_whole_games_for_fewer_network_evaluations(game, monkey
         assert set(np.unique(played.z)) <= {-1.0, 0.0, 1.0}
         asked[-1] /= sum(played.lengths)  # positions evaluated per move
     assert asked[1] < 0.9 * asked[0]
+
+
+def test_playout_cap_records_the_full_searches_only(monkeypatch):
+    """Playout-cap randomisation: every move is searched once, fully (``simulations``, root
+    noise) with probability ``full_search_fraction`` or fast (``fast_simulations``, no noise);
+    the samples are exactly the full searches' positions and visit distributions."""
+    import rlx.games.alphazero as az
+
+    searched = []
+
+    def recording_search(game, states, evaluate, config, rng, kept=None):
+        counts, values, trees = search_trees(game, states, evaluate, config, rng, kept)
+        searched.append((config, [game.encode(s) for s in states], counts))
+        return counts, values, trees
+
+    search_trees = az.search_trees
+    monkeypatch.setattr(az, "search_trees", recording_search)
+    game = TicTacToe()
+    config = AlphaZeroConfig(games_per_iteration=40, simulations=12, fast_simulations=3,
+                             full_search_fraction=0.25, augment=False)  # fmt: skip
+    torch.manual_seed(0)
+    played = self_play(game, PolicyValueNet(game, config).eval(), config, np.random.default_rng(0))
+    full = [call for call in searched if call[0].simulations == 12]
+    fast = [call for call in searched if call[0].simulations == 3]
+    assert len(full) + len(fast) == len(searched)
+    assert {c.noise_fraction for c, _, _ in full} == {0.25}
+    assert {c.noise_fraction for c, _, _ in fast} == {0.0}
+    assert sum(len(planes) for _, planes, _ in searched) == sum(played.lengths)
+    assert played.positions == len(played.z) == sum(len(planes) for _, planes, _ in full)
+    assert 0.15 < played.positions / sum(played.lengths) < 0.35  # p = 0.25 of ~300 moves
+    expected = sorted(
+        p.tobytes() + visit_policy(n, 1.0).astype(np.float32).tobytes()
+        for _, planes, counts in full
+        for p, n in zip(planes, counts, strict=True)
+    )
+    got = sorted(p.tobytes() + pi.tobytes() for p, pi in zip(played.planes, played.pi, strict=True))
+    assert got == expected
+    assert set(np.unique(played.z)) <= {-1.0, 0.0, 1.0}
+
+
+def test_playout_cap_trains_and_logs_its_positions(tmp_path):
+    agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path, seed=0, doctor=False,
+                      full_search_fraction=0.5, fast_simulations=2, **TINY)  # fmt: skip
+    rows = [json.loads(line) for line in (agent.run_dir / "metrics.jsonl").open()]
+    for row in rows:  # about half of the 8 games' moves gave a sample
+        assert 0 < row["positions"] < 8 * row["game_length"]
+    state = TicTacToe().initial_state()
+    assert agent.act(state) in TicTacToe().legal_actions(state)
+
+
+def test_fast_searches_default_to_a_fifth_of_the_simulations_without_noise():
+    fast = AlphaZeroConfig(simulations=100, full_search_fraction=0.25).fast_search()
+    assert (fast.simulations, fast.noise_fraction) == (20, 0.0)
+    assert AlphaZeroConfig(simulations=3, full_search_fraction=0.25).fast_search().simulations == 1
+
+
+def test_an_iteration_without_samples_skips_training(tmp_path, monkeypatch):
+    """An iteration whose moves were all fast searches (possible in a tiny run) has nothing to
+    train on: it logs no losses and the run trains once samples arrive."""
+    import dataclasses
+
+    import rlx.games.alphazero as az
+
+    played_before = []
+
+    def first_without_samples(game, net, config, rng):
+        played = self_play(game, net, config, rng)
+        if not played_before:  # as if every move of the first iteration had been fast
+            none = slice(0, 0)
+            played = dataclasses.replace(
+                played, planes=played.planes[none], pi=played.pi[none], z=played.z[none],
+                positions=0,
+            )  # fmt: skip
+        played_before.append(played)
+        return played
+
+    monkeypatch.setattr(az, "self_play", first_without_samples)
+    agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path, seed=0, doctor=False,
+                      **{**TINY, "iterations": 3, "eval_games": 0,
+                         "full_search_fraction": 0.5})  # fmt: skip
+    rows = [json.loads(line) for line in (agent.run_dir / "metrics.jsonl").open()]
+    assert rows[0]["positions"] == 0 and "loss" not in rows[0]
+    assert all(row["positions"] > 0 and np.isfinite(row["loss"]) for row in rows[1:])
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"full_search_fraction": 0.0}, r"full_search_fraction must be in \(0, 1\]"),
+        ({"full_search_fraction": 1.5}, r"full_search_fraction must be in \(0, 1\]"),
+        ({"full_search_fraction": 0.5, "fast_simulations": 81},
+         r"fast_simulations must be in \[1, simulations=80\]"),
+        ({"full_search_fraction": 0.5, "fast_simulations": 0}, "fast_simulations must be in"),
+        ({"full_search_fraction": 0.5, "reuse_tree": True}, "reuse_tree and full_search_frac"),
+    ],
+)  # fmt: skip
+def test_bad_playout_cap_settings(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        AlphaZeroConfig(**settings)
 
 
 def test_augmentation_multiplies_samples_by_the_symmetries():

@@ -9,7 +9,11 @@ One iteration, read top to bottom in :func:`train`:
    final outcome ``z`` from the point of view of the player to move in ``s`` (with
    ``value_target_q = m``, ``(1 - m) z + m Q``, ``Q`` the search's mean value at the root: a
    target with less noise than one game's outcome). Each sample enters the replay buffer with
-   its board symmetries (8 for tic-tac-toe, 2 for Connect Four).
+   its board symmetries (8 for tic-tac-toe, 2 for Connect Four). With playout-cap
+   randomisation (``full_search_fraction = p < 1``, KataGo; Wu, 2019) each move is searched
+   fully (``simulations``, root noise) with probability ``p`` and gives a sample, and otherwise
+   fast (``fast_simulations``, no noise) and gives none: more games, so more independent value
+   targets, for the same search work.
 2. **Training.** ``train_steps`` minibatches from the buffer (learning rate ``lr``, or a cosine
    decay to ``lr_final`` over the iterations), minimising (Silver et al., 2018)
 
@@ -83,6 +87,12 @@ class AlphaZeroConfig:
         value_target_q: weight ``m`` of the root's search value in the value target,
             ``(1 - m) z + m Q`` with ``Q = sum_a W(a) / sum_a N(a)`` of the move's search; 0:
             the game's outcome ``z`` alone (AlphaZero's target).
+        full_search_fraction: playout-cap randomisation (KataGo): the share ``p`` of self-play
+            moves searched with ``simulations`` and root noise, each of which gives a training
+            sample; the others are searched with ``fast_simulations``, without noise, and
+            give none. 1: every move searched fully (AlphaZero).
+        fast_simulations: simulations of a fast move when ``full_search_fraction < 1``;
+            None: a fifth of ``simulations`` (at least 1; KataGo's is a sixth).
         augment: add every board symmetry of each sample to the replay buffer.
         buffer_size: positions kept in the replay buffer (the oldest leave first).
         batch_size: positions per gradient step.
@@ -121,6 +131,8 @@ class AlphaZeroConfig:
     threat_planes: bool = False
     reuse_tree: bool = False
     value_target_q: float = 0.0
+    full_search_fraction: float = 1.0
+    fast_simulations: int | None = None
     augment: bool = True
     buffer_size: int = 40_000
     batch_size: int = 256
@@ -156,6 +168,7 @@ class AlphaZeroConfig:
             raise ConfigError(f"net must be mlp or resnet, not {self.net!r}.")
         if not 0.0 <= self.value_target_q <= 1.0:
             raise ConfigError(f"value_target_q must be in [0, 1], not {self.value_target_q}.")
+        self._check_playout_cap()
         if not 0.0 <= self.noise_fraction <= 1.0:
             raise ConfigError(f"noise_fraction must be in [0, 1], not {self.noise_fraction}.")
         for name in ("c_puct", "dirichlet_alpha", "lr"):
@@ -170,12 +183,36 @@ class AlphaZeroConfig:
         if self.weight_decay < 0:
             raise ConfigError(f"weight_decay must be >= 0, not {self.weight_decay}.")
 
+    def _check_playout_cap(self) -> None:
+        if not 0.0 < self.full_search_fraction <= 1.0:
+            raise ConfigError(
+                f"full_search_fraction must be in (0, 1] (1: every move searched fully), not "
+                f"{self.full_search_fraction}."
+            )
+        if self.full_search_fraction == 1.0:
+            return
+        if self.fast_simulations is not None and not 1 <= self.fast_simulations <= self.simulations:
+            raise ConfigError(
+                f"fast_simulations must be in [1, simulations={self.simulations}] (None: a "
+                f"fifth of simulations), not {self.fast_simulations}."
+            )
+        if self.reuse_tree:
+            raise ConfigError(
+                "reuse_tree and full_search_fraction < 1 do not combine (a kept tree would carry "
+                "a fast search's visits into a full one); set one of them."
+            )
+
     def search(self, *, selfplay: bool) -> SearchConfig:
         if selfplay:
             return SearchConfig(
                 self.simulations, self.c_puct, self.dirichlet_alpha, self.noise_fraction
             )
         return SearchConfig(self.eval_simulations, self.c_puct)
+
+    def fast_search(self) -> SearchConfig:
+        """The search of a fast self-play move: ``fast_simulations``, no root noise."""
+        fast = self.fast_simulations or max(self.simulations // 5, 1)
+        return SearchConfig(fast, self.c_puct)
 
 
 def make_game(env: Any, config: AlphaZeroConfig) -> Game:
@@ -349,32 +386,39 @@ class SelfPlayResult:
     z: np.ndarray
     lengths: list[int]
     results: list[int]
+    positions: int  # the moves that gave a sample (before their symmetries)
 
 
 def self_play(
     game: Game, net: PolicyValueNet, config: AlphaZeroConfig, rng: np.random.Generator
 ) -> SelfPlayResult:
-    """Play ``games_per_iteration`` games together; samples ``(s, pi, z)`` from every move
-    (``z`` mixed with the search's root value by ``value_target_q``)."""
+    """Play ``games_per_iteration`` games together; samples ``(s, pi, z)`` from every fully
+    searched move (``z`` mixed with the search's root value by ``value_target_q``)."""
     states = [game.initial_state() for _ in range(config.games_per_iteration)]
     history: list[list[tuple[np.ndarray, np.ndarray, int, float]]] = [[] for _ in states]
-    evaluate, search_config = evaluator(net), config.search(selfplay=True)
+    plies = [0] * len(states)
+    evaluate = evaluator(net)
     net.eval()
     kept = None
     while open_games := [i for i, s in enumerate(states) if not s.is_terminal]:
-        counts, values, trees = search_trees(
-            game, [states[i] for i in open_games], evaluate, search_config, rng, kept
-        )
-        actions = []
-        for i, n, q in zip(open_games, counts, values, strict=True):
-            state = states[i]
-            history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play, q))
-            temperature = 1.0 if state.moves < config.temperature_moves else 0.0
-            actions.append(choose(n, temperature, rng))
-            states[i] = game._play(state, actions[-1])
+        actions: dict[int, int] = {}
+        for rows, search_config, recorded in search_groups(config, len(open_games), rng):
+            group = [open_games[j] for j in rows]
+            counts, values, trees = search_trees(
+                game, [states[i] for i in group], evaluate, search_config, rng, kept
+            )
+            for i, n, q in zip(group, counts, values, strict=True):
+                state = states[i]
+                if recorded:
+                    history[i].append((game.encode(state), visit_policy(n, 1.0), state.to_play, q))
+                temperature = 1.0 if state.moves < config.temperature_moves else 0.0
+                actions[i] = choose(n, temperature, rng)
+        for i in open_games:
+            states[i] = game._play(states[i], actions[i])
+            plies[i] += 1
         if config.reuse_tree:  # the trees of the games that go on, in their next order
             rows = [j for j, i in enumerate(open_games) if not states[i].is_terminal]
-            kept = trees.after(rows, [actions[j] for j in rows], config.simulations)
+            kept = trees.after(rows, [actions[open_games[j]] for j in rows], config.simulations)
     planes, pis, zs = [], [], []
     m = config.value_target_q
     for game_history, final in zip(history, states, strict=True):
@@ -385,10 +429,30 @@ def self_play(
                 planes.append(sp)
                 pis.append(spi)
                 zs.append(z)
+    shape = (0, game.num_planes, *game.board_shape)
     return SelfPlayResult(
-        np.stack(planes), np.stack(pis).astype(np.float32), np.asarray(zs, dtype=np.float32),
-        [len(h) for h in history], [int(s.result) for s in states],
+        np.stack(planes) if planes else np.zeros(shape, np.float32),
+        np.asarray(pis, dtype=np.float32).reshape(-1, game.num_actions),
+        np.asarray(zs, dtype=np.float32), plies,
+        [int(s.result) for s in states], sum(len(h) for h in history),
     )  # fmt: skip
+
+
+def search_groups(
+    config: AlphaZeroConfig, num_games: int, rng: np.random.Generator
+) -> list[tuple[list[int], SearchConfig, bool]]:
+    """This ply's searches: ``(rows of the open games, search, recorded)``. Without playout-cap
+    randomisation one full search of them all; with it each game's move is full with
+    probability ``full_search_fraction`` (a recorded sample) and fast otherwise."""
+    every = list(range(num_games))
+    if config.full_search_fraction == 1.0:
+        return [(every, config.search(selfplay=True), True)]
+    full = rng.random(num_games) < config.full_search_fraction
+    groups = [
+        ([j for j in every if full[j]], config.search(selfplay=True), True),
+        ([j for j in every if not full[j]], config.fast_search(), False),
+    ]
+    return [group for group in groups if group[0]]
 
 
 def merge(results: list[SelfPlayResult]) -> SelfPlayResult:
@@ -396,7 +460,7 @@ def merge(results: list[SelfPlayResult]) -> SelfPlayResult:
     return SelfPlayResult(
         np.concatenate([r.planes for r in results]), np.concatenate([r.pi for r in results]),
         np.concatenate([r.z for r in results]), [n for r in results for n in r.lengths],
-        [w for r in results for w in r.results],
+        [w for r in results for w in r.results], sum(r.positions for r in results),
     )  # fmt: skip
 
 
@@ -483,7 +547,10 @@ def train_network(
     config: AlphaZeroConfig,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """``train_steps`` minibatch steps; the mean losses."""
+    """``train_steps`` minibatch steps; the mean losses (none while the buffer is empty, as
+    after a tiny first iteration whose moves were all fast searches)."""
+    if buffer.size == 0:
+        return {}
     net.train()
     totals = torch.zeros(3)
     for _ in range(config.train_steps):
@@ -643,6 +710,7 @@ def one_iteration(learner: Learner, pool: SelfPlayPool, iteration: int) -> dict[
         "game_length": float(np.mean(played.lengths)),
         "first_player_win": float(np.mean(results == 1)),
         "draw": float(np.mean(results == 0)),
+        "positions": float(played.positions),
         "selfplay_s": t1 - t0,
         "train_s": time.perf_counter() - t1,
     }
