@@ -1,10 +1,12 @@
 """AlphaZero on Connect Four: strength reached within a CPU budget, against pure MCTS.
 
 1. **Train**: ``rlx train alphazero --env connect4`` (the ``connect4`` preset: a residual
-   network that sees the stones and both players' threat cells, 64 self-play games per
-   iteration; ``--set threat_planes=false`` for the stones alone) in this process, one torch
-   thread, until the iteration that ends after ``--minutes`` of wall time (``max_minutes``;
-   checkpoint saved).
+   network that sees the stones and both players' threat cells, 160 self-play games per
+   iteration with a quarter of the moves searched fully (playout-cap randomisation); ``--set
+   threat_planes=false`` for the stones alone, ``--set full_search_fraction=1
+   games_per_iteration=64 buffer_size=60000`` for the preset before the cap) in this process,
+   one torch thread, until the iteration that ends after ``--minutes`` of wall time
+   (``max_minutes``; checkpoint saved).
 2. **Play**: the trained agent (MCTS with the network, no noise; ``--simulations`` per move:
    the preset's 200 and AlphaZero's 800 by default) plays ``--games`` games against pure MCTS
    with random rollouts (UCT, ``mcts-K``, K = 200 and 1,000 simulations per move by default),

@@ -1,15 +1,15 @@
 """AlphaZero self-play speed: the PUCT search's numba kernels vs the same search in Python.
 
-One self-play iteration of the ``connect4`` preset (64 games played together, 100 PUCT
-simulations per move, root noise, the first 10 moves drawn from the visit counts) with the
-preset's residual network (3 blocks x 32 channels, randomly initialised, seed 0, or a trained
-run's with ``--agent RUN_DIR``: its games are longer and its trees deeper), one torch
-thread, twice: with :func:`rlx.games.mcts.search` (tic-tac-toe and Connect Four go to
+One self-play iteration with the ``connect4`` preset's search (64 games played together, 100
+PUCT simulations every move, no playout cap, root noise, the first 10 moves drawn from the visit
+counts) with the preset's residual network (3 blocks x 32 channels, randomly initialised, seed
+0, or a trained run's with ``--agent RUN_DIR``: its games are longer and its trees deeper), one
+torch thread, twice: with :func:`rlx.games.mcts.search` (tic-tac-toe and Connect Four go to
 :mod:`rlx.games.puct_kernel`) and with :func:`rlx.games.mcts.python_search` (the plain-Python
-tree, which every other game uses). Both give the same visit counts from the same generator,
-so both play the very same games: the difference is the search's own time. Reported: wall
-seconds, moves per second, network evaluations per second, and the share of the time spent in
-the network (timed around the evaluator).
+tree, which every other game uses). Both give the same visit counts from the same generator, so
+both play the very same games: the difference is the search's own time. Reported: wall seconds,
+moves per second, network evaluations per second, and the share of the time spent in the network
+(timed around the evaluator).
 
 Run: ``.venv/bin/python benchmarks/bench_alphazero_selfplay.py [--games 64] [--simulations 100]
 [--agent RUN_DIR]``.
