@@ -2,9 +2,10 @@
 
 1. **Train**: ``rlx train alphazero --env connect4`` (the ``connect4`` preset: a residual
    network that sees the stones and both players' threat cells, 160 self-play games per
-   iteration with a quarter of the moves searched fully (playout-cap randomisation); ``--set
-   threat_planes=false`` for the stones alone, ``--set full_search_fraction=1
-   games_per_iteration=64 buffer_size=60000`` for the preset before the cap) in this process,
+   iteration with a quarter of the moves searched fully (playout-cap randomisation), the value
+   trained on ``(z + Q) / 2``; ``--set threat_planes=false`` for the stones alone, ``--set
+   value_target_q=0 full_search_fraction=1 games_per_iteration=64 buffer_size=60000`` for the
+   preset before the cap) in this process,
    one torch thread, until the iteration that ends after ``--minutes`` of wall time
    (``max_minutes``; checkpoint saved).
 2. **Play**: the trained agent (MCTS with the network, no noise; ``--simulations`` per move:

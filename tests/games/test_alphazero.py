@@ -99,14 +99,17 @@ def test_self_play_targets_are_outcomes_from_the_mover_point_of_view():
         start += length
 
 
-def test_value_target_mixes_the_outcome_and_the_root_value():
+@pytest.mark.parametrize("p", [1.0, 0.5], ids=["every-move", "playout-cap"])
+def test_value_target_mixes_the_outcome_and_the_root_value(p):
     """``(1 - m) z + m Q``: the games do not depend on m, so m = 0.5 gives the mean of the
-    m = 0 targets (outcomes) and the m = 1 targets (root values, each in [-1, 1])."""
+    m = 0 targets (outcomes) and the m = 1 targets (root values, each in [-1, 1]); with
+    playout-cap randomisation (the connect4 preset's combination) likewise, ``Q`` of the
+    recorded full searches."""
     game = TicTacToe()
     targets = {}
     for m in (0.0, 1.0, 0.5):
         config = AlphaZeroConfig(games_per_iteration=4, simulations=6, augment=False,
-                                 value_target_q=m)  # fmt: skip
+                                 value_target_q=m, full_search_fraction=p)  # fmt: skip
         torch.manual_seed(0)
         net = PolicyValueNet(game, config).eval()
         targets[m] = self_play(game, net, config, np.random.default_rng(0)).z

@@ -244,8 +244,8 @@ PRESETS = {
         # search work: 92-96% / 82-90% against mcts-200 / mcts-1000 over seeds 0-3 (README)
         "full_search_fraction": 0.25,
         "games_per_iteration": 160,
-        # value target (z + Q) / 2: with the cap 92-96% / 92-94% over seeds 1 and 2, where the
-        # outcome alone gave 94-96% / 82-86% (README)
+        # value target (z + Q) / 2: with the cap 92-96% / 86-94% over seeds 0-3 (91% of the 200
+        # games against mcts-1000), where the outcome alone gave 92-96% / 82-90% (87%; README)
         "value_target_q": 0.5,
         "simulations": 100,
         "eval_simulations": 200,
