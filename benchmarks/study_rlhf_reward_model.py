@@ -13,14 +13,16 @@ Protocol (one torch thread, CPU):
   the SFT backbone fitted with the Bradley-Terry loss for ``--rm-steps`` steps of 32 at 3e-4.
 - **PPO**: ``llm.rlhf`` on 2,000 prompts (seed 11), ``--ppo-steps`` steps of 64 prompts at
   1e-5, beta 0.05, for each ``--temperatures`` and ``--seeds``.
+- **GRPO** (``--grpo-lrs``): ``llm.grpo`` with the same reward model as its reward, 40 steps
+  of 64 prompts x G = 8 completions of at most 5 tokens, at each learning rate: no critic.
 - **Measured**: held-out pair accuracy of the reward model on sampled mistakes, and greedy
   exact match on 300 held-out problems (seed 99) of the SFT model and of each PPO model. Then,
   for the problems SFT solved and the last PPO model did not, the reward model's score of
   both greedy answers: whether it still prefers the right one.
 
 Run: ``.venv/bin/python benchmarks/study_rlhf_reward_model.py [--root DIR] [--rm-steps 3000]
-[--ppo-steps 100] [--temperatures 1.0 0.5] [--seeds 0 1 2]`` (about 5 minutes for the reward
-model and 4-5 per PPO run on one core).
+[--ppo-steps 100] [--temperatures 1.0 0.5] [--seeds 0 1 2] [--grpo-lrs 2e-4 5e-5]`` (about 5
+minutes for the reward model, 4-5 per PPO run and 2-3 per GRPO run on one core).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
 import random  # noqa: E402
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 
@@ -121,6 +124,7 @@ def main() -> None:
     parser.add_argument("--ppo-steps", type=int, default=100)
     parser.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.5])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--grpo-lrs", type=float, nargs="*", default=[2e-4, 5e-5])
     args = parser.parse_args()
 
     from rlx import llm
@@ -136,6 +140,7 @@ def main() -> None:
     for temperature in args.temperatures:
         for seed in args.seeds:
             run = args.root / f"ppo-T{temperature}-s{seed}"
+            shutil.rmtree(run, ignore_errors=True)  # SFT and the reward model are reused
             ppo = llm.rlhf(sft, args.root / "prompts.jsonl", reward_model=rm, run_dir=run,
                            steps=args.ppo_steps, batch_size=64, learning_rate=1e-5,
                            temperature=temperature, seed=seed, progress=False)  # fmt: skip
@@ -143,6 +148,19 @@ def main() -> None:
                   f"{llm.exact_match(ppo.model_dir, test):.1%}")  # fmt: skip
     if ppo is not None:
         where_ppo_lost(sft, ppo.model_dir, rm, test)
+    score = llm.load_reward_model(rm)
+
+    def reward_model_score(prompts, completions, **_):
+        return score(list(prompts), list(completions))
+
+    for lr in args.grpo_lrs:
+        shutil.rmtree(args.root / f"grpo-lr{lr:g}", ignore_errors=True)
+        grpo = llm.grpo(sft, args.root / "prompts.jsonl", reward=reward_model_score,
+                        run_dir=args.root / f"grpo-lr{lr:g}", steps=40, batch_size=64,
+                        group_size=8, max_new_tokens=5, learning_rate=lr,
+                        progress=False)  # fmt: skip
+        print(f"GRPO against the reward model at {lr:g}: exact match "
+              f"{llm.exact_match(grpo.model_dir, test):.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":
