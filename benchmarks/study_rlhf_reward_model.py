@@ -15,14 +15,17 @@ Protocol (one torch thread, CPU):
   1e-5, beta 0.05, for each ``--temperatures`` and ``--seeds``.
 - **GRPO** (``--grpo-lrs``): ``llm.grpo`` with the same reward model as its reward, 40 steps
   of 64 prompts x G = 8 completions of at most 5 tokens, at each learning rate: no critic.
+  The control: the same GRPO at 5e-5 on the exact-match verifier scaled to 10 points, with and
+  without Gaussian noise of std 4 (``--noise-stds``): does noise alone lower exact match?
 - **Measured**: held-out pair accuracy of the reward model on sampled mistakes, and greedy
   exact match on 300 held-out problems (seed 99) of the SFT model and of each PPO model. Then,
   for the problems SFT solved and the last PPO model did not, the reward model's score of
   both greedy answers: whether it still prefers the right one.
 
 Run: ``.venv/bin/python benchmarks/study_rlhf_reward_model.py [--root DIR] [--rm-steps 3000]
-[--ppo-steps 100] [--temperatures 1.0 0.5] [--seeds 0 1 2] [--grpo-lrs 2e-4 5e-5]`` (about 5
-minutes for the reward model, 4-5 per PPO run and 2-3 per GRPO run on one core).
+[--ppo-steps 100] [--temperatures 1.0 0.5] [--seeds 0 1 2] [--grpo-lrs 2e-4 5e-5]
+[--noise-stds 4 0]`` (about 5 minutes for the reward model, 4-5 per PPO run and 2-3 per GRPO
+run on one core).
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ def main() -> None:
     parser.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.5])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--grpo-lrs", type=float, nargs="*", default=[2e-4, 5e-5])
+    parser.add_argument("--noise-stds", type=float, nargs="*", default=[4.0, 0.0])
     args = parser.parse_args()
 
     from rlx import llm
@@ -160,6 +164,20 @@ def main() -> None:
                         group_size=8, max_new_tokens=5, learning_rate=lr,
                         progress=False)  # fmt: skip
         print(f"GRPO against the reward model at {lr:g}: exact match "
+              f"{llm.exact_match(grpo.model_dir, test):.1%}")  # fmt: skip
+    for std in args.noise_stds:
+        rng = random.Random(0)
+
+        def noisy_verifier(prompts, completions, answers, std=std, rng=rng, **_):
+            return [10.0 * (c.strip() == a.strip()) + rng.gauss(0.0, std)
+                    for c, a in zip(completions, answers, strict=True)]  # fmt: skip
+
+        run = args.root / f"grpo-noise{std:g}"
+        shutil.rmtree(run, ignore_errors=True)
+        grpo = llm.grpo(sft, args.root / "prompts.jsonl", reward=noisy_verifier, run_dir=run,
+                        steps=40, batch_size=64, group_size=8, max_new_tokens=5,
+                        learning_rate=5e-5, progress=False)  # fmt: skip
+        print(f"GRPO on 10 x exact match + noise of std {std:g}: exact match "
               f"{llm.exact_match(grpo.model_dir, test):.1%}")  # fmt: skip
 
 
