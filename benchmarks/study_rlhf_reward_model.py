@@ -20,7 +20,10 @@ Protocol (one torch thread, CPU):
 - **Measured**: held-out pair accuracy of the reward model on sampled mistakes, and greedy
   exact match on 300 held-out problems (seed 99) of the SFT model and of each PPO model. Then,
   for the problems SFT solved and the last PPO model did not, the reward model's score of
-  both greedy answers: whether it still prefers the right one.
+  both greedy answers: whether it still prefers the right one. Last, the kinds of answer
+  (right; a slip of the ones digit, +-1 or 2; of the tens digit, +-10 or 20; a wrong length;
+  other) among the greedy answers of the SFT, PPO and GRPO models, and the reward model's mean
+  score of each kind over 4 samples per problem at temperature 1.
 
 Run: ``.venv/bin/python benchmarks/study_rlhf_reward_model.py [--root DIR] [--rm-steps 3000]
 [--ppo-steps 100] [--temperatures 1.0 0.5] [--seeds 0 1 2] [--grpo-lrs 2e-4 5e-5]
@@ -120,6 +123,44 @@ def where_ppo_lost(sft: Path, ppo: Path, rm: Path, test: list) -> None:
               f"PPO {answers['ppo'][i]} ({b:+.2f})")  # fmt: skip
 
 
+def answer_kind(answer: str, out: str) -> str:
+    """What kind of answer ``out`` is to a problem whose sum is ``answer``."""
+    if out == answer:
+        return "right"
+    if not out.isdigit():
+        return "junk"
+    miss = abs(int(out) - int(answer))
+    if miss in (1, 2):
+        return "ones slip"
+    if miss in (10, 20):
+        return "tens slip"
+    return "length" if len(out) != len(answer) else "other"
+
+
+def error_kinds(name: str, folder: Path, rm: Path, test: list) -> None:
+    """Counts of each kind among the greedy answers; the reward model's mean score per kind."""
+    from collections import Counter, defaultdict
+
+    from rlx import llm
+    from rlx.llm.generation import greedy, sample
+
+    score = llm.load_reward_model(rm)
+    model, tokenizer = llm.load_model(folder)
+    prompts = [r.prompt for r in test]
+    answers = [a.strip() for a in greedy(model, tokenizer, prompts, max_new_tokens=5)]
+    kinds = Counter(answer_kind(r.answer, a) for r, a in zip(test, answers, strict=True))
+    samples = tokenizer.batch_decode(sample(model, tokenizer, prompts, n=4, max_new_tokens=5,
+                                            temperature=1.0), skip_special_tokens=True)  # fmt: skip
+    rows = [r for r in test for _ in range(4)]
+    scores = score([r.prompt for r in rows], samples)
+    by_kind = defaultdict(list)
+    for r, text, value in zip(rows, samples, scores, strict=True):
+        by_kind[answer_kind(r.answer, text.strip())].append(value)
+    print(f"{name}: greedy answers {dict(sorted(kinds.items()))}")
+    means = [f"{k} {sum(v) / len(v):+.1f} ({len(v)})" for k, v in sorted(by_kind.items())]
+    print("   the reward model's mean score of the samples by kind: " + ", ".join(means))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("runs/study-rlhf"))
@@ -157,6 +198,7 @@ def main() -> None:
     def reward_model_score(prompts, completions, **_):
         return score(list(prompts), list(completions))
 
+    grpo_models = []
     for lr in args.grpo_lrs:
         shutil.rmtree(args.root / f"grpo-lr{lr:g}", ignore_errors=True)
         grpo = llm.grpo(sft, args.root / "prompts.jsonl", reward=reward_model_score,
@@ -165,6 +207,11 @@ def main() -> None:
                         progress=False)  # fmt: skip
         print(f"GRPO against the reward model at {lr:g}: exact match "
               f"{llm.exact_match(grpo.model_dir, test):.1%}")  # fmt: skip
+        grpo_models.append((f"GRPO {lr:g}", grpo.model_dir))
+    first_ppo = args.root / f"ppo-T{args.temperatures[0]}-s{args.seeds[0]}" / "model"
+    for name, folder in [("SFT", sft), ("PPO (first run)", first_ppo), *grpo_models[:1]]:
+        if folder.is_dir():
+            error_kinds(name, folder, rm, test)
     for std in args.noise_stds:
         rng = random.Random(0)
 
