@@ -43,19 +43,15 @@ import argparse  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 
 def build_sft(root: Path) -> Path:
-    from rlx import llm
+    """The GRPO benchmark's SFT model (``bench_grpo.build_sft``), trained once per root."""
+    from bench_grpo import build_sft as train_sft  # benchmarks/bench_grpo.py
 
-    if (root / "sft" / "model").is_dir():
-        return root / "sft" / "model"
-    rows = llm.arithmetic_sft(4000, seed=0)
-    llm.write_jsonl(root / "sft.jsonl", rows)
-    base = llm.make_tiny_lm(root / "tiny", texts=llm.task_texts(rows), hidden_size=160)
-    sft = llm.sft(base, root / "sft.jsonl", run_dir=root / "sft", steps=300, progress=False,
-                  eval_every=10**6, eval_exact_match=False)  # fmt: skip
-    return sft.model_dir
+    folder = root / "sft" / "model"
+    return folder if folder.is_dir() else train_sft(root)
 
 
 def sampled_mistakes(sft: Path, n_problems: int = 4000, samples: int = 8) -> list:
@@ -97,12 +93,11 @@ def build_reward_model(root: Path, sft: Path, steps: int) -> tuple[Path, float]:
     return rm.model_dir, rm.metrics["eval_pair_accuracy"]
 
 
-def where_ppo_lost(sft: Path, ppo: Path, rm: Path, test: list) -> None:
+def where_ppo_lost(sft: Path, ppo: Path, score: Any, test: list) -> None:
     """For problems SFT solved and PPO does not: does the reward model prefer SFT's answer?"""
     from rlx import llm
     from rlx.llm.generation import greedy
 
-    score = llm.load_reward_model(rm)
     prompts = [r.prompt for r in test]
     answers = {}
     for name, folder in (("sft", sft), ("ppo", ppo)):
@@ -137,14 +132,13 @@ def answer_kind(answer: str, out: str) -> str:
     return "length" if len(out) != len(answer) else "other"
 
 
-def error_kinds(name: str, folder: Path, rm: Path, test: list) -> None:
+def error_kinds(name: str, folder: Path, score: Any, test: list) -> None:
     """Counts of each kind among the greedy answers; the reward model's mean score per kind."""
     from collections import Counter, defaultdict
 
     from rlx import llm
     from rlx.llm.generation import greedy, sample
 
-    score = llm.load_reward_model(rm)
     model, tokenizer = llm.load_model(folder)
     prompts = [r.prompt for r in test]
     answers = [a.strip() for a in greedy(model, tokenizer, prompts, max_new_tokens=5)]
@@ -181,6 +175,7 @@ def main() -> None:
     rm, pair_accuracy = build_reward_model(args.root, sft, args.rm_steps)
     print(f"SFT exact match {llm.exact_match(sft, test):.1%}; reward model held-out pair "
           f"accuracy on sampled mistakes {pair_accuracy:.1%}")  # fmt: skip
+    score = llm.load_reward_model(rm)
     ppo = None
     for temperature in args.temperatures:
         for seed in args.seeds:
@@ -192,8 +187,7 @@ def main() -> None:
             print(f"temperature {temperature} seed {seed}: PPO exact match "
                   f"{llm.exact_match(ppo.model_dir, test):.1%}")  # fmt: skip
     if ppo is not None:
-        where_ppo_lost(sft, ppo.model_dir, rm, test)
-    score = llm.load_reward_model(rm)
+        where_ppo_lost(sft, ppo.model_dir, score, test)
 
     def reward_model_score(prompts, completions, **_):
         return score(list(prompts), list(completions))
@@ -211,7 +205,7 @@ def main() -> None:
     first_ppo = args.root / f"ppo-T{args.temperatures[0]}-s{args.seeds[0]}" / "model"
     for name, folder in [("SFT", sft), ("PPO (first run)", first_ppo), *grpo_models[:1]]:
         if folder.is_dir():
-            error_kinds(name, folder, rm, test)
+            error_kinds(name, folder, score, test)
     for std in args.noise_stds:
         rng = random.Random(0)
 
