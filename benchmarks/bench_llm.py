@@ -333,14 +333,27 @@ for _ in range(10):
 start = time.perf_counter()
 for _ in range(spec["steps"]):
     step()
-print(json.dumps({"per_s": spec["steps"] * spec["batch_size"] / (time.perf_counter() - start)}))
+per_s = spec["steps"] * spec["batch_size"] / (time.perf_counter() - start)
+# where a step's time goes: its matrix products against everything else
+from torch.profiler import ProfilerActivity, profile
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    for _ in range(20):
+        step()
+matmul_us = sum(e.self_cpu_time_total for e in prof.key_averages()
+                if e.key in ("aten::mm", "aten::addmm", "aten::bmm")) / 20
+embedding = model.get_input_embeddings().weight.numel()
+flops = 6 * (sum(p.numel() for p in model.parameters()) - embedding) * batch.input_ids.numel()
+print(json.dumps({"per_s": per_s, "matmul_ms": matmul_us / 1e3, "gflop": flops / 1e9,
+                  "tokens": batch.input_ids.numel()}))
 """
 
 
-def bare_step_ceiling(model: Path, data: Path, precision: str, steps: int = 100) -> float:
-    """Examples/s of a bare SFT step (forward with labels, backward, clip, AdamW) of the same
-    model on one pre-built batch of 64 demonstrations, repeated: no data pipeline, no logging
-    (``bf16-mixed``: eager attention, the forward under bfloat16 autocast)."""
+def bare_step_ceiling(model: Path, data: Path, precision: str, steps: int = 100) -> dict:
+    """A bare SFT step (forward with labels, backward, clip, AdamW) of the same model on one
+    pre-built batch of 64 demonstrations, repeated: no data pipeline, no logging
+    (``bf16-mixed``: eager attention, the forward under bfloat16 autocast). Returns its
+    examples/s (``per_s``), the milliseconds of a step spent in matrix products (``matmul_ms``,
+    torch.profiler over 20 more steps), the step's ``6 N T`` GFLOP and its tokens."""
     spec = {"model": str(model), "data": str(data), "batch_size": STAGES["sft"].batch_size,
             "steps": steps, "threads": THREADS, "precision": precision}  # fmt: skip
     proc = subprocess.run(
@@ -349,7 +362,7 @@ def bare_step_ceiling(model: Path, data: Path, precision: str, steps: int = 100)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
         raise RuntimeError(f"the bare-step ceiling failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["per_s"]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------------------- setup and scoring
@@ -627,9 +640,16 @@ def main() -> int:
         if "sft" in stages:
             model, _ = make_model(Path(tmp) / "ceiling-model", setup.texts, args.seeds[0])
             for precision in sorted({CONFIGS[c][1] for c in libraries}, reverse=True):
-                ceiling[precision] = bare_step_ceiling(model, setup.sft_data, precision)
-                print(f"bare HF SFT step, {precision}: {ceiling[precision]:,.0f} examples/s",
-                      flush=True)  # fmt: skip
+                bare = bare_step_ceiling(model, setup.sft_data, precision)
+                ceiling[precision] = bare["per_s"]
+                step_ms = 1e3 * STAGES["sft"].batch_size / bare["per_s"]
+                print(
+                    f"bare HF SFT step, {precision}: {bare['per_s']:,.0f} examples/s, "
+                    f"{step_ms:.1f} ms a step ({bare['tokens']} tokens, {bare['gflop']:.2f} "
+                    f"GFLOP); matrix products {bare['matmul_ms']:.1f} ms of it at "
+                    f"{bare['gflop'] / bare['matmul_ms'] * 1e3:.0f} GFLOP/s",
+                    flush=True,
+                )
         for seed in args.seeds:
             work = Path(tmp) / f"seed{seed}"
             runs, parameters = run_seed(seed, libraries, stages, setup, work)

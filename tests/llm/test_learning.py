@@ -84,6 +84,27 @@ def test_grpo_with_its_defaults_raises_exact_match_by_20_points(arithmetic):
     assert accuracy >= arithmetic["sft_accuracy"] + 0.20, (arithmetic["sft_accuracy"], accuracy)
 
 
+def test_rlhf_against_a_reward_model_of_its_mistakes_is_named_and_stopped_by_the_doctor(
+    arithmetic,
+):
+    """The issue's fallback: where RLHF-PPO cannot raise exact match against a learned reward
+    model, the doctor must say so. `rlx align rlhf --task arithmetic` with its defaults (a
+    reward model fitted to the SFT model's own mistakes, PPO at 1e-4) lowers exact match
+    (measured: 47% -> 5.5% of 200 held-out prompts by step 6, -> 1.7% at step 20) while
+    ``rm_score`` rises; with ``stop_on=("reward-hacking",)`` the doctor must name it from the
+    logged gold reward and end the run before its 60 steps."""
+    import rlx
+
+    root = arithmetic["root"] / "rlhf-sums"
+    result = llm.rlhf_pipeline("arithmetic", root, sft_model=arithmetic["sft"].model_dir,
+                               progress=False, steps=60, batch_size=32,
+                               stop_on=("reward-hacking",))  # fmt: skip
+    assert result.ppo.status == "stopped", result.ppo.status
+    steps = len((root / "ppo" / "metrics.jsonl").read_text().splitlines())
+    assert steps < 60, steps
+    assert "reward-hacking" in {f.rule.id for f in rlx.doctor(root / "ppo").findings}
+
+
 def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hacking(arithmetic):
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
     must raise the reward model's score (a sign error lowers it) while the answers lengthen and
