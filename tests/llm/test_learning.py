@@ -89,16 +89,17 @@ def test_rlhf_against_a_reward_model_of_its_mistakes_is_named_and_stopped_by_the
 ):
     """The issue's fallback: where RLHF-PPO cannot raise exact match against a learned reward
     model, the doctor must say so. `rlx align rlhf --task arithmetic` with its defaults (a
-    reward model fitted to the SFT model's own mistakes, PPO at 1e-4) lowers exact match
-    (measured: 47% -> 5.5% of 200 held-out prompts by step 6, -> 1.7% at step 20) while
-    ``rm_score`` rises; with ``stop_on=("reward-hacking",)`` the doctor must name it from the
-    logged gold reward and end the run before its 60 steps."""
+    reward model fitted to the SFT model's own mistakes, 77% held-out pair accuracy; PPO at
+    1e-5 on 64 prompts a step) lowers exact match (measured: 48% -> 25.5% of 200 held-out
+    prompts by step 6) while ``rm_score`` rises, where the same PPO with the exact-match
+    verifier as its reward dips to 38.5% at step 15 and ends at 49% after 150 steps. With
+    ``stop_on=("reward-hacking",)`` the doctor must name it from the logged gold reward and
+    end the run (at step 10 here)."""
     import rlx
 
     root = arithmetic["root"] / "rlhf-sums"
     result = llm.rlhf_pipeline("arithmetic", root, sft_model=arithmetic["sft"].model_dir,
-                               progress=False, steps=60, batch_size=32,
-                               stop_on=("reward-hacking",))  # fmt: skip
+                               progress=False, steps=60, stop_on=("reward-hacking",))  # fmt: skip
     assert result.ppo.status == "stopped", result.ppo.status
     steps = len((root / "ppo" / "metrics.jsonl").read_text().splitlines())
     assert steps < 60, steps

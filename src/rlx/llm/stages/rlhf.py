@@ -72,10 +72,13 @@ from rlx.llm.training import (
     warmup_linear,
 )
 
-TARGET_ROWS = 2_000
-"""Prompts a run sees when neither steps nor epochs is given."""
-LR_SCALE = 0.1
-"""RLHF's default step size relative to SFT's (it moves a trained model)."""
+TARGET_ROWS = 9_600
+"""Prompts a run sees when neither steps nor epochs is given: 150 steps of 64."""
+LR_SCALE = 0.01
+"""RLHF's default step size relative to SFT's: 1e-5 for a model under 10M parameters. PPO
+moves a trained model with a noisy one-sample-per-prompt gradient: with the exact-match
+verifier as its reward, 63 steps of 32 prompts at a tenth of SFT's step size (1e-4) took the
+300-step SFT model of the tests from 47% to 22% exact match, 150 steps of 64 at 1e-5 to 49%."""
 EVAL_ROWS = 200
 
 
@@ -87,7 +90,7 @@ class RLHFConfig(StageConfig):
     reward_model: str = ""
     """the reward model folder (``rlx align rm``'s RUN_DIR/model), or a built-in reward name
     (exact-match, numeric, arithmetic-gold) to run PPO on a verifier"""
-    batch_size: int = 32
+    batch_size: int = 64
     """prompts per step, one sampled completion each"""
     max_new_tokens: int = 16
     """longest completion in tokens"""
