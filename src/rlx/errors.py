@@ -37,6 +37,10 @@ class TrainingError(RLXError):
     """Training cannot go on, e.g. a loss became NaN; the last good checkpoint is kept."""
 
 
+class SandboxError(RLXError):
+    """Model-written code cannot run with the isolation the sandbox promises on this machine."""
+
+
 class UnknownAlgorithmError(ConfigError):
     """The algorithm name is not registered."""
 
@@ -48,6 +52,7 @@ __all__ = [
     "MDPError",
     "RLXError",
     "RunError",
+    "SandboxError",
     "TrainingError",
     "UnknownAlgorithmError",
 ]

@@ -3,6 +3,7 @@ group gives no gradient, the shared clipped loss equals PPO's surrogate, bad inp
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -357,3 +358,62 @@ def test_sampling_runs_each_prompt_once_and_draws_generates_tokens(tmp_path, arc
     drawn = sample(model, tokenizer, prompts, n=n, max_new_tokens=6, temperature=0.6)
     torch.manual_seed(7)
     assert drawn == reference(0.6, 1.0)
+
+
+# --- the python-tests reward inside a run ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def code_task(tmp_path_factory):
+    """Prompts that start a function, answers that are its tests, a tiny model of that text."""
+    root = tmp_path_factory.mktemp("code")
+    rows = [{"prompt": f"def inc{i}(x):\n", "answer": f"assert inc{i}(1) == 2\n"} for i in range(8)]
+    (root / "code.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    texts = [row["prompt"] + "    return x + 1\n" + row["answer"] for row in rows]
+    return root, llm.make_tiny_lm(root / "tiny", texts=texts, **TINY)
+
+
+def _code_run(code_task, run_dir, **kw):
+    root, model = code_task
+    return llm.grpo(model, root / "code.jsonl", reward="python-tests", run_dir=run_dir, steps=1,
+                    batch_size=2, group_size=2, max_new_tokens=4, eval_exact_match=False,
+                    progress=False, **kw)  # fmt: skip
+
+
+def test_a_code_reward_run_records_the_sandbox_and_the_doctor_shows_it(code_task, tmp_path):
+    import rlx
+    from rlx.llm.sandbox import sandbox_info
+
+    _code_run(code_task, tmp_path / "r")
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    info = sandbox_info()
+    assert summary["sandbox"]["missing"] == info["missing"]
+    assert ("uid_drop" in summary["sandbox"]["protections"]) == info["uid_drop"]
+    report = str(rlx.doctor(tmp_path / "r"))
+    assert "sandbox: model-written code ran" in report.splitlines()[1]
+
+
+def test_without_isolation_a_code_reward_run_refuses_to_start(code_task, tmp_path, monkeypatch):
+    """The refusal path, simulated: no root means no namespaces and no uid change."""
+    import sys
+    import threading
+
+    import rlx
+    import rlx.llm.sandbox.process as process
+    import rlx.llm.sandbox.reward as reward
+    from rlx.errors import SandboxError
+    from rlx.llm.sandbox import Isolation, SandboxWarning
+
+    unisolated = Isolation(sys.executable, None, None)
+    monkeypatch.setattr(process, "current_isolation", lambda: unisolated)
+    monkeypatch.setattr(reward, "current_isolation", lambda: unisolated)
+    monkeypatch.setattr(reward, "_warned", threading.Event())
+    with pytest.raises(SandboxError, match="allow_unisolated"):
+        _code_run(code_task, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()  # refused before training: no folder left
+    with pytest.warns(SandboxWarning) as caught:
+        _code_run(code_task, tmp_path / "allowed", allow_unisolated=True)
+    assert len(caught) == 1  # one warning, at the start of the run
+    summary = json.loads((tmp_path / "allowed" / "summary.json").read_text())
+    assert len(summary["sandbox"]["missing"]) == 2 and summary["sandbox"]["allow_unisolated"]
+    assert "sandbox: UNISOLATED" in str(rlx.doctor(tmp_path / "allowed"))

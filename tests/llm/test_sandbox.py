@@ -1,7 +1,9 @@
 """The python-tests reward and its sandbox, tested with honest and hostile completions.
 
 Hostile programs get a 1 s limit; each test also checks that the call returned within
-``timeout + 3`` s, so a sandbox that hangs fails here instead of stalling training.
+``timeout + 3`` s, so a sandbox that hangs fails here instead of stalling training. The reward
+hacks of code RL each have a test below that pairs the hack with a wrong solution: the hack
+alone would have to earn the point, and it must score 0.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, SandboxError
 from rlx.llm.sandbox import (
     Isolation,
+    SandboxWarning,
     current_isolation,
     python_tests_reward,
     run_many,
@@ -62,16 +65,17 @@ ADD_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
 def score(completion: str, tests: str = "", prompt: str = "", **kw) -> float:
     """The reward of one completion, with the hostile time limit unless told otherwise.
 
-    With no tests, a program scores 1.0 exactly when it runs to its end, so a 0.0 comes from
-    what the program itself did.
+    With no tests, a program scores 1.0 exactly when it runs to its end without raising or
+    exiting, so a 0.0 comes from what the program itself did.
     """
     kw.setdefault("timeout_s", HOSTILE_TIMEOUT_S)
     return python_tests_reward([prompt], [completion], [tests], **kw)[0]
 
 
-def score_add(completion: str) -> float:
+def score_add(completion: str, tests: str = ADD_TESTS, **kw) -> float:
     """The reward of a completion of :data:`ADD_PROMPT`, checked by :data:`ADD_TESTS`."""
-    return score(completion, tests=ADD_TESTS, prompt=ADD_PROMPT, timeout_s=HONEST_TIMEOUT_S)
+    kw.setdefault("timeout_s", HONEST_TIMEOUT_S)
+    return score(completion, tests=tests, prompt=ADD_PROMPT, **kw)
 
 
 def timed_score(completion: str, **kw) -> tuple[float, float]:
@@ -112,8 +116,7 @@ def test_syntax_error_scores_zero():
 
 
 def test_exception_scores_zero():
-    completion = "    raise ValueError('no')\n"
-    assert score_add(completion) == 0.0
+    assert score_add("    raise ValueError('no')\n") == 0.0
 
 
 def test_prompt_is_left_out_when_asked():
@@ -134,13 +137,90 @@ def test_answers_column_holds_the_tests_when_tests_is_none():
     assert rewards == [1.0, 0.0]
 
 
-@pytest.mark.parametrize(
-    "completion",
-    ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n", "exit()\n", "raise SystemExit\n"],
-)
-def test_exiting_before_the_tests_scores_zero(completion):
-    """Exit status 0 is not enough: the tests must run to their end."""
-    assert score(completion, timeout_s=HONEST_TIMEOUT_S) == 0.0
+def test_partial_credit_is_the_share_of_tests_passed_and_only_when_asked():
+    tests = "assert add(2, 3) == 5\nassert add(0, 0) == 0\nassert add(-1, 1) == 0\n"
+    wrong_for_negatives = "    return abs(a) + abs(b)\n"  # passes the first two of three
+    assert score_add(wrong_for_negatives, tests) == 0.0
+    assert score_add(wrong_for_negatives, tests, partial=True) == pytest.approx(2 / 3)
+    assert score_add("    return a + b\n", tests, partial=True) == 1.0
+
+
+def test_what_counts_as_a_test():
+    """Top-level asserts and test_* functions are tests; other code is set-up; with neither,
+    the whole code is one test (HumanEval's check(candidate) form)."""
+    program = ADD_PROMPT + "    return a + b if a < 10 else 0\n"
+    pytest_style = (
+        "import math\n"
+        "def helper(x):\n    return x\n"
+        "def test_small():\n    assert add(1, 2) == 3\n"
+        "def test_large():\n    assert add(20, 1) == 21\n"
+        "assert add(2, 2) == helper(4)\n"
+    )
+    result = run_sandboxed(program, pytest_style, timeout_s=HONEST_TIMEOUT_S)
+    assert (result.tests_passed, result.tests_total) == (2, 3), result.failures
+    assert any("test_large()" in line for line in result.failures)
+    humaneval = "def check(candidate):\n    assert candidate(2, 3) == 5\n\ncheck(add)\n"
+    result = run_sandboxed(program, humaneval, timeout_s=HONEST_TIMEOUT_S)
+    assert (result.tests_passed, result.tests_total, result.status) == (1, 1, "passed")
+
+
+def test_values_of_every_plain_type_cross_intact():
+    program = (
+        "import collections, enum\n"
+        "Pair = collections.namedtuple('Pair', 'x y')\n"
+        "class Colour(enum.IntEnum):\n    RED = 1\n"
+        "def values():\n"
+        "    return [None, True, 3, -0.5, float('inf'), 'text', b'\\x00\\xff', bytearray(b'a'),\n"
+        "            2 + 3j, (1, (2,)), {1: 'a', (2, 3): [4]}, {5, 6}, frozenset({7}),\n"
+        "            Pair(1, 2), collections.Counter('aab'), Colour.RED, 10 ** 40]\n"
+        "TABLE = {'k': [1, 2]}\n"
+    )
+    tests = (
+        "v = values()\n"
+        "assert v[:8] == [None, True, 3, -0.5, float('inf'), 'text', b'\\x00\\xff', b'a']\n"
+        "assert type(v[7]) is bytearray and type(v[9]) is tuple and type(v[9][1]) is tuple\n"
+        "assert v[8] == 2 + 3j and v[9] == (1, (2,)) and v[10] == {1: 'a', (2, 3): [4]}\n"
+        "assert v[11] == {5, 6} and v[12] == frozenset({7}) and v[13] == (1, 2)\n"
+        "assert v[14] == {'a': 2, 'b': 1} and v[15] == 1 and v[16] == 10 ** 40\n"
+        "assert TABLE == {'k': [1, 2]} and Colour.RED == 1\n"
+    )
+    result = run_sandboxed(program, tests, timeout_s=HONEST_TIMEOUT_S)
+    assert result.passed, result.failures
+
+
+def test_classes_generators_and_expected_exceptions_work_across_the_boundary():
+    program = (
+        "class Stack:\n"
+        "    def __init__(self):\n        self.items = []\n"
+        "    def push(self, x):\n        self.items.append(x)\n"
+        "    def pop(self):\n        return self.items.pop()\n"
+        "    def __len__(self):\n        return len(self.items)\n"
+        "def count(n):\n    yield from range(n)\n"
+        "def root(x):\n"
+        "    if x < 0:\n        raise ValueError('negative')\n"
+        "    return x ** 0.5\n"
+    )
+    tests = (
+        "s = Stack()\ns.push(1)\ns.push(2)\n"
+        "assert len(s) == 2 and s.pop() == 2 and s.items == [1]\n"
+        "assert list(count(3)) == [0, 1, 2]\n"
+        "assert [x * 2 for x in count(2)] == [0, 2]\n"
+        "try:\n    root(-1)\nexcept ValueError as error:\n    assert 'negative' in str(error)\n"
+        "else:\n    raise AssertionError('no ValueError')\n"
+    )
+    result = run_sandboxed(program, tests, timeout_s=HONEST_TIMEOUT_S)
+    assert result.passed, result.failures
+
+
+def test_output_of_an_honest_program_is_kept_for_people():
+    program = "print('hello from the program')\n" + ADD_PROMPT + "    return a + b\n"
+    result = run_sandboxed(program, ADD_TESTS, timeout_s=HONEST_TIMEOUT_S)
+    assert result.passed and "hello from the program" in result.output
+
+
+def test_test_code_that_is_not_python_is_a_data_error():
+    with pytest.raises(ConfigError, match="test code is not valid Python"):
+        score_add("    return a + b\n", tests="assert add(1, 2) ==")
 
 
 def test_environment_is_minimal_and_folder_private(monkeypatch):
@@ -156,7 +236,8 @@ def test_environment_is_minimal_and_folder_private(monkeypatch):
         "open('state.txt', 'w').write('x')\n"
         "tempfile.NamedTemporaryFile(delete=False).write(b'x')\n"
     )
-    assert run_sandboxed(program, timeout_s=HONEST_TIMEOUT_S).passed
+    result = run_sandboxed(program, timeout_s=HONEST_TIMEOUT_S)
+    assert result.passed, (result.failures, result.output)
 
 
 def test_threads_and_subprocesses_work():
@@ -166,18 +247,173 @@ def test_threads_and_subprocesses_work():
         "threads = [threading.Thread(target=time.sleep, args=(0.1,)) for _ in range(8)]\n"
         "for thread in threads:\n    thread.start()\n"
         "for thread in threads:\n    thread.join()\n"
-        "out = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True)\n"
-        "assert out.stdout.strip() == b'42'\n"
+        "def answer():\n"
+        "    out = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True)\n"
+        "    return out.stdout.strip()\n"
     )
-    result = run_sandboxed(program, timeout_s=HONEST_TIMEOUT_S)
-    assert result.passed, result.output
+    result = run_sandboxed(program, "assert answer() == b'42'\n", timeout_s=HONEST_TIMEOUT_S)
+    assert result.passed, (result.failures, result.output)
 
 
 def test_each_run_gets_a_fresh_folder():
     write = "open('state.txt', 'w').write('left over')\n"
     assert run_sandboxed(write, timeout_s=HONEST_TIMEOUT_S).passed
-    check = "import os\nassert not os.path.exists('state.txt')\n"
-    assert run_sandboxed(check, timeout_s=HONEST_TIMEOUT_S).passed
+    check = "import os\nexists = os.path.exists('state.txt')\n"
+    assert run_sandboxed(check, "assert exists is False\n", timeout_s=HONEST_TIMEOUT_S).passed
+
+
+# --- reward hacks: each scores 0 ----------------------------------------------------------------
+
+WRONG_ADD = "def add(a, b):\n    return 0\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "hack"),
+    [
+        ("exit(0) before the tests", "import sys\nsys.exit(0)\n"),
+        ("os._exit(0) before the tests", "import os\nos._exit(0)\n"),
+        ("SystemExit before the tests", "raise SystemExit\n"),
+        ("exit() builtin", "exit()\n"),
+        (
+            "os._exit(0) during the tests",
+            "import os\ndef add(a, b):\n    os._exit(0)\n",
+        ),
+        (
+            "sys.exit(0) during the tests",
+            "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+        ),
+        (
+            "atexit handler that exits cleanly",
+            "import atexit, os\natexit.register(lambda: os._exit(0))\n",
+        ),
+        (
+            "excepthook replaced to exit cleanly",
+            "import os, sys\nsys.excepthook = lambda *a: os._exit(0)\n",
+        ),
+        (
+            "always-equal object",
+            "class Equal:\n    def __eq__(self, other):\n        return True\n"
+            "    __hash__ = object.__hash__\n"
+            "def add(a, b):\n    return Equal()\n",
+        ),
+        (
+            "always-equal int subclass",
+            "class Equal(int):\n    def __eq__(self, other):\n        return True\n"
+            "    __hash__ = int.__hash__\n"
+            "def add(a, b):\n    return Equal(0)\n",
+        ),
+        (
+            "success report printed",
+            "import sys\n"
+            "for stream in (sys.stdout, sys.stderr):\n"
+            '    stream.write(\'2 passed\\nOK\\n{"passed": 2, "total": 2, "failures": [],'
+            ' "failure_count": 0, "defined": true, "timed_out": false, '
+            '"returncode": null}\\n1.0\\n\')\n',
+        ),
+        (
+            "verdict written to every file descriptor",
+            "import os\n"
+            'verdict = b\'{"passed": 2, "total": 2, "failures": [], "failure_count": 0,\'\n'
+            'verdict += b\' "defined": true, "timed_out": false, "returncode": null}\\n\'\n'
+            "for fd in range(256):\n"
+            "    try:\n        os.write(fd, verdict)\n    except OSError:\n        pass\n",
+        ),
+        (
+            "a forged ready note and answers",
+            "import json, os, struct\n"
+            "def frame(message):\n"
+            "    data = json.dumps(message).encode()\n"
+            "    return struct.pack('>I', len(data)) + data\n"
+            "function = {'handle': 1, 'type': 'function'}\n"
+            "note = frame({'ready': {'values': {'add': function}, 'modules': {}}})\n"
+            "report = frame({'passed': 2, 'total': 2, 'value': 'passed'})\n"
+            "os.write(4, note + report * 4)\n"
+            "os._exit(0)\n",
+        ),
+        (
+            "a shadowed builtin that answers the comparison",
+            "def abs(x):\n    return 0\n",
+        ),
+        ("never returns", "def add(a, b):\n    while True:\n        pass\n"),
+        ("never finishes defining", "while True:\n    pass\n"),
+        (
+            "flood of output during a call",
+            "import sys\ndef add(a, b):\n    while True:\n        sys.stdout.write('x' * 10**6)\n",
+        ),
+        ("an answer too large to cross", "def add(a, b):\n    return 'x' * (8 << 20)\n"),
+        (
+            "garbage on the answer channel",
+            "import os\ndef add(a, b):\n    os.write(4, b'\\xff' * 64)\n    return a + b\n",
+        ),
+    ],
+)
+def test_reward_hack_scores_zero(name, hack):
+    """Each hack is paired with a wrong add, so only the hack could earn a point, even with
+    partial credit; the last test is one a shadowed ``abs`` could answer."""
+    tests = (
+        "def test_sum():\n    assert add(2, 3) == 5\n"
+        "def test_close():\n    assert abs(add(1, 2) - 3.5) < 1e-9 or add(1, 2) == 3\n"
+    )
+    completion = hack + WRONG_ADD if "def add" not in hack else hack
+    reward, elapsed = timed_score(completion, tests=tests, partial=True)
+    assert reward == 0.0, name
+    assert elapsed < HOSTILE_TIMEOUT_S + SLACK_S, f"{name} took {elapsed:.1f} s"
+
+
+def rejects_none_test(swallow: str) -> str:
+    """One test: add must raise on None, caught by ``swallow``."""
+    return (
+        "def test_rejects_none():\n"
+        f"    try:\n        add(None, 1)\n    {swallow}:\n        return\n"
+        "    raise AssertionError('add accepted None')\n"
+    )
+
+
+@pytest.mark.parametrize("swallow", ["except Exception", "except"])
+@pytest.mark.parametrize(
+    "death",
+    [
+        "os._exit(0)",
+        "sys.exit(0)",
+        "raise SystemExit",
+        "os.kill(os.getpid(), signal.SIGKILL)",
+    ],
+)
+def test_a_program_that_dies_is_not_taken_for_one_that_raised(death, swallow):
+    """A test that expects add to raise catches everything add raises, even with a bare
+    ``except``: a program that exits or dies in the call must still score 0."""
+    dies = f"import os, signal, sys\ndef add(a, b):\n    {death}\n"
+    assert score(dies, tests=rejects_none_test(swallow), partial=True) == 0.0
+    raises = "def add(a, b):\n    return a + b\n"  # None + 1 raises TypeError
+    assert score(raises, tests=rejects_none_test(swallow), timeout_s=HONEST_TIMEOUT_S) == 1.0
+
+
+def test_searching_frames_and_heap_finds_neither_secret_nor_tests():
+    """The program looks through every frame and every object it can reach for the test code,
+    and for anything shaped like a one-time marker; it finds nothing, and its guess fails."""
+    hunt = (
+        "import gc, re, sys\n"
+        "found = []\n"
+        "frame = sys._getframe()\n"
+        "while frame is not None:\n"
+        "    found += [repr(v) for v in frame.f_locals.values()]\n"
+        "    frame = frame.f_back\n"
+        "found += [o for o in gc.get_objects() if isinstance(o, str)]\n"
+        "for obj in gc.get_objects():\n"
+        "    if isinstance(obj, dict):\n"
+        "        found += [v for v in obj.values() if isinstance(v, str)]\n"
+        "text = '\\n'.join(found)\n"
+        "LEAKED_TESTS = 'UNIQUE_EXPECTED_VALUE' in text\n"
+        "LEAKED_MARKER = bool(re.search(r'\\b[0-9a-f]{32}\\b', text))\n"
+        "print(re.findall(r'\\b[0-9a-f]{32}\\b', text))\n"
+        "def add(a, b):\n"
+        "    return 'UNIQUE_EXPECTED_VALUE' if LEAKED_TESTS else 0\n"
+    )
+    tests = "assert add(2, 3) == 'UNIQUE_EXPECTED_VALUE'\n"
+    result = run_sandboxed(hunt, tests, timeout_s=HONEST_TIMEOUT_S)
+    assert result.status == "failed" and result.tests_passed == 0
+    leaks = run_sandboxed(hunt, "assert (LEAKED_TESTS, LEAKED_MARKER) == (False, False)\n")
+    assert leaks.passed, (leaks.failures, leaks.output)
 
 
 # --- hostile programs ---------------------------------------------------------------------------
@@ -207,8 +443,15 @@ def test_hostile_program_scores_zero_in_bounded_time(name, completion):
 
 def test_timeout_is_reported_as_timeout():
     result = run_sandboxed("while True:\n    pass\n", timeout_s=HOSTILE_TIMEOUT_S)
-    assert result.status == "timeout" and result.returncode == 124
+    assert result.status == "timeout" and not result.passed
     assert HOSTILE_TIMEOUT_S <= result.elapsed_s < HOSTILE_TIMEOUT_S + SLACK_S
+
+
+def test_tests_that_loop_on_their_own_are_stopped_at_the_limit():
+    """The time limit holds the judge's side too: test code that never calls the program."""
+    result = run_sandboxed(WRONG_ADD, "while True:\n    pass\n", timeout_s=HOSTILE_TIMEOUT_S)
+    assert result.status == "timeout"
+    assert result.elapsed_s < HOSTILE_TIMEOUT_S + SLACK_S
 
 
 def test_memory_hog_meets_memory_error():
@@ -254,7 +497,7 @@ def test_escaped_sleeper_does_not_outlive_the_run():
 
 @needs_namespaces
 def test_network_is_unreachable():
-    """A program that exits cleanly only when it reaches a server listening on our loopback."""
+    """A program that defines itself only when it reaches a server listening on our loopback."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         program = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
@@ -310,11 +553,14 @@ def test_shared_tmp_is_private():
     ],
 )
 def test_kill_attempts_hit_neither_the_trainer_nor_other_runs(attack):
+    """Each attack, paired with a wrong add, scores 0 whether it runs while defining or during
+    a call; honest neighbours running at the same time still pass."""
     honest = "import time\ntime.sleep(0.5)\n" + ADD_PROMPT + "    return a + b\n"
-    programs = [honest + ADD_TESTS, attack + ADD_TESTS, honest + ADD_TESTS]
-    results = run_many(programs, timeout_s=HONEST_TIMEOUT_S, max_workers=3)
+    during_call = "def add(a, b):\n" + "".join(f"    {line}\n" for line in attack.splitlines())
+    programs = [honest, attack + WRONG_ADD, honest, during_call, honest]
+    results = run_many(programs, [ADD_TESTS] * 5, timeout_s=HONEST_TIMEOUT_S, max_workers=5)
     # reaching this line means the test process survived
-    assert [result.passed for result in results] == [True, False, True]
+    assert [result.passed for result in results] == [True, False, True, False, True]
 
 
 # --- batches ------------------------------------------------------------------------------------
@@ -354,11 +600,48 @@ def test_fallback_without_namespaces_still_isolates_and_cleans_up():
     assert set(Path(tempfile.gettempdir()).glob("rlx-sandbox-*")) <= before
 
 
-def test_unisolated_fallback_runs_honest_programs():
-    """The path taken without root: the trainer's own user, limits and timeout only."""
+def test_unisolated_path_judges_honest_and_forged_programs_alike():
+    """The path taken without root (allowed explicitly): limits and timeout, the same judge."""
     unisolated = Isolation(sys.executable, None, None)
-    program = ADD_PROMPT + "    return a + b\n" + ADD_TESTS
-    assert run_sandboxed(program, timeout_s=HONEST_TIMEOUT_S, isolation=unisolated).passed
+    honest = ADD_PROMPT + "    return a + b\n"
+    assert run_sandboxed(honest, ADD_TESTS, timeout_s=HONEST_TIMEOUT_S, isolation=unisolated).passed
+    forged = "import os\nos._exit(0)\n"
+    result = run_sandboxed(forged, ADD_TESTS, timeout_s=HONEST_TIMEOUT_S, isolation=unisolated)
+    assert not result.passed
+
+
+# --- no silent fallback -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def without_isolation(monkeypatch):
+    """Simulate a machine without root: no namespaces and no uid change."""
+    import rlx.llm.sandbox.process as process
+    import rlx.llm.sandbox.reward as reward
+
+    unisolated = Isolation(sys.executable, None, None)
+    monkeypatch.setattr(process, "current_isolation", lambda: unisolated)
+    monkeypatch.setattr(reward, "current_isolation", lambda: unisolated)
+    monkeypatch.setattr(reward, "_warned", __import__("threading").Event())
+    return unisolated
+
+
+def test_missing_isolation_refuses_to_run_model_code(without_isolation):
+    with pytest.raises(SandboxError) as refused:
+        score_add("    return a + b\n")
+    message = str(refused.value)
+    assert "no network, PID or mount namespaces" in message
+    assert "no uid change" in message
+    assert "allow_unisolated=True" in message and "--allow-unisolated" in message
+
+
+def test_allow_unisolated_runs_and_warns_once_naming_what_is_missing(without_isolation):
+    with pytest.warns(SandboxWarning) as caught:
+        first = score_add("    return a + b\n", allow_unisolated=True)
+        second = score_add("    return a - b\n", allow_unisolated=True)
+    assert (first, second) == (1.0, 0.0)
+    assert len(caught) == 1
+    assert "namespaces" in str(caught[0].message) and "uid change" in str(caught[0].message)
 
 
 # --- validation and reporting -------------------------------------------------------------------

@@ -94,11 +94,15 @@ class Diagnosis:
             "algo": self.log.algo,
             "env": self.log.env,
             "metrics": sorted(self.log.metrics),
+            "sandbox": self.log.summary.get("sandbox"),
             "findings": [f.to_dict() for f in self.findings],
         }
 
     def __str__(self) -> str:
         head = f"rlx doctor: {self.log.label}"
+        sandbox = sandbox_line(self.log.summary.get("sandbox"))
+        if sandbox:
+            head += f"\n{sandbox}"
         if self.healthy:
             checked = ", ".join(sorted(applicable_metrics(self.log))) or "no known metric"
             return f"{head}\nno findings (checked {checked})."
@@ -111,6 +115,20 @@ class Diagnosis:
                 f"  fix:      {f.change()}",
             ]
         return "\n".join(lines)
+
+
+def sandbox_line(record: Any) -> str:
+    """The run summary's line on the code sandbox: the protections that were on, and any
+    that were missing (a run allowed to run model-written code unisolated)."""
+    if not isinstance(record, dict):
+        return ""
+    on = ", ".join(str(p).replace("_", " ") for p in record.get("protections", [])) or "none"
+    missing = record.get("missing") or []
+    if not missing:
+        return f"sandbox: model-written code ran isolated ({on})"
+    return f"sandbox: UNISOLATED, allowed by allow_unisolated (on: {on}; missing: " + (
+        "; ".join(str(m) for m in missing) + ")"
+    )
 
 
 def applicable(rule: Rule, log: RunLog) -> bool:

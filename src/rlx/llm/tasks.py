@@ -391,6 +391,9 @@ def python_tests_reward(
     return run(prompts, completions, **kw)
 
 
+python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
 REWARDS: dict[str, RewardFunction] = {
     "exact-match": exact_match_reward,
     "numeric": numeric_reward,

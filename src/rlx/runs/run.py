@@ -117,6 +117,7 @@ class Run:
         self._interrupts = 0
         self._last_checkpoint_t = time.monotonic()
         self._summary_written = False
+        self._summary_fields: dict[str, Any] = {}
         wall_offset = self._prepare_folder(resume, preset)
         self.logger = MetricLogger(self.dir, wall_offset=wall_offset, tensorboard=tensorboard)
         self.progress: ProgressBar | None = None
@@ -303,6 +304,10 @@ class Run:
         return path
 
     # ------------------------------------------------------------------ the end
+    def add_to_summary(self, **fields: Any) -> None:
+        """Fields ``summary.json`` holds however the run ends (e.g. the sandbox's protections)."""
+        self._summary_fields.update(fields)
+
     def finish(self, steps: int, figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``summary.json`` with the final figures and how the run ended."""
         if self.status == "running":
@@ -317,6 +322,7 @@ class Run:
             "steps": int(steps),
             "wall_s": round(self.logger.wall_s, 3),
             "status": self.status,
+            **self._summary_fields,
             **(figures or {}),
         }
         if self.live is not None:

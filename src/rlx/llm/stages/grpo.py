@@ -113,6 +113,9 @@ class GRPOConfig(StageConfig):
     pack_groups: bool | None = None
     """score a prompt's G completions in one row that computes the prompt once (None: when the
     model gives the same log-probabilities that way, checked at the start)"""
+    allow_unisolated: bool = False
+    """run model-written code (the python-tests reward) even where the sandbox cannot isolate
+    it (no root or no namespaces); the run then warns once, naming what is missing"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -367,13 +370,16 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
     """The registered ``train``: load, complete the config, then sample-score-update."""
     from rlx.core.threads import set_torch_threads
     from rlx.llm.models import count_parameters, load_model
+    from rlx.llm.sandbox import prepare_for_run
     from rlx.llm.tasks import load_verifier_jsonl
 
     set_torch_threads(config.num_threads)
     torch.manual_seed(config.seed)
     rows = load_verifier_jsonl(config.data)
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    reward = reward_function(config.reward)
+    reward, sandbox = prepare_for_run(reward_function(config.reward), config.allow_unisolated)
+    if sandbox is not None:
+        run.add_to_summary(sandbox=sandbox)
     model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
     check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
     config = complete_config(

@@ -131,6 +131,9 @@ class RLHFConfig(StageConfig):
     """print a warning once kl_ref passes this (drift, where reward hacking starts)"""
     eval_exact_match: bool = True
     """greedy exact match on held-out rows at each evaluation (rows with answers)"""
+    allow_unisolated: bool = False
+    """run model-written code (reward_model=python-tests) even where the sandbox cannot
+    isolate it (no root or no namespaces); the run then warns once, naming what is missing"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -307,6 +310,7 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
     """The registered ``train``: load policy, reference and reward model, then PPO steps."""
     from rlx.core.threads import set_torch_threads
     from rlx.llm.models import count_parameters, load_model
+    from rlx.llm.sandbox import prepare_for_run
     from rlx.llm.tasks import load_prompts_jsonl, load_verifier_jsonl
 
     set_torch_threads(config.num_threads)
@@ -315,7 +319,9 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
         raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
     rows = _load_rows(config.data, load_verifier_jsonl, load_prompts_jsonl)
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    scorer = _scorer(config)
+    scorer, sandbox = prepare_for_run(_scorer(config), config.allow_unisolated)
+    if sandbox is not None:
+        run.add_to_summary(sandbox=sandbox)
     lm, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
     check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
     config = complete_config(

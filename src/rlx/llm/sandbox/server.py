@@ -1,0 +1,153 @@
+"""The program's side of the boundary: define the program, then answer the judge's calls.
+
+Runs inside the sandbox as the untrusted process (``python -I -c SCRIPT program.py``). It
+executes the program once, as a module named ``solution``, sends the judge the program's
+top-level names, and then answers requests (call this function, read this attribute, take the
+next item ...) until the judge closes the channel. Requests arrive on fd 3 and answers leave on
+fd 4 (:mod:`rlx.llm.sandbox.wire` frames); the program's own output goes to stdout and stderr,
+which only the person reading the sandbox's output sees.
+
+Nothing here is trusted: the program runs in this interpreter and may replace any of it. That is
+harmless by design, because all the judge ever receives is plain data it rebuilds itself; the
+worst a program can do is answer wrongly or not at all, and either scores 0.
+
+Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import types
+
+from rlx.llm.sandbox import wire
+
+MODULE_NAME = "solution"
+_INLINE_GLOBAL_BYTES = 64 << 10  # a larger data global crosses as a handle, not in the ready note
+_MESSAGE_CHARS = 500
+
+
+class Objects:
+    """The program's objects the judge holds handles to, so a handle names the same object for
+    as long as the run lasts (and two handles to one object are the same handle)."""
+
+    def __init__(self) -> None:
+        self._by_handle: dict[int, object] = {}
+        self._handle_by_id: dict[int, int] = {}
+
+    def handle(self, obj: object) -> int:
+        number = self._handle_by_id.get(id(obj))
+        if number is None:
+            number = len(self._by_handle) + 1
+            self._by_handle[number] = obj  # kept alive, so id(obj) is not reused
+            self._handle_by_id[id(obj)] = number
+        return number
+
+    def get(self, number: int, type_name: str = "") -> object:
+        try:
+            return self._by_handle[number]
+        except KeyError:
+            raise wire.BoundaryError(f"no program object has handle {number}") from None
+
+
+def main() -> None:
+    objects = Objects()
+    path = sys.argv[-1]
+    namespace: dict[str, object] = {"__name__": MODULE_NAME, "__file__": path}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            code = compile(handle.read(), path, "exec")
+        exec(code, namespace)
+    except Exception as error:
+        import traceback  # only on this path: its import costs each program milliseconds
+
+        traceback.print_exc()
+        _flush()
+        wire.send(wire.ANSWERS_FD, {"error": describe(error)})
+        os._exit(1)
+    # SystemExit and os._exit leave without the ready note: exiting is not defining.
+    _flush()
+    wire.send(wire.ANSWERS_FD, {"ready": top_level_names(namespace, objects)})
+    serve(objects)
+
+
+def top_level_names(namespace: dict[str, object], objects: Objects) -> dict[str, object]:
+    """``{"values": {name: wire value}, "modules": {name: module name}}`` for the program's
+    top-level names, dunders left out."""
+    values, modules = {}, {}
+    for name, value in list(namespace.items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+            continue
+        try:
+            encoded = wire.encode(value, objects.handle)
+            if len(json.dumps(encoded)) > _INLINE_GLOBAL_BYTES:
+                raise wire.BoundaryError("too large to send inline")
+        except (wire.BoundaryError, ValueError, RecursionError):
+            encoded = {"handle": objects.handle(value), "type": type(value).__name__}
+        values[name] = encoded
+    return {"values": values, "modules": modules}
+
+
+def serve(objects: Objects) -> None:
+    """Answer requests until the judge closes the channel."""
+    while True:
+        request = wire.receive(wire.REQUESTS_FD)
+        if request is None:
+            os._exit(0)
+        try:
+            answer = {"value": wire.encode(perform(request, objects), objects.handle)}
+        except Exception as error:
+            # Only Exceptions are answers; SystemExit and the like end the process, as they
+            # would end a plain Python test run.
+            answer = {"raise": describe(error)}
+        _flush()
+        wire.send(wire.ANSWERS_FD, answer)
+
+
+def perform(request: dict[str, object], objects: Objects) -> object:
+    """Do what one request asks of the object its handle names."""
+    op = request.get("op")
+    target = objects.get(request.get("target"))
+    args = wire.decode({"list": request.get("args", [])}, objects.get)
+    if op == "call":
+        kwargs = wire.decode({"dict": request.get("kwargs", [])}, objects.get)
+        return target(*args, **kwargs)
+    if op == "getattr":
+        return getattr(target, *args)
+    if op == "setattr":
+        return setattr(target, *args)
+    if op == "getitem":
+        return target[args[0]]
+    if op == "setitem":
+        target[args[0]] = args[1]
+        return None
+    if op == "delitem":
+        del target[args[0]]
+        return None
+    if op == "contains":
+        return args[0] in target
+    if op in ("len", "iter", "next", "bool", "str", "repr"):
+        return {"len": len, "iter": iter, "next": next, "bool": bool, "str": str, "repr": repr}[op](
+            target
+        )
+    raise wire.BoundaryError(f"unknown request {op!r}")
+
+
+def describe(error: BaseException) -> dict[str, str]:
+    """An exception as plain data: its type's name and message."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<the exception's message could not be read>"
+    return {"type": type(error).__name__, "message": message[:_MESSAGE_CHARS]}
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
