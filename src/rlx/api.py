@@ -92,9 +92,19 @@ def train(
         stop_on=tuple(stop_on),
         doctor=doctor,
     ) as run:
-        agent = spec.train(config, env, run)
+        agent = _train_function(spec, config)(config, env, run)
     agent.run_dir = run_dir
     return agent
+
+
+def _train_function(spec: registry.Algorithm, config: Any) -> Any:
+    """The algorithm's train function; with ``runners=K`` the Ray part is built by
+    :mod:`rlx.distributed`, the one layer that knows a cluster, and handed in from above."""
+    if getattr(config, "runners", None) is None or spec.remote is None:
+        return spec.train
+    from rlx.distributed import scaled_out
+
+    return scaled_out(spec)
 
 
 def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:

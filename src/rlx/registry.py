@@ -55,6 +55,10 @@ class Algorithm:
         budget_field: the config field that sizes training (``total_steps``, ``episodes``).
         unit: what the budget counts, for the progress bar.
         presets: tuned overrides per environment id, applied before the user's overrides.
+        renamed: old config field name -> new one, so a run folder written before a rename
+            still loads and resumes.
+        remote: which Ray workers ``runners=K`` starts for it (``"env-runners"`` or
+            ``"self-play"``, built by :func:`rlx.distributed.scaled_out`); None: no runners.
     """
 
     name: str
@@ -65,6 +69,8 @@ class Algorithm:
     budget_field: str = "total_steps"
     unit: str = "steps"
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    remote: str | None = None
 
 
 def register(algorithm: Algorithm) -> Algorithm:

@@ -61,6 +61,7 @@ from torch import Tensor
 
 from rlx import registry
 from rlx.core.buffers import ReplayBuffer, ReplaySample
+from rlx.core.checks import check_runner_fields
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import EpisodeTracker, make_vec_env, require_discrete_actions
 from rlx.core.evaluation import evaluate
@@ -70,7 +71,6 @@ from rlx.core.schedules import LinearSchedule
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.targets import double_q_target, q_learning_target
 from rlx.diagnostics import metrics as M
-from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 
 

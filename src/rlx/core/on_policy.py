@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from rlx.core.advantages import explained_variance, gae
 from rlx.core.buffers import RolloutBuffer
+from rlx.core.checks import check_runner_fields
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import make_vec_env
 from rlx.core.normalize import ObsNormalizer, RewardScaler
@@ -39,7 +40,6 @@ from rlx.core.optim import Optimizer, clip_grad_norm
 from rlx.core.policies import ACTIVATIONS, ActorCritic, describe_action_space, observation_dim
 from rlx.core.seeding import rng_state, set_rng_state
 from rlx.diagnostics import metrics as M
-from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 
 

@@ -18,6 +18,30 @@ Nothing here imports Ray until a run asks for runners.
 
 from __future__ import annotations
 
-from rlx.distributed.ray_runtime import RaySession, check_reachable, check_runner_fields
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["RaySession", "check_reachable", "check_runner_fields"]
+from rlx.core.checks import check_runner_fields
+from rlx.distributed.ray_runtime import RaySession, check_reachable
+from rlx.errors import ConfigError
+
+# registry.Algorithm.remote -> (module, function) that builds what ``runners=K`` starts
+_REMOTES = {
+    "env-runners": ("rlx.distributed.env_runners", "remote_collection"),
+    "self-play": ("rlx.distributed.selfplay", "remote_self_play"),
+}
+
+
+def scaled_out(spec: Any) -> Callable[..., Any]:
+    """``spec.train`` with its Ray part, built here from above: the algorithm's training loop
+    receives it as ``remote=`` and never imports this package."""
+    if spec.remote not in _REMOTES:
+        raise ConfigError(f"{spec.name} does not take runners; leave --runners out.")
+    module, name = _REMOTES[spec.remote]
+    build = getattr(importlib.import_module(module), name)
+    return functools.partial(spec.train, remote=build(spec))
+
+
+__all__ = ["RaySession", "check_reachable", "check_runner_fields", "scaled_out"]

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from rlx.core.checks import parse_address
 from rlx.errors import ConfigError
 
 CONNECT_TIMEOUT_S = 3.0
@@ -30,46 +31,6 @@ CONNECT_TIMEOUT_S = 3.0
 LOCAL_OBJECT_STORE_BYTES = 200 * 1024**2
 """Object store of a local instance: fragments and weights are small, memory is not."""
 RAY_HINT = "install it with pip install 'rlx[ray]'"
-
-
-# ---------------------------------------------------------------------------- config checks
-def check_runner_fields(config: Any) -> None:
-    """Validate a config's ``runners`` and ``ray_address`` fields, one clear sentence each.
-
-    ``runners`` is None (collect in this process, no Ray) or a whole number >= 1; 0 is an error
-    rather than a silent "no Ray", so ``--runners 0`` never quietly does something else.
-    """
-    name = type(config).__name__
-    runners = getattr(config, "runners", None)
-    address = getattr(config, "ray_address", None)
-    if runners is not None and runners < 1:
-        raise ConfigError(
-            f"{name}: runners={runners} is not valid; use a whole number >= 1 of Ray workers, or "
-            "leave runners out (None) to run in this process without Ray."
-        )
-    if address is not None:
-        if runners is None:
-            raise ConfigError(
-                f"{name}: ray_address={address!r} needs runners >= 1 (the Ray workers to start "
-                "on that cluster); add --runners N."
-            )
-        parse_address(address, name)
-
-
-def parse_address(address: str, owner: str = "ray_address") -> tuple[str, int] | None:
-    """``(host, port)`` of ``HOST:PORT`` or ``ray://HOST:PORT``; None for ``auto``."""
-    text = address.strip()
-    if text == "auto":
-        return None
-    bare = text.removeprefix("ray://")
-    host, sep, port = bare.rpartition(":")
-    host = host.strip("[]")  # [::1]:6379
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(
-            f"{owner}: ray_address={address!r} is not an address; use HOST:PORT of the head "
-            "node (its GCS port, 6379 by default), ray://HOST:PORT for Ray Client, or auto."
-        )
-    return host, int(port)
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:

@@ -50,9 +50,9 @@ from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from rlx import registry
+from rlx.core.checks import check_runner_fields
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
-from rlx.distributed.ray_runtime import check_runner_fields
 from rlx.errors import CheckpointError, ConfigError
 from rlx.games import ConnectFour, make
 from rlx.games.base import Game, GameState, check_same_game
