@@ -71,7 +71,7 @@ def train(
                 f"--resume needs an existing run folder, but {run_dir} has no {CONFIG_FILE}."
             )
         previous = read_json(Path(run_dir) / CONFIG_FILE)
-        base = spec.config(**previous["config"])
+        base = registry.config_from_record(spec, previous["config"])
     if base is None and "data" not in overrides and _takes_a_data_file(spec, env):
         # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
         overrides = {**overrides, "data": str(env)}
@@ -114,7 +114,7 @@ def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
         raise RunError(f"run folder {run_dir} does not exist.")
     record = read_json(run_dir / CONFIG_FILE)
     spec = registry.get(record["algo"])
-    config = spec.config(**record["config"])
+    config = registry.config_from_record(spec, record["config"])
     _, state = load_checkpoint(checkpoint if checkpoint is not None else run_dir)
     agent = spec.load(config, record["env"], state)
     agent.run_dir = run_dir

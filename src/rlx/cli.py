@@ -224,7 +224,7 @@ def _parse_train_args(spec: Any, argv: list[str]) -> Any:
     default = None
     if known.resume and known.run_dir:
         record = read_json(Path(known.run_dir) / CONFIG_FILE)
-        config = spec.config(**record["config"])
+        config = registry.config_from_record(spec, record["config"])
         env = known.env or record["env"]
         default = cls(**dataclasses.asdict(config), env=env, run_dir=known.run_dir, resume=True)
     elif known.env:

@@ -118,6 +118,14 @@ def preset_for(algorithm: Algorithm, env_id: str) -> tuple[str | None, dict[str,
     return None, {}
 
 
+def config_from_record(algorithm: Algorithm, fields: Mapping[str, Any]) -> Any:
+    """The config a run folder's ``config.json`` recorded, with fields renamed since then
+    (``algorithm.renamed``) under their new names and fields removed since then dropped."""
+    known = {f.name for f in dataclasses.fields(algorithm.config)}
+    values = {algorithm.renamed.get(key, key): value for key, value in fields.items()}
+    return algorithm.config(**{key: value for key, value in values.items() if key in known})
+
+
 def make_config(
     algorithm: Algorithm, env_id: str, overrides: Mapping[str, Any], base: Any | None = None
 ) -> tuple[Any, str | None]:
