@@ -170,3 +170,76 @@ def test_train_help_names_the_envs_the_algorithm_takes(capsys):
         with pytest.raises(SystemExit):
             main(["train", name, "--help"])
         assert expected in capsys.readouterr().out
+
+
+# --- bad input found by trying, and what a failed command leaves --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["solve", "FrozenLake-v1", "--make", "map_name=9x9"], "map_name='9x9'"),
+        (["solve", "GridWorld", "--make", "size=-1"], "no keyword 'size'"),
+        (["solve", "GridWorld", "--make", "rows=-1"], "-1x4 grid is not possible"),
+        (["solve", "GridWorld", "--make", "rows"], "KEY=VALUE"),
+        (["solve", "GridWorld", "--method", "magic"], "--method 'magic'"),
+        (["train", "toy-counter", "--env", "X", "--total-steps", "abc"], "whole number, not 'abc'"),
+        (["train", "toy-counter", "--env", "X", "--w", "heavy"], "expects a number, not 'heavy'"),
+        (["train", "toy-counter", "--total-steps", "3"], "missing --env"),
+        (["train", "toy-counter", "--env", "X", "--no-such-flag", "1"], "--no-such-flag"),
+        (["train", "grpo", "--env", "X"], "use `rlx align grpo"),
+        (["eval"], "missing an argument"),
+        (["doctor"], "at least one RUN"),
+    ],
+)
+def test_bad_input_is_one_sentence(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlx: error: ") and message in err, err
+    assert len(err.splitlines()) == 1 and "╭" not in err and "Traceback" not in err
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`rlx solve ... | head -1`: the reader goes away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlx.cli", "solve", "FrozenLake8x8-v1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (0, 141)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--env", "FrozenLake-v1", "--alpha", "-1"],  # rejected by the config
+        ["--env", "CartPole-v1"],  # rejected by the algorithm (no Discrete states)
+    ],
+)
+def test_a_failed_command_leaves_no_folder_behind(tmp_path, bad, capsys):
+    run_dir = tmp_path / "runs" / "deep" / "ql"
+    assert main(["train", "q-learning", *bad, "--run-dir", str(run_dir), "--no-progress"]) == 2
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_quick_commands_import_no_torch():
+    code = (
+        "import sys, rlx.cli\n"
+        "for args in (['--help'], ['--version'], ['list']):\n"
+        "    assert rlx.cli.main(args) == 0\n"
+        "heavy = {'torch', 'numba', 'transformers', 'gymnasium'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_list_says_when_to_use_each_algorithm(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row, so phrases stay whole
+    assert main(["list"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "use when" in out and "Language models (rlx align)" in out
+    assert "Small tabular MDP, samples only" in out  # q-learning's row of the chooser

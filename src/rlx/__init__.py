@@ -9,6 +9,9 @@ print(rlx.tabular.check(res, mdp))
 agent = rlx.train("q-learning", "FrozenLake-v1", run_dir="runs/ql")
 print(rlx.evaluate(agent, "FrozenLake-v1", episodes=100))
 ```
+
+Everything loads on first use: ``import rlx`` imports no torch, numba or transformers, so the
+command line starts at once and a run pays for its libraries only when it starts.
 """
 
 from __future__ import annotations
@@ -16,19 +19,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rlx import errors
-from rlx.api import load, train
-from rlx.core.evaluation import EvalStats, evaluate
+from rlx import errors, version
 from rlx.errors import RLXError
 
-__version__ = "0.1.0"
+__version__ = version.VERSION
 
-# Subpackages load on first use, so `import rlx` (and the CLI) start fast.
+# Subpackages load on first use.
 _SUBPACKAGES = frozenset(
-    {"agents", "core", "diagnostics", "llm", "mdp", "planning", "registry", "runs", "tabular"}
-)
-# Functions of subpackages, loaded on first use too.
-_FUNCTIONS = {
+    {
+        "agents", "core", "diagnostics", "distributed", "games", "llm", "mdp", "metrics",
+        "planning", "registry", "runs", "tabular",
+    }
+)  # fmt: skip
+# Public functions and classes, loaded on first use too.
+_NAMES = {
+    "train": "rlx.api",
+    "load": "rlx.api",
+    "evaluate": "rlx.core.evaluation",
+    "EvalStats": "rlx.core.evaluation",
     "doctor": "rlx.diagnostics.doctor",
     "recommend": "rlx.diagnostics.recommend",
     "report": "rlx.diagnostics.report",
@@ -38,9 +46,13 @@ _FUNCTIONS = {
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"rlx.{name}")
-    if name in _FUNCTIONS:
-        return getattr(importlib.import_module(_FUNCTIONS[name]), name)
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module 'rlx' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBPACKAGES, *_NAMES})
 
 
 __all__ = [

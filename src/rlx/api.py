@@ -1,23 +1,42 @@
-"""``rlx.train``, ``rlx.load``: the one way every algorithm is trained and restored."""
+"""``rlx.train``, ``rlx.load``: the one way every algorithm is trained and restored.
+
+Training is planned once (:func:`plan`: the algorithm, its config from defaults, preset,
+overrides or the resumed run's record, and the run folder), then carried out
+(:func:`train_planned`). The CLI builds its flags from the same plan, so a config is resolved
+in one place and ``config.json`` is read once.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from rlx import registry
-from rlx.core.threads import set_torch_threads
-from rlx.errors import RunError
-from rlx.runs import CONFIG_FILE, Run, load_checkpoint, read_json
+from rlx.errors import ConfigError, RunError
+from rlx.runs import CONFIG_FILE, RunRecord, is_run_folder, read_record
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Everything decided before a run starts."""
+
+    spec: registry.Algorithm
+    config: Any
+    env: Any
+    env_id: str
+    run_dir: Path
+    preset: str | None = None
+    resume: RunRecord | None = None
 
 
 def env_label(env: Any) -> str:
     """A printable id for an env given as an id, a Gymnasium env, or a TabularMDP."""
-    if isinstance(env, str):
-        return env
+    if isinstance(env, (str, Path)):
+        return str(env)
     spec = getattr(env, "spec", None)
     if spec is not None and getattr(spec, "id", None):
         return spec.id
@@ -29,9 +48,48 @@ def default_run_dir(algo: str, env_id: str) -> Path:
     return Path("runs") / f"{algo}-{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def plan(
+    algo: str,
+    env: Any = None,
+    *,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> Plan:
+    """Resolve a run once: the algorithm, the config and where it is written.
+
+    A new run's config is the defaults, then the env's preset, then ``overrides``; a resumed
+    run's is its ``config.json`` (read here, once), then ``overrides`` (e.g. a larger budget),
+    and its env is the recorded one unless ``env`` is given.
+    """
+    spec = registry.get(algo)
+    overrides = dict(overrides or {})
+    if resume:
+        if run_dir is None:
+            raise RunError("resume=True needs the run_dir of the run to continue.")
+        if not is_run_folder(run_dir):
+            raise RunError(
+                f"--resume needs an existing run folder, but {run_dir} has no {CONFIG_FILE}."
+            )
+        record = read_record(run_dir)
+        base = registry.config_from_record(spec, record.config)
+        config, _ = registry.make_config(spec, record.env, overrides, base=base)
+        env = record.env if env is None else env
+        return Plan(spec, config, env, env_label(env), Path(run_dir), record.preset, record)
+    if env is None:
+        raise ConfigError(f"{spec.name} needs an environment (env=..., --env ID).")
+    if "data" not in overrides and _takes_a_data_file(spec, env):
+        # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
+        overrides["data"] = str(env)
+    env_id = env_label(env)
+    config, preset = registry.make_config(spec, env_id, overrides)
+    folder = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
+    return Plan(spec, config, env, env_id, folder, preset)
+
+
 def train(
     algo: str,
-    env: Any,
+    env: Any = None,
     *,
     run_dir: str | Path | None = None,
     resume: bool = False,
@@ -48,6 +106,7 @@ def train(
         env: a Gymnasium id, a Gymnasium env, or an ``rlx.mdp.TabularMDP``; a board game
             (``"tictactoe"``, ``"connect4"``) for alphazero and muzero; the JSONL data file
             for a language-model stage (``sft``, ``rm``, ``dpo``, ``grpo``, ``rlhf-ppo``).
+            With ``resume``, None means the run's own env.
         run_dir: the run folder (default ``runs/<algo>-<env>-<time>``).
         resume: continue the run in ``run_dir`` from its latest checkpoint; ``overrides``
             may raise its budget (e.g. ``episodes`` or ``total_steps``).
@@ -59,42 +118,62 @@ def train(
             prints one line, and the final findings go into ``summary.json``.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
     """
-    spec = registry.get(algo)
+    planned = plan(algo, env, run_dir=run_dir, resume=resume, overrides=overrides)
+    return train_planned(
+        planned, progress=progress, tensorboard=tensorboard, stop_on=stop_on, doctor=doctor
+    )
+
+
+def train_planned(
+    planned: Plan,
+    *,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    stop_on: tuple[str, ...] | list[str] = (),
+    doctor: bool = True,
+) -> Any:
+    """Carry out a :class:`Plan`: open the run folder, attach the live doctor, train."""
+    from rlx.core.threads import set_torch_threads
+    from rlx.runs import Run
+
+    spec, config = planned.spec, planned.config
     set_torch_threads()
-    env_id = env_label(env)
-    base = None
-    if resume:
-        if run_dir is None:
-            raise RunError("resume=True needs the run_dir of the run to continue.")
-        if not (Path(run_dir) / CONFIG_FILE).exists():
-            raise RunError(
-                f"--resume needs an existing run folder, but {run_dir} has no {CONFIG_FILE}."
-            )
-        previous = read_json(Path(run_dir) / CONFIG_FILE)
-        base = registry.config_from_record(spec, previous["config"])
-    if base is None and "data" not in overrides and _takes_a_data_file(spec, env):
-        # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
-        overrides = {**overrides, "data": str(env)}
-    config, preset = registry.make_config(spec, env_id, overrides, base=base)
-    run_dir = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
     budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
+    observers = _live_doctor(spec.name, planned.env_id, config, tuple(stop_on), doctor)
     with Run(
-        run_dir,
+        planned.run_dir,
         algo=spec.name,
-        env_id=env_id,
+        env_id=planned.env_id,
         config=config,
         total=budget,
         unit=spec.unit,
-        resume=resume,
+        resume=planned.resume,
         progress=progress,
         tensorboard=tensorboard,
-        preset=preset,
-        stop_on=tuple(stop_on),
-        doctor=doctor,
+        preset=planned.preset,
+        observers=observers,
     ) as run:
-        agent = _train_function(spec, config)(config, env, run)
-    agent.run_dir = run_dir
+        agent = _train_function(spec, config)(config, planned.env, run)
+    agent.run_dir = planned.run_dir
     return agent
+
+
+def _live_doctor(
+    algo: str, env_id: str, config: Any, stop_on: tuple[str, ...], enabled: bool
+) -> list[Any]:
+    """The doctor's rules on the metrics as they are logged (one line per new finding, on
+    stderr); ``stop_on`` rules end the run, checkpoint saved, when they fire."""
+    from rlx.diagnostics.doctor import LiveDoctor, check_rule_ids
+
+    stop_on = check_rule_ids(stop_on)
+    if not enabled and not stop_on:
+        return []
+    fields = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+    return [LiveDoctor(algo, env_id, fields, stop_on=stop_on, printer=_to_stderr)]
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _train_function(spec: registry.Algorithm, config: Any) -> Any:
@@ -108,16 +187,16 @@ def _train_function(spec: registry.Algorithm, config: Any) -> Any:
 
 
 def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
-    """The agent of a run folder, from its latest checkpoint (or the one given)."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise RunError(f"run folder {run_dir} does not exist.")
-    record = read_json(run_dir / CONFIG_FILE)
-    spec = registry.get(record["algo"])
-    config = registry.config_from_record(spec, record["config"])
-    _, state = load_checkpoint(checkpoint if checkpoint is not None else run_dir)
-    agent = spec.load(config, record["env"], state)
-    agent.run_dir = run_dir
+    """The agent of a run folder, from its latest checkpoint (or the one given): an object
+    of the :class:`rlx.core.agent.Agent` protocol."""
+    from rlx.runs import load_checkpoint
+
+    record = read_record(run_dir)
+    spec = registry.get(record.algo)
+    config = registry.config_from_record(spec, record.config)
+    _, state = load_checkpoint(checkpoint if checkpoint is not None else record.path)
+    agent = spec.load(config, record.env, state)
+    agent.run_dir = record.path
     return agent
 
 

@@ -1,31 +1,55 @@
 """The ``rlx`` command line: parses, dispatches, prints. No algorithm logic lives here.
 
-Config flags of ``rlx train ALGO`` are generated from the algorithm's config dataclass with
-tyro, so a field, its default and its docstring are written once. User errors
-(:class:`rlx.errors.RLXError`) print one line on stderr and exit with code 2.
+Every subcommand's flags come from a frozen dataclass, parsed by tyro: a field, its default and
+its docstring are written once. ``rlx train ALGO`` and ``rlx align STAGE`` take the
+algorithm's config dataclass itself. A user error (:class:`rlx.errors.RLXError`, or a flag
+tyro cannot parse) prints one line on stderr and exits with code 2, without a traceback.
 
 Exit codes of a training command: 0 the run completed its budget; 2 bad input; 3 a doctor rule
 of ``--stop-on`` ended the run (``status: stopped`` and ``stopped_by`` in summary.json); 130
 Ctrl-C or SIGTERM ended it (``status: interrupted``). Every run that ends early has a checkpoint
-that ``--resume`` continues from.
+that ``--resume`` continues from. Output cut short by a closed pipe (``rlx solve ... | head``)
+ends quietly with 141, as a shell's SIGPIPE would.
+
+``rlx --help``, ``rlx --version`` and ``rlx list`` import neither torch nor any algorithm
+(tyro, the flag parser, is light).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
+import os
+import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import tyro
+
 from rlx.errors import ConfigError, RLXError
 
-TRAIN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress", "stop_on")
+RUN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress", "stop_on")
 # Exit codes by the status in summary.json (an early end is complete on disk, but the work
 # asked for is not done, so a script sees it).
 EXIT_CODES = {"completed": 0, "stopped": 3, "interrupted": 130}
+BROKEN_PIPE_EXIT = 141
+STOP_ON_HELP = "doctor rules that end the run (checkpoint saved; exit code 3), e.g. kl-too-high"
+COMMANDS = (
+    ("train ALGO --env ID [--FIELD VALUE ...]", "train an agent into a run folder"),
+    ("eval RUN_DIR [--episodes N]", "evaluate a run's agent"),
+    ("solve ENV [--method policy-iteration]", "solve a tabular MDP exactly"),
+    ("list", "the algorithms, and when to use each"),
+    ("align tiny|data|sft|rm|dpo|grpo|rlhf|eval", "align a language model (extra llm)"),
+    ("doctor RUN [RUN ...] [--strict] [--json]", "diagnose runs (rlx, SB3, TRL, TensorBoard)"),
+    ("report RUN [RUN ...]", "a self-contained HTML report of runs"),
+    ("recommend TARGET", "which method to use, and the command"),
+    ("play GAME [--agent RUN_DIR]", "play a board game against an agent"),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,19 +62,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rlx: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`| head`): point stdout at /dev/null so the interpreter's
+        # final flush does not raise again, and end without a word
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
 
 
 def _dispatch(argv: list[str]) -> int:
-    parser = _top_parser()
     if not argv or argv[0] in ("-h", "--help"):
-        parser.print_help()
+        print(_top_help())
         return 0
     if argv[0] == "--version":
-        from rlx import __version__
+        from rlx.version import VERSION
 
-        print(f"rlx {__version__}")
+        print(f"rlx {VERSION}")
         return 0
-    command, rest = argv[0], argv[1:]
     handlers = {
         "train": _train,
         "eval": _eval,
@@ -62,54 +89,127 @@ def _dispatch(argv: list[str]) -> int:
         "recommend": _recommend,
         "play": _play,
     }
+    command, rest = argv[0], argv[1:]
     if command not in handlers:
         raise ConfigError(f"unknown command {command!r}; choose one of {', '.join(handlers)}.")
     return handlers[command](rest)
 
 
-def _top_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rlx",
-        description="Reinforcement learning from the MDP five-tuple to a trained agent.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=(
-            "commands:\n"
-            "  train ALGO --env ID [--field value ...]   train an agent into a run folder\n"
-            "  eval RUN_DIR [--episodes N]                evaluate a run's agent\n"
-            "  solve ENV [--method value-iteration]       solve a tabular MDP exactly\n"
-            "  list                                       list the registered algorithms\n"
-            "  align tiny|data|sft|rm|dpo|grpo|rlhf|eval  align a language model (extra llm)\n"
-            "  doctor RUN_DIR [--strict] [--json]         diagnose a run (rlx, SB3, TRL, TB logs)\n"
-            "  report RUN_DIR [RUN_DIR ...]               a self-contained HTML report\n"
-            "  recommend ID [--safety-critical]           which method to use, and the command\n"
-            "  play GAME [--agent RUN_DIR]                play a board game against an agent\n\n"
-            "Every command has --help. Example:\n"
-            "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
-            "  rlx eval runs/ql"
-        ),
-    )
-    parser.add_argument("--version", action="store_true", help="print the version")
-    return parser
+def _top_help() -> str:
+    width = max(len(usage) for usage, _ in COMMANDS)
+    lines = [
+        "usage: rlx COMMAND [ARGS ...]",
+        "",
+        "Reinforcement learning from the MDP five-tuple to aligning a language model,",
+        "with a doctor for every run.",
+        "",
+        "commands:",
+        *(f"  {usage:<{width}}  {what}" for usage, what in COMMANDS),
+        "",
+        "options:",
+        "  -h, --help  this help (every command has its own --help)",
+        "  --version   the version of rlx",
+        "",
+        "example:",
+        "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql",
+        "  rlx eval runs/ql && rlx doctor runs/ql",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- parsing
+def parse(cls: type, argv: Sequence[str], prog: str, default: Any = None) -> Any:
+    """``argv`` parsed into ``cls`` (a dataclass) by tyro; ``--help`` prints and exits 0, and
+    a flag that does not parse raises ConfigError with one sentence."""
+    captured = io.StringIO()
+    kwargs = {} if default is None else {"default": default}
+    try:
+        with contextlib.redirect_stderr(captured):
+            return tyro.cli(cls, args=list(argv), prog=prog, **kwargs)
+    except SystemExit as stop:
+        if stop.code in (0, None):
+            raise
+        raise ConfigError(one_sentence(captured.getvalue(), prog)) from None
+
+
+_BOX_CHARS = "╭╮╰╯│┃┏┓┗┛┡┩━"
+_REWRITES = (
+    (r"Error parsing (\S+): invalid literal for int\(\) with base 10: (.+)",
+     r"\1 expects a whole number, not \2"),
+    (r"Error parsing (\S+): could not convert string to float: (.+)",
+     r"\1 expects a number, not \2"),
+    (r"Error parsing (\S+): (.+)", r"\1: \2"),
+    (r"Missing from [^:]+: (--\S+) \S+ (.+?) \(required\)", r"missing \1 (\2)"),
+    (r"Missing from [^:]+: [A-Z_]+ (.+?) \(required\)", r"missing an argument: \1"),
+)  # fmt: skip
+
+
+def one_sentence(text: str, prog: str) -> str:
+    """tyro's error box as one line: the first block of its text, without the frame."""
+    lines = [line.strip().strip(_BOX_CHARS).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    title = lines[0].strip("─ ") if lines else "bad arguments"
+    body: list[str] = []
+    for line in lines[1:]:
+        if set(line) <= {"─", " "}:
+            if body:
+                break
+            continue
+        body.append(line)
+    message = " ".join(body) if body else title
+    for pattern, replacement in _REWRITES:
+        rewritten = re.sub(pattern, replacement, message)
+        if rewritten != message:
+            message = rewritten
+            break
+    message = re.sub(r"\s+", " ", message).rstrip(". ")
+    return f"{message} (see `{prog} --help`)."
 
 
 # ---------------------------------------------------------------------------- rlx list
+@dataclasses.dataclass(frozen=True)
+class ListArgs:
+    """The algorithms rlx trains, what each is, and when to use it (from the method chooser:
+    `rlx recommend TARGET` applies it to your env or data)."""
+
+
+AREAS = (
+    ("rlx.tabular.", "Tabular learners (rlx train)"),
+    ("rlx.agents.", "Deep RL agents (rlx train)"),
+    ("rlx.games.", "Board games (rlx train)"),
+    ("rlx.llm.", "Language models (rlx align)"),
+)
+
+
 def _list(argv: list[str]) -> int:
-    argparse.ArgumentParser(
-        prog="rlx list", description="List the registered algorithms."
-    ).parse_args(argv)
+    parse(ListArgs, argv, "rlx list")
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from rlx import registry
+    from rlx.diagnostics.recommend import use_when
 
-    table = Table("algorithm", "trains for", "what it is")
-    for name in registry.names():
-        spec = registry.get(name)
-        # escape: summaries quote formulas such as Q[s][a], which rich would read as markup
-        table.add_row(name, spec.unit, escape(spec.summary))
-    Console().print(table)
+    console = Console()
+    names = registry.names()
+    for prefix, title in (*AREAS, ("", "Plug-ins")):
+        inside = [n for n in names if _module_of(n).startswith(prefix)]
+        names = [n for n in names if n not in inside]
+        if not inside:
+            continue
+        table = Table("algorithm", "use when", "what it is", title=title, title_justify="left")
+        for name in inside:
+            # escape: summaries quote formulas such as Q[s][a], which rich reads as markup
+            table.add_row(name, escape(use_when(name)), escape(registry.summary(name)))
+        console.print(table)
     return 0
+
+
+def _module_of(name: str) -> str:
+    from rlx import registry
+
+    builtin = registry.BUILTINS.get(name)
+    return builtin.module if builtin is not None else ""
 
 
 # ---------------------------------------------------------------------------- rlx train
@@ -119,39 +219,40 @@ def _train(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
         if argv and argv[0] in ("-h", "--help"):
             print("usage: rlx train ALGO --env ID [--help] [--<config field> VALUE ...]\n")
-            print("algorithms: " + ", ".join(registry.names()))
-            print("`rlx train ALGO --help` lists every config field with its default.")
+            print("algorithms: " + ", ".join(_agent_names()))
+            print("`rlx train ALGO --help` lists every config field with its default;")
+            print("`rlx list` says when to use each; language models train with `rlx align`.")
             return 0
-        raise ConfigError(
-            "rlx train needs an algorithm name first, one of: " + ", ".join(registry.names())
-        )
+        raise ConfigError("rlx train needs an algorithm name first, one of: " + _agent_list())
+    name = argv[0].strip().lower().replace("_", "-")
+    if name in registry.LANGUAGE_MODEL_STAGES:
+        stage = {"rlhf-ppo": "rlhf"}.get(name, name)
+        raise ConfigError(f"{name} trains a language model: use `rlx align {stage} ...`.")
     spec = registry.get(argv[0])
-    args = _parse_train_args(spec, argv[1:])
-    from rlx.api import train
-
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    options = {k: values.pop(k) for k in TRAIN_OPTIONS}
-    env = options.pop("env")
-    options["progress"] = None if options["progress"] else False  # None: when interactive
-    t0 = time.perf_counter()
-    agent = train(spec.name, env, **options, **values)
-    status = _print_summary(agent.run_dir, time.perf_counter() - t0)
-    return EXIT_CODES.get(status, 1)
+    args, planned = _parse_run(spec, argv[1:], f"rlx train {spec.name}", data_file=False)
+    return _carry_out(planned, args)
 
 
-def _run_options(run_dir_help: str) -> list[tuple]:
+def _agent_names() -> list[str]:
+    from rlx import registry
+
+    return [n for n in registry.names() if n not in registry.LANGUAGE_MODEL_STAGES]
+
+
+def _agent_list() -> str:
+    return ", ".join(_agent_names())
+
+
+def _run_options(env_help: str | None, run_dir_help: str) -> list[tuple]:
     """The options every training run takes besides its config fields (tyro fields)."""
-    import tyro
 
     def opt(help_text: str) -> Any:
         return tyro.conf.arg(help=help_text)
 
+    env = [("env", Annotated[str, opt(env_help)])] if env_help is not None else []
     return [
-        (
-            "run_dir",
-            Annotated[str | None, opt(run_dir_help)],
-            dataclasses.field(default=None),
-        ),
+        *env,
+        ("run_dir", Annotated[str | None, opt(run_dir_help)], dataclasses.field(default=None)),
         (
             "resume",
             Annotated[bool, opt("continue the run in --run-dir from its latest checkpoint")],
@@ -169,77 +270,100 @@ def _run_options(run_dir_help: str) -> list[tuple]:
         ),
         (
             "stop_on",
-            Annotated[
-                tuple[str, ...],
-                opt(
-                    "doctor rules that end the run (checkpoint saved; exit code 3), e.g. "
-                    "kl-too-high"
-                ),
-            ],
+            Annotated[tuple[str, ...], opt(STOP_ON_HELP)],
             dataclasses.field(default=()),
         ),
     ]
 
 
-def _train_args_class(spec: Any) -> type:
-    """The config dataclass of ``spec`` plus the options every training run takes."""
-    import tyro
-
-    def opt(help_text: str) -> Any:
-        return tyro.conf.arg(help=help_text)
-
-    if spec.config.__module__.startswith("rlx.games."):
-        env_help = "board game: tictactoe or connect4"
+def _args_class(spec: Any, data_file: bool) -> type:
+    """The algorithm's config dataclass plus the options every training run takes."""
+    if data_file:
+        options = _run_options(None, "run folder (default runs/<stage>-<data>-<time>)")
+        doc = (
+            f"{spec.name}: {spec.summary}.\n\nThe trained model is saved to RUN_DIR/model. "
+            "Fields left at None are chosen from the model and the data and written to "
+            "RUN_DIR/config.json."
+        )
     else:
-        env_help = "Gymnasium id, or GridWorld / GridWorld-RxC"
-    extra = [
-        ("env", Annotated[str, opt(env_help)]),
-        *_run_options("run folder (default runs/<algo>-<env>-<time>)"),
-    ]
+        env_help = (
+            "board game: tictactoe or connect4"
+            if spec.config.__module__.startswith("rlx.games.")
+            else "Gymnasium id, or GridWorld / GridWorld-RxC"
+        )
+        options = _run_options(env_help, "run folder (default runs/<algo>-<env>-<time>)")
+        presets = ", ".join(spec.presets) or "none"
+        doc = (
+            f"Train {spec.name}: {spec.summary}\n\n"
+            f"Budget: --{spec.budget_field.replace('_', '-')} ({spec.unit}). "
+            f"Per-environment presets (tuned defaults): {presets}. "
+            "Explicit flags override a preset."
+        )
     cls = dataclasses.make_dataclass(
-        "TrainArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
+        "RunArgs", options, bases=(spec.config,), frozen=True, kw_only=True
     )
-    presets = ", ".join(spec.presets) or "none"
-    cls.__doc__ = (
-        f"Train {spec.name}: {spec.summary}\n\n"
-        f"Budget: --{spec.budget_field.replace('_', '-')} ({spec.unit}). "
-        f"Per-environment presets (tuned defaults): {presets}. "
-        "Explicit flags override a preset."
-    )
+    cls.__doc__ = doc
     return cls
 
 
-def _parse_train_args(spec: Any, argv: list[str]) -> Any:
-    import tyro
-
-    from rlx import registry
-    from rlx.runs import CONFIG_FILE, read_json
+def _parse_run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> tuple[Any, Any]:
+    """The parsed flags and the run's :class:`rlx.api.Plan`, the config resolved once: its
+    defaults are the algorithm's (with the env's preset) or the resumed run's record, and the
+    flags given override them."""
+    from rlx import api
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--env")
+    pre.add_argument("--data")
     pre.add_argument("--run-dir")
     pre.add_argument("--resume", action="store_true")
     known, _ = pre.parse_known_args(argv)
-    cls = _train_args_class(spec)
+    cls = _args_class(spec, data_file)
     default = None
+    base = None
     if known.resume and known.run_dir:
-        record = read_json(Path(known.run_dir) / CONFIG_FILE)
-        config = registry.config_from_record(spec, record["config"])
-        env = known.env or record["env"]
-        default = cls(**dataclasses.asdict(config), env=env, run_dir=known.run_dir, resume=True)
-    elif known.env:
-        config, _ = registry.make_config(spec, known.env, {})
-        default = cls(**dataclasses.asdict(config), env=known.env)
-    return tyro.cli(cls, args=argv, prog=f"rlx train {spec.name}", default=default)
+        base = api.plan(spec.name, run_dir=known.run_dir, resume=True)
+        env = {} if data_file else {"env": known.env or str(base.env)}
+        default = cls(**dataclasses.asdict(base.config), **env, run_dir=known.run_dir, resume=True)
+    elif known.env and not data_file:
+        base = api.plan(spec.name, known.env, run_dir=known.run_dir)
+        default = cls(**dataclasses.asdict(base.config), env=known.env)
+    args = parse(cls, argv, prog, default)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(spec.config)}
+    if data_file and not args.resume and (not values.get("model") or not values.get("data")):
+        raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
+    env = values["data"] if data_file else args.env
+    if base is None or base.resume is None:
+        planned = api.plan(spec.name, env, run_dir=args.run_dir, overrides=values)
+    else:
+        planned = dataclasses.replace(base, config=dataclasses.replace(base.config, **values))
+    return args, planned
+
+
+def _carry_out(planned: Any, args: Any) -> int:
+    from rlx import api
+
+    t0 = time.perf_counter()
+    agent = api.train_planned(
+        planned,
+        progress=None if args.progress else False,  # None: when the terminal is interactive
+        tensorboard=args.tensorboard,
+        stop_on=args.stop_on,
+    )
+    status = _print_summary(agent.run_dir, time.perf_counter() - t0)
+    model_dir = getattr(agent, "model_dir", None)
+    if model_dir is not None:
+        print(f"model saved in {model_dir}")
+    return EXIT_CODES.get(status, 1)
 
 
 def _print_summary(run_dir: Path, seconds: float) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from rlx.runs import SUMMARY_FILE, read_json
+    from rlx.runs import read_summary
 
-    summary = read_json(Path(run_dir) / SUMMARY_FILE)
+    summary = read_summary(run_dir)
     table = Table("field", "value", title=f"run folder {run_dir}")
     for key, value in summary.items():
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
@@ -283,24 +407,38 @@ def _align(argv: list[str]) -> int:
         return _align_eval(rest)
     if command == "rlhf" and any(a == "--task" or a.startswith("--task=") for a in rest):
         return _align_rlhf_pipeline(rest)
-    return _align_stage(command, rest)
+    from rlx import registry
+
+    spec = registry.get(ALIGN_STAGES[command])
+    args, planned = _parse_run(spec, rest, f"rlx align {command}", data_file=True)
+    return _carry_out(planned, args)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineArgs:
+    """RLHF in three stages on a built-in task: SFT -> reward model -> PPO, each stage a run
+    folder inside RUN_DIR (sft/, rm/, ppo/)."""
+
+    task: str
+    """arithmetic or length-biased"""
+    run_dir: str
+    """the folder of the three runs"""
+    model: str | None = None
+    """start model (default: a tiny one)"""
+    sft_model: str | None = None
+    """skip SFT: use this SFT model"""
+    reward_model: str | None = None
+    """skip the reward model: use this one"""
+    steps: int | None = None
+    """PPO steps (default: from the data)"""
+    beta: float = 0.05
+    """weight of the KL penalty to the SFT model"""
+    seed: int = 0
+    """seed of every stage"""
 
 
 def _align_rlhf_pipeline(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx align rlhf --task",
-        description="RLHF in three stages on a built-in task: SFT -> reward model -> PPO, "
-        "each stage a run folder inside RUN_DIR (sft/, rm/, ppo/).",
-    )
-    parser.add_argument("--task", required=True, help="arithmetic or length-biased")
-    parser.add_argument("--run-dir", required=True, help="the folder of the three runs")
-    parser.add_argument("--model", default=None, help="start model (default: a tiny one)")
-    parser.add_argument("--sft-model", default=None, help="skip SFT: use this SFT model")
-    parser.add_argument("--reward-model", default=None, help="skip the RM: use this one")
-    parser.add_argument("--steps", type=int, default=None, help="PPO steps (default: from data)")
-    parser.add_argument("--beta", type=float, default=0.05, help="KL penalty (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = parse(PipelineArgs, argv, "rlx align rlhf --task")
     from rlx.llm.pipeline import rlhf_pipeline
 
     result = rlhf_pipeline(
@@ -315,66 +453,30 @@ def _align_rlhf_pipeline(argv: list[str]) -> int:
     return 0
 
 
-def _align_stage(command: str, argv: list[str]) -> int:
-    import tyro
+@dataclasses.dataclass(frozen=True)
+class TinyArgs:
+    """Build a tiny causal LM (random init) with a character tokenizer."""
 
-    from rlx import registry
-    from rlx.runs import CONFIG_FILE, read_json
-
-    spec = registry.get(ALIGN_STAGES[command])
-    cls = _stage_args_class(spec)
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--run-dir")
-    pre.add_argument("--resume", action="store_true")
-    known, _ = pre.parse_known_args(argv)
-    default = None
-    if known.resume and known.run_dir:
-        record = read_json(Path(known.run_dir) / CONFIG_FILE)
-        default = cls(**record["config"], run_dir=known.run_dir, resume=True)
-    args = tyro.cli(cls, args=argv, prog=f"rlx align {command}", default=default)
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-    options = {k: values.pop(k) for k in TRAIN_OPTIONS if k != "env"}
-    options["progress"] = None if options["progress"] else False
-    if not values["model"] or not values["data"]:
-        raise ConfigError(f"rlx align {command} needs --model DIR and --data FILE.")
-    from rlx.api import train
-
-    t0 = time.perf_counter()
-    result = train(spec.name, values["data"], **options, **values)
-    status = _print_summary(result.run_dir, time.perf_counter() - t0)
-    print(f"model saved in {result.model_dir}")
-    return EXIT_CODES.get(status, 1)
-
-
-def _stage_args_class(spec: Any) -> type:
-    """A stage's config dataclass plus the run options (no --env: the data file is it)."""
-    extra = _run_options("run folder (default runs/<stage>-<data>-<time>)")
-    cls = dataclasses.make_dataclass(
-        "AlignArgs", extra, bases=(spec.config,), frozen=True, kw_only=True
-    )
-    cls.__doc__ = (
-        f"{spec.name}: {spec.summary}.\n\nThe trained model is saved to RUN_DIR/model. "
-        "Fields left at None are chosen from the model and the data and written to "
-        "RUN_DIR/config.json."
-    )
-    return cls
+    out: str
+    """folder to write the model into"""
+    texts: str | None = None
+    """text or JSONL file whose characters form the vocabulary"""
+    arch: str = "llama"
+    """llama or gpt2"""
+    hidden_size: int = 128
+    """width of the model"""
+    num_layers: int = 4
+    """transformer blocks"""
+    num_heads: int = 4
+    """attention heads"""
+    seed: int = 0
+    """seed of the random weights"""
 
 
 def _align_tiny(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx align tiny",
-        description="Build a tiny causal LM (random init) with a character tokenizer.",
-    )
-    parser.add_argument("--out", required=True, help="folder to write the model into")
-    parser.add_argument(
-        "--texts", default=None, help="text or JSONL file whose characters form the vocabulary"
-    )
-    parser.add_argument("--arch", choices=("llama", "gpt2"), default="llama")
-    parser.add_argument("--hidden-size", type=int, default=128)
-    parser.add_argument("--num-layers", type=int, default=4)
-    parser.add_argument("--num-heads", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = parse(TinyArgs, argv, "rlx align tiny")
+    if args.arch not in ("llama", "gpt2"):
+        raise ConfigError(f"--arch {args.arch!r} must be llama or gpt2.")
     from rlx import llm
 
     texts = None
@@ -384,32 +486,36 @@ def _align_tiny(argv: list[str]) -> int:
             raise ConfigError(f"--texts {path} does not exist.")
         texts = [path.read_text()]
     out = llm.make_tiny_lm(
-        args.out,
-        texts=texts,
-        arch=args.arch,
-        hidden_size=args.hidden_size,
-        num_layers=args.num_layers,
-        num_heads=args.num_heads,
-        seed=args.seed,
-    )
+        args.out, texts=texts, arch=args.arch, hidden_size=args.hidden_size,
+        num_layers=args.num_layers, num_heads=args.num_heads, seed=args.seed,
+    )  # fmt: skip
     model, _ = llm.load_model(out)
     print(f"tiny {args.arch} model with {llm.count_parameters(model):,} parameters in {out}")
     return 0
 
 
-def _align_data(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx align data", description="Write a generated task as a JSONL file."
-    )
-    parser.add_argument("kind", choices=ALIGN_DATA)
-    parser.add_argument("--out", required=True, help="JSONL file to write")
-    parser.add_argument("--n", type=int, default=3000, help="rows (default 3000)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    from rlx import llm
+@dataclasses.dataclass(frozen=True)
+class DataArgs:
+    """Write a generated task as a JSONL file."""
 
+    kind: tyro.conf.Positional[str]
+    """arithmetic, arithmetic-sft, arithmetic-prefs or length-biased-prefs"""
+    out: str
+    """JSONL file to write"""
+    n: int = 3000
+    """rows"""
+    seed: int = 0
+    """seed of the generator"""
+
+
+def _align_data(argv: list[str]) -> int:
+    args = parse(DataArgs, argv, "rlx align data")
+    if args.kind not in ALIGN_DATA:
+        raise ConfigError(f"kind {args.kind!r} must be one of {', '.join(ALIGN_DATA)}.")
     if args.n < 1:
         raise ConfigError(f"--n {args.n} must be >= 1.")
+    from rlx import llm
+
     makers = {
         "arithmetic": llm.arithmetic,
         "arithmetic-sft": llm.arithmetic_sft,
@@ -421,15 +527,20 @@ def _align_data(argv: list[str]) -> int:
     return 0
 
 
+@dataclasses.dataclass(frozen=True)
+class AlignEvalArgs:
+    """Greedy exact-match accuracy of a model on {prompt, answer} rows."""
+
+    model: str
+    """model folder (e.g. RUN_DIR/model)"""
+    data: str
+    """JSONL rows {prompt, answer}"""
+    device: str = "cpu"
+    """cpu, cuda or mps"""
+
+
 def _align_eval(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx align eval",
-        description="Greedy exact-match accuracy of a model on {prompt, answer} rows.",
-    )
-    parser.add_argument("--model", required=True, help="model folder (e.g. RUN_DIR/model)")
-    parser.add_argument("--data", required=True, help="JSONL rows {prompt, answer}")
-    parser.add_argument("--device", default="cpu")
-    args = parser.parse_args(argv)
+    args = parse(AlignEvalArgs, argv, "rlx align eval")
     from rlx import llm
 
     accuracy = llm.exact_match(args.model, args.data, device=args.device)
@@ -438,19 +549,24 @@ def _align_eval(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- rlx doctor
+@dataclasses.dataclass(frozen=True)
+class DoctorArgs:
+    """Diagnose training runs: the troubleshooting table's rules over the logged metrics.
+    RUN is an rlx run folder, or another library's logs: a TensorBoard folder or event file,
+    a Stable-Baselines3 progress.csv, a TRL trainer_state.json."""
+
+    runs: tyro.conf.Positional[tuple[str, ...]]
+    """run folders or log files"""
+    strict: bool = False
+    """exit 1 when a finding is an error"""
+    json: bool = False
+    """print the findings as JSON"""
+
+
 def _doctor(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx doctor",
-        description=(
-            "Diagnose training runs: the troubleshooting table's rules over the logged metrics. "
-            "RUN is an rlx run folder, or another library's logs: a TensorBoard folder or "
-            "event file, a Stable-Baselines3 progress.csv, a TRL trainer_state.json."
-        ),
-    )
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders or log files")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a finding is an error")
-    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
-    args = parser.parse_args(argv)
+    args = parse(DoctorArgs, argv, "rlx doctor")
+    if not args.runs:
+        raise ConfigError("rlx doctor needs at least one RUN (a run folder or a log file).")
     from rlx.diagnostics.doctor import doctor
 
     diagnoses = [doctor(run) for run in args.runs]
@@ -465,43 +581,47 @@ def _doctor(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- rlx report
+@dataclasses.dataclass(frozen=True)
+class ReportArgs:
+    """Write a self-contained HTML report (plots, findings, config) of runs; several runs
+    overlay for comparison."""
+
+    runs: tyro.conf.Positional[tuple[str, ...]]
+    """run folders or log files"""
+    out: str | None = None
+    """HTML file (default RUN/report.html, or ./report.html for several runs)"""
+    title: str | None = None
+    """page title"""
+
+
 def _report(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx report",
-        description="Write a self-contained HTML report (plots, findings, config) of runs; "
-        "several runs overlay for comparison.",
-    )
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders or log files")
-    parser.add_argument(
-        "--out", default=None, help="HTML file (default RUN/report.html, or ./report.html)"
-    )
-    parser.add_argument("--title", default=None, help="page title")
-    args = parser.parse_args(argv)
+    args = parse(ReportArgs, argv, "rlx report")
+    if not args.runs:
+        raise ConfigError("rlx report needs at least one RUN (a run folder or a log file).")
     from rlx.diagnostics.report import report
 
-    path = report(args.runs, args.out, title=args.title)
+    path = report(list(args.runs), args.out, title=args.title)
     print(f"report written to {path}")
     return 0
 
 
 # ---------------------------------------------------------------------------- rlx recommend
+@dataclasses.dataclass(frozen=True)
+class RecommendArgs:
+    """Choose a method: the "Choose a method" table applied to an env id (its spaces and
+    whether a model is available), a JSONL data file (preferences, verifier rows,
+    demonstrations), or a board game name."""
+
+    target: tyro.conf.Positional[str]
+    """Gymnasium id, GridWorld id, JSONL file, or game (tictactoe, connect4)"""
+    safety_critical: bool = False
+    """exploration must stay safe (SARSA)"""
+    no_model: bool = False
+    """only samples, even if a model exists"""
+
+
 def _recommend(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx recommend",
-        description=(
-            "Choose a method: the cheat sheet's table applied to an env id (its spaces and "
-            "whether a model is available), a JSONL data file (preferences, verifier rows, "
-            "demonstrations), or a board game name."
-        ),
-    )
-    parser.add_argument("target", help="Gymnasium id, JSONL file, or game (tictactoe)")
-    parser.add_argument(
-        "--safety-critical", action="store_true", help="exploration must stay safe (SARSA)"
-    )
-    parser.add_argument(
-        "--no-model", action="store_true", help="only samples, even if a model exists"
-    )
-    args = parser.parse_args(argv)
+    args = parse(RecommendArgs, argv, "rlx recommend")
     from rlx.diagnostics.recommend import recommend
 
     kwargs = {"has_model": False} if args.no_model else {}
@@ -510,26 +630,46 @@ def _recommend(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- rlx eval
+@dataclasses.dataclass(frozen=True)
+class EvalArgs:
+    """Evaluate the agent of a run folder (its latest checkpoint): episodes in its env, games
+    against the run's opponents for a board game, exact match on --data for a language
+    model."""
+
+    run_dir: tyro.conf.Positional[str]
+    """the run folder written by `rlx train` or `rlx align`"""
+    episodes: int = 20
+    """episodes, or games for a board game"""
+    seed: int = 0
+    """seed of the first episode"""
+    env: str | None = None
+    """evaluate on this env instead of the run's"""
+    data: str | None = None
+    """a language model's {prompt, answer} rows (JSONL)"""
+
+
 def _eval(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx eval", description="Evaluate the agent of a run folder (latest checkpoint)."
-    )
-    parser.add_argument("run_dir", help="the run folder written by `rlx train`")
-    parser.add_argument(
-        "--episodes", type=int, default=20, help="episodes, or games for a board game (default 20)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
-    parser.add_argument("--env", default=None, help="evaluate on this env instead of the run's")
-    args = parser.parse_args(argv)
+    args = parse(EvalArgs, argv, "rlx eval")
+    if args.episodes < 1:
+        raise ConfigError(f"--episodes {args.episodes} must be >= 1.")
     import rlx
+    from rlx.core.agent import GameAgent, TextAgent
 
     agent = rlx.load(args.run_dir)
-    if hasattr(agent, "game"):  # a board-game agent: matches against the run's opponents
+    if isinstance(agent, GameAgent):
         from rlx.games.evaluation import arena
 
         opponents = agent.config.eval_opponents
         for name, result in arena(agent.game, agent, opponents, args.episodes, args.seed).items():
             print(f"{args.run_dir} against {name} over {result.games} games: {result}")
+        return 0
+    if isinstance(agent, TextAgent):
+        if args.data is None:
+            raise ConfigError(f"{args.run_dir} holds a language model: give --data FILE.")
+        from rlx import llm
+
+        accuracy = llm.exact_match((agent.model, agent.tokenizer), args.data)
+        print(f"{args.run_dir}: exact match {accuracy:.3f} on {args.data}")
         return 0
     stats = rlx.evaluate(agent, args.env, episodes=args.episodes, seed=args.seed)
     print(f"{args.run_dir}: {stats}")
@@ -537,25 +677,24 @@ def _eval(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- rlx play
+@dataclasses.dataclass(frozen=True)
+class PlayArgs:
+    """Play a board game against an agent in the terminal. The board is drawn after every
+    move; type the number of a cell (tictactoe, 0-8 row by row) or a column (connect4, 0-6)."""
+
+    game: tyro.conf.Positional[str]
+    """tictactoe or connect4 (or openspiel:<name>)"""
+    agent: str | None = None
+    """a run folder of `rlx train alphazero|muzero --env GAME` (default: pure MCTS with 1000
+    random-rollout simulations per move)"""
+    second: bool = False
+    """let the agent move first (you play O)"""
+    seed: int = 0
+    """seed of the agent's choices"""
+
+
 def _play(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx play",
-        description="Play a board game against an agent in the terminal. The board is drawn "
-        "after every move; type the number of a cell (tictactoe, 0-8 row by row) or a column "
-        "(connect4, 0-6).",
-    )
-    parser.add_argument("game", help="tictactoe or connect4 (or openspiel:<name>)")
-    parser.add_argument(
-        "--agent",
-        default=None,
-        help="a run folder of `rlx train alphazero|muzero --env GAME` "
-        "(default: pure MCTS with 1000 random-rollout simulations per move)",
-    )
-    parser.add_argument(
-        "--second", action="store_true", help="let the agent move first (you play O)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's choices")
-    args = parser.parse_args(argv)
+    args = parse(PlayArgs, argv, "rlx play")
     from rlx.games.play import play
 
     outcome = play(args.game, args.agent, human_first=not args.second, seed=args.seed)
@@ -563,47 +702,46 @@ def _play(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------- rlx solve
-def _solve(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rlx solve",
-        description=(
-            "Solve a tabular MDP exactly and print V* and the optimal policy. ENV is "
-            "GridWorld, GridWorld-RxC, or a Gymnasium toy-text id with a model "
-            "(FrozenLake-v1, CliffWalking-v1, Taxi-v4)."
-        ),
-    )
-    parser.add_argument("env", help="GridWorld[-RxC] or a Gymnasium toy-text id")
-    parser.add_argument(
-        "--method",
-        choices=("value-iteration", "policy-iteration"),
-        default="value-iteration",
-        help="exact solver (default value-iteration; policy-iteration for gamma near 1)",
-    )
-    parser.add_argument("--gamma", type=float, default=None, help="discount (default: the env's)")
-    parser.add_argument("--tol", type=float, default=1e-8, help="stopping tolerance")
-    parser.add_argument(
-        "--make",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="keyword for gymnasium.make, e.g. --make map_name=8x8 (repeatable)",
-    )
-    args = parser.parse_args(argv)
-    from rlx import planning
-    from rlx.core.envs import is_gridworld_id, tabular_mdp
-    from rlx.mdp import from_gymnasium
+@dataclasses.dataclass(frozen=True)
+class SolveArgs:
+    """Solve a tabular MDP exactly and print V* and the optimal policy. ENV is GridWorld,
+    GridWorld-RxC, or a Gymnasium toy-text id with a model (FrozenLake-v1, CliffWalking-v1,
+    Taxi-v4)."""
 
-    make_kwargs = dict(_key_value(item) for item in args.make)
-    if make_kwargs and not is_gridworld_id(args.env):
-        gamma = {} if args.gamma is None else {"gamma": args.gamma}
+    env: tyro.conf.Positional[str]
+    """GridWorld[-RxC] or a Gymnasium toy-text id"""
+    method: str = "value-iteration"
+    """value-iteration or policy-iteration (fewer sweeps when gamma is near 1)"""
+    gamma: float | None = None
+    """discount (default: the env's)"""
+    tol: float = 1e-8
+    """stopping tolerance"""
+    make: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """KEY=VALUE for the env, repeatable: gymnasium.make keywords (--make map_name=8x8) or
+    GridWorld's (rows, cols, slip, step_reward)"""
+
+
+def _solve(argv: list[str]) -> int:
+    args = parse(SolveArgs, argv, "rlx solve")
+    methods = ("value-iteration", "policy-iteration")
+    if args.method not in methods:
+        raise ConfigError(f"--method {args.method!r} must be one of {', '.join(methods)}.")
+    from rlx import planning
+    from rlx.mdp import GridWorld, from_gymnasium
+
+    make_kwargs = dict(key_value(item) for item in args.make)
+    gamma = {} if args.gamma is None else {"gamma": args.gamma}
+    if GridWorld.is_id(args.env):
+        mdp = GridWorld.from_id(args.env, **gamma, **make_kwargs)
+    else:
         mdp = from_gymnasium(args.env, **gamma, **make_kwargs)
-    else:
-        mdp = tabular_mdp(args.env, args.gamma)
     t0 = time.perf_counter()
-    if args.method == "value-iteration":
-        result = planning.value_iteration(mdp, tol=args.tol)
-    else:
-        result = planning.policy_iteration(mdp, tol=args.tol)
+    solve = (
+        planning.value_iteration
+        if args.method == "value-iteration"
+        else (planning.policy_iteration)
+    )
+    result = solve(mdp, tol=args.tol)
     seconds = time.perf_counter() - t0
     print(
         f"{mdp.name}: S={mdp.n_states}, A={mdp.n_actions}, gamma={mdp.gamma}; {args.method} "
@@ -617,10 +755,11 @@ def _solve(argv: list[str]) -> int:
     return 0
 
 
-def _key_value(item: str) -> tuple[str, Any]:
-    if "=" not in item:
+def key_value(item: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as a bool, an int or a float where it is one."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
         raise ConfigError(f"--make {item!r} must look like KEY=VALUE, e.g. map_name=8x8.")
-    key, value = item.split("=", 1)
     lowered = value.lower()
     if lowered in ("true", "false"):
         return key, lowered == "true"

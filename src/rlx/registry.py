@@ -2,8 +2,9 @@
 
 ``rlx.train(name, env, **overrides)`` and ``rlx train NAME --env ID --field value`` both look
 algorithms up here; the CLI flags are generated from the registered config dataclass.
-Built-in algorithms register themselves when their module is imported; the modules are
-imported on first look-up, so ``import rlx`` stays fast.
+A built-in algorithm registers itself when its module is imported; :data:`BUILTINS` says which
+module that is, so looking up one algorithm imports only its module (a tabular run never
+imports torch) and listing the names imports none.
 """
 
 from __future__ import annotations
@@ -18,28 +19,104 @@ from typing import Any
 
 from rlx.errors import ConfigError, UnknownAlgorithmError
 
-# Modules whose import registers built-in algorithms.
-_BUILTIN_MODULES: tuple[str, ...] = (
-    "rlx.tabular.registered",
-    "rlx.agents.dqn",
-    "rlx.agents.reinforce",
-    "rlx.agents.a2c",
-    "rlx.agents.ppo",
-    "rlx.agents.sac",
-    "rlx.agents.td3",
-    "rlx.games.alphazero",
-    "rlx.games.muzero",
-)
-# Registered only when their extra is installed (``rlx[llm]``).
-_OPTIONAL_MODULES: tuple[str, ...] = (
-    "rlx.llm.stages.sft",
-    "rlx.llm.stages.reward_model",
-    "rlx.llm.stages.dpo",
-    "rlx.llm.stages.grpo",
-    "rlx.llm.stages.rlhf",
-)
+
+@dataclass(frozen=True)
+class Builtin:
+    """Where a built-in algorithm lives, and what it is in one line (shown by ``rlx list``
+    and ``--help`` without importing it)."""
+
+    module: str
+    summary: str
+
+
+BUILTINS: dict[str, Builtin] = {
+    "q-learning": Builtin(
+        "rlx.tabular.registered",
+        "Q-learning: Q(s,a) += alpha [r + gamma max_a' Q(s',a') - Q(s,a)]",
+    ),
+    "sarsa": Builtin(
+        "rlx.tabular.registered",
+        "SARSA: Q(s,a) += alpha [r + gamma Q(s',a') - Q(s,a)] (on-policy)",
+    ),
+    "expected-sarsa": Builtin(
+        "rlx.tabular.registered",
+        "Expected SARSA: bootstraps on sum_a' pi(a'|s') Q(s',a')",
+    ),
+    "double-q": Builtin(
+        "rlx.tabular.registered",
+        "Double Q-learning: two tables, argmax from one, value from the other",
+    ),
+    "mc": Builtin(
+        "rlx.tabular.registered",
+        "Monte Carlo control: epsilon-greedy, returns by the reverse sweep G = r + gamma G",
+    ),
+    "mc-prediction": Builtin(
+        "rlx.tabular.registered",
+        "Monte Carlo prediction of a policy's V (default: equiprobable)",
+    ),
+    "td0": Builtin(
+        "rlx.tabular.registered",
+        "TD(0) prediction: V(s) += alpha [r + gamma V(s') - V(s)]",
+    ),
+    "dqn": Builtin(
+        "rlx.agents.dqn",
+        "DQN / Double DQN: y = r + gamma Q(s', argmax_a' Q(s',a'; theta); theta^-)",
+    ),
+    "reinforce": Builtin(
+        "rlx.agents.reinforce",
+        "REINFORCE: grad J = E[(G_t - b(s_t)) grad log pi(a_t|s_t)], whole episodes",
+    ),
+    "a2c": Builtin(
+        "rlx.agents.a2c",
+        "A2C: one step of -A log pi + c_v (V - R)^2 / 2 - c_e H per N x T rollout",
+    ),
+    "ppo": Builtin(
+        "rlx.agents.ppo",
+        "PPO: min(r A, clip(r, 1-eps, 1+eps) A) over K epochs of minibatches, GAE",
+    ),
+    "sac": Builtin(
+        "rlx.agents.sac",
+        "SAC: y = r + gamma (min_k Q_k'(s',a') - alpha log pi(a'|s')), squashed Gaussian",
+    ),
+    "td3": Builtin(
+        "rlx.agents.td3",
+        "TD3: y = r + gamma min_k Q_k'(s', clip(mu'(s') + clip(eps))), delayed actor",
+    ),
+    "alphazero": Builtin(
+        "rlx.games.alphazero",
+        "AlphaZero: MCTS self-play and a policy/value network (tictactoe, connect4)",
+    ),
+    "muzero": Builtin(
+        "rlx.games.muzero",
+        "MuZero: MCTS in a learned model s'=g(s,a), (p,v)=f(s) (tictactoe, connect4)",
+    ),
+    "sft": Builtin(
+        "rlx.llm.stages.sft",
+        "supervised fine-tuning of a causal LM on prompt/completion rows",
+    ),
+    "rm": Builtin(
+        "rlx.llm.stages.reward_model",
+        "Bradley-Terry reward model on preference pairs (scalar head or bag of words)",
+    ),
+    "dpo": Builtin(
+        "rlx.llm.stages.dpo",
+        "Direct Preference Optimisation of a causal LM on preference pairs",
+    ),
+    "grpo": Builtin(
+        "rlx.llm.stages.grpo",
+        "GRPO: group-relative policy optimisation of a causal LM with verifier rewards",
+    ),
+    "rlhf-ppo": Builtin(
+        "rlx.llm.stages.rlhf",
+        "RLHF-PPO: PPO on a causal LM against a reward model, KL penalty to the SFT model",
+    ),
+}
+"""Built-in algorithm name -> the module whose import registers it, and its summary."""
+
+LANGUAGE_MODEL_STAGES = frozenset({"sft", "rm", "dpo", "grpo", "rlhf-ppo"})
+"""Built-ins that train a language model (``rlx align``; they need the ``llm`` extra)."""
+
 _REGISTRY: dict[str, Algorithm] = {}
-_loaded = False
 
 
 @dataclass(frozen=True)
@@ -51,7 +128,8 @@ class Algorithm:
         config: its frozen config dataclass (defaults from the cheat sheet).
         train: ``train(config, env, run) -> agent``; ``run`` is an open :class:`rlx.runs.Run`.
         load: ``load(config, env_id, state) -> agent`` from a checkpoint's state.
-        summary: one line for ``rlx train --help``.
+        summary: one line for ``rlx list`` and ``--help`` (a built-in's comes from
+            :data:`BUILTINS` when left empty).
         budget_field: the config field that sizes training (``total_steps``, ``episodes``).
         unit: what the budget counts, for the progress bar.
         presets: tuned overrides per environment id, applied before the user's overrides.
@@ -65,7 +143,7 @@ class Algorithm:
     config: type
     train: Callable[..., Any]
     load: Callable[..., Any]
-    summary: str
+    summary: str = ""
     budget_field: str = "total_steps"
     unit: str = "steps"
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -75,40 +153,55 @@ class Algorithm:
 
 def register(algorithm: Algorithm) -> Algorithm:
     """Add an algorithm to the registry (a name can be registered once)."""
-    if algorithm.name in _REGISTRY and _REGISTRY[algorithm.name] is not algorithm:
+    known = _REGISTRY.get(algorithm.name)
+    if known is not None and (known.train, known.config) != (algorithm.train, algorithm.config):
         raise ValueError(f"algorithm {algorithm.name!r} is already registered")
+    if not algorithm.summary and algorithm.name in BUILTINS:
+        algorithm = dataclasses.replace(algorithm, summary=BUILTINS[algorithm.name].summary)
     _REGISTRY[algorithm.name] = algorithm
     return algorithm
 
 
-def _load_builtins() -> None:
-    global _loaded
-    if not _loaded:
-        for module in _BUILTIN_MODULES:
-            importlib.import_module(module)
-        for module in _OPTIONAL_MODULES:
-            if importlib.util.find_spec("transformers") is not None:
-                importlib.import_module(module)
-        _loaded = True
+def _has_llm_extra() -> bool:
+    return importlib.util.find_spec("transformers") is not None
 
 
 def names() -> list[str]:
-    """Every registered algorithm name, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    """Every algorithm name, sorted: the built-ins this install can run (the language-model
+    stages need the ``llm`` extra) and any registered by a plug-in. Imports nothing."""
+    builtins = {n for n in BUILTINS if n not in LANGUAGE_MODEL_STAGES or _has_llm_extra()}
+    return sorted(builtins | set(_REGISTRY))
 
 
 def get(name: str) -> Algorithm:
-    """The algorithm registered as ``name``; an unknown name lists the close ones."""
-    _load_builtins()
+    """The algorithm registered as ``name`` (importing its module on first use); an unknown
+    name lists the close ones."""
     key = name.strip().lower().replace("_", "-")
+    if key not in _REGISTRY and key in BUILTINS:
+        if key in LANGUAGE_MODEL_STAGES and not _has_llm_extra():
+            raise ConfigError(f"{key} needs the llm extra: pip install 'rlx[llm]'.")
+        importlib.import_module(BUILTINS[key].module)
     if key in _REGISTRY:
         return _REGISTRY[key]
-    close = difflib.get_close_matches(key, list(_REGISTRY), n=3, cutoff=0.5)
+    known = names()
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise UnknownAlgorithmError(
-        f"unknown algorithm {name!r}; registered: {', '.join(sorted(_REGISTRY))}.{hint}"
+        f"unknown algorithm {name!r}; registered: {', '.join(known)}.{hint}"
     )
+
+
+def summary(name: str) -> str:
+    """What an algorithm is, in one line, without importing it when it is a built-in."""
+    if name in BUILTINS:
+        return BUILTINS[name].summary
+    return get(name).summary
+
+
+def all_algorithms() -> list[Algorithm]:
+    """Every algorithm of :func:`names`, imported (for the docs and the checks that need
+    every config; slow: it loads torch and, with the extra, transformers)."""
+    return [get(name) for name in names()]
 
 
 def preset_for(algorithm: Algorithm, env_id: str) -> tuple[str | None, dict[str, Any]]:

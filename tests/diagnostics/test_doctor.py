@@ -12,7 +12,7 @@ import pytest
 
 import rlx
 from rlx import cli
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.diagnostics.doctor import LiveDoctor, diagnose
 from rlx.diagnostics.rules import RULES, RULES_BY_ID
 from rlx.diagnostics.series import RunLog, Series

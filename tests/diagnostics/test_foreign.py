@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.diagnostics.foreign import (
     MAX_DEPTH,
     SB3_ALGOS,
@@ -21,7 +21,7 @@ from rlx.diagnostics.foreign import (
     guess_algo,
     read_foreign,
 )
-from rlx.diagnostics.series import read_run
+from rlx.diagnostics.sources import read_run
 from rlx.errors import RunError
 
 # TRL asks a deprecated transformers property; not this module's business

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from rlx.diagnostics.report import MAX_PLOT_POINTS, _downsample, report
-from rlx.diagnostics.series import Series, read_run
+from rlx.diagnostics.series import Series
+from rlx.diagnostics.sources import read_run
 
 PPO_METRICS = ("approx_kl", "clip_fraction", "entropy", "explained_variance", "episode_return")
 

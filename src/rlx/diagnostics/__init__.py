@@ -1,5 +1,2 @@
-"""Diagnostics: the metric vocabulary, and (later) the doctor's rules and run reports."""
-
-from rlx.diagnostics import metrics
-
-__all__ = ["metrics"]
+"""Diagnostics: the doctor's rules over a run's metrics, the live doctor, run reports, and
+readers for other libraries' logs (TensorBoard, Stable-Baselines3, TRL)."""

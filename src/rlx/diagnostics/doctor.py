@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rlx.diagnostics.rules import ERROR, RULES, RULES_BY_ID, Evidence, Rule
-from rlx.diagnostics.series import RunLog, Series, read_run
+from rlx.diagnostics.series import RunLog, Series
+from rlx.diagnostics.sources import read_run
 from rlx.errors import ConfigError
 
 
@@ -181,9 +182,10 @@ class LiveDoctor:
     """The rules on the metrics of a run in progress, fed one logged row at a time.
 
     Every ``every`` rows (every tenth of the rows so far once that is more, and at the end)
-    the rules run over everything logged so far; a rule
-    that fires prints one line, once per run. Rules in ``stop_on`` set :attr:`stop` when they
-    fire, and the training loop ends the run with its checkpoint saved.
+    the rules run over everything logged so far; a rule that fires prints one line, once per
+    run. Rules in ``stop_on`` set :attr:`stop` when they fire, and the training loop ends the
+    run with its checkpoint saved. It is a :class:`rlx.runs.RunObserver`: ``rlx.train``
+    attaches it to the run from above.
     """
 
     def __init__(
@@ -205,6 +207,30 @@ class LiveDoctor:
         self._rows = 0
         self._next_check = self.every
 
+    # ------------------------------------------------------------------ RunObserver
+    @property
+    def stop_reason(self) -> str | None:
+        """Set once a ``stop_on`` rule fired: the run ends with its checkpoint saved."""
+        if self.stop is None:
+            return None
+        return f"rlx doctor: stopping the run (stop_on {self.stop.rule.id})"
+
+    def attach(self, run_dir: Path, resumed: bool) -> None:
+        """A resumed run is judged whole: start from the rows logged before its checkpoint."""
+        if resumed:
+            from rlx.runs import read_metrics
+
+            self.preload({k: Series.from_pairs(v) for k, v in read_metrics(run_dir).items()})
+
+    def summary(self) -> dict[str, Any]:
+        """``doctor``: every rule over the whole run (live findings that did not last are not
+        kept); ``stopped_by``: the rule that ended it."""
+        out: dict[str, Any] = {"doctor": [f.rule.id for f in self.final().findings]}
+        if self.stop is not None:
+            out["stopped_by"] = self.stop.rule.id
+        return out
+
+    # ------------------------------------------------------------------ feeding rows
     def preload(self, metrics: Mapping[str, Series]) -> None:
         """Start from series already logged (a resumed run's rows before the checkpoint)."""
         for key, series in metrics.items():

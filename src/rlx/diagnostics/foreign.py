@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.diagnostics.series import RunLog, Series
 from rlx.errors import RunError
 

@@ -189,6 +189,31 @@ SAFETY_CRITICAL_DEEP = Row(
     cheat_sheet=SAFETY_CRITICAL.cheat_sheet,
 )
 
+# When to use the algorithms the table does not name, in the table's terms.
+OTHER_USES: dict[str, str] = {
+    "mc": "Small tabular MDP, samples only, episodic: learns from whole returns, no bootstrap",
+    "mc-prediction": "to estimate a fixed policy's V from whole episodes",
+    "td0": "to estimate a fixed policy's V from single steps (bootstrapping)",
+    "reinforce": "the simplest policy gradient: short episodes, teaching, baselines",
+    "a2c": "on-policy with many parallel envs, one update per rollout (PPO's simpler sibling)",
+    "rm": "LLM alignment from preferences, before RLHF-PPO: learns the reward it optimises",
+}
+
+
+def use_when(name: str) -> str:
+    """When to use the algorithm ``name``: the situation of the row that recommends it first,
+    else its reason as an alternative, else :data:`OTHER_USES` ("" when it is in none)."""
+    method = {v: k for k, v in ALIGN_NAMES.items()}.get(name, name)
+    for row in (*ROWS, DEMONSTRATIONS):
+        if row.method == method:
+            return row.situation
+    for row in ROWS:
+        for alternative, when in row.alternatives:
+            if alternative == method:
+                return f"{row.situation}: {when}"
+    return OTHER_USES.get(name, "")
+
+
 # Methods that run through `rlx solve`, not the algorithm registry.
 SOLVERS: tuple[str, ...] = ("value-iteration", "policy-iteration")
 # `rlx align` names whose registered algorithm has another name.
@@ -605,4 +630,5 @@ __all__ = [
     "describe_space",
     "is_available",
     "recommend",
+    "use_when",
 ]

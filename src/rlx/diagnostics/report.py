@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.diagnostics.doctor import Diagnosis, Finding, applicable, applicable_metrics, doctor
 from rlx.diagnostics.rules import RULES
-from rlx.diagnostics.series import EPISODES_FILE, RunLog, Series, _episode_series
+from rlx.diagnostics.series import RunLog, Series
+from rlx.diagnostics.sources import episode_series
 from rlx.errors import ConfigError
 
 REPORT_FILE = "report.html"
@@ -519,7 +520,7 @@ def _per_episode_returns(log: RunLog) -> Series | None:
     """Each finished episode's return from an rlx run's ``episodes.csv`` (None elsewhere)."""
     if log.kind != "rlx" or not log.source.is_dir():
         return None
-    series = _episode_series(log.source / EPISODES_FILE, {}).get(M.EPISODE_RETURN)
+    series = episode_series(log.source).get(M.EPISODE_RETURN)
     return series if series is not None and len(series) else None
 
 

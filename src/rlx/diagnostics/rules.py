@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.diagnostics.series import RunLog, Series
 
 ERROR, WARNING = "error", "warning"

@@ -14,7 +14,9 @@ tells walls apart from real terminal cells.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,9 +43,37 @@ class GridWorld(TabularMDP):
         walls: cells that cannot be entered (see the module docstring).
         slip: probability of moving perpendicular to the chosen direction (split equally).
         step_reward: reward of every step taken from a non-terminal cell.
-        gamma: discount. The library-wide default 0.99 (the cheat sheet's); Sutton & Barto's
-            table of ``v_pi`` for the random policy (0, -14, -20, -22, ...) uses ``gamma=1``.
+        gamma: discount. The library-wide default 0.99; Sutton & Barto's table of ``v_pi``
+            for the random policy (0, -14, -20, -22, ...) uses ``gamma=1``.
+
+    ``GridWorld.from_id("GridWorld-3x5", slip=0.1)`` builds one from the id the command line
+    and ``rlx.train`` take.
     """
+
+    ID_PATTERN = re.compile(r"^gridworld(?:-(\d+)x(\d+))?$", re.IGNORECASE)
+    """``GridWorld`` (the 4x4 one) or ``GridWorld-RxC``."""
+    ID_KEYWORDS = ("rows", "cols", "slip", "step_reward", "gamma")
+    """What an id may be given with (cells, terminal ones and walls, need Python)."""
+
+    @classmethod
+    def is_id(cls, env_id: str) -> bool:
+        """Whether ``env_id`` names a GridWorld (:attr:`ID_PATTERN`)."""
+        return isinstance(env_id, str) and bool(cls.ID_PATTERN.match(env_id.strip()))
+
+    @classmethod
+    def from_id(cls, env_id: str, **kwargs: Any) -> GridWorld:
+        """The GridWorld ``env_id`` names, with keywords of :attr:`ID_KEYWORDS`; an unknown
+        keyword or a bad value raises :class:`~rlx.errors.MDPError` naming it."""
+        match = cls.ID_PATTERN.match(env_id.strip())
+        if match is None:
+            raise MDPError(f"{env_id!r} is not a GridWorld id; use 'GridWorld' or 'GridWorld-RxC'.")
+        unknown = sorted(set(kwargs) - set(cls.ID_KEYWORDS))
+        if unknown:
+            raise MDPError(
+                f"GridWorld takes no keyword {unknown[0]!r}; it takes {', '.join(cls.ID_KEYWORDS)}."
+            )
+        size = {"rows": int(match.group(1)), "cols": int(match.group(2))} if match.group(1) else {}
+        return cls(**{**size, **kwargs})
 
     def __init__(
         self,

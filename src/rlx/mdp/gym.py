@@ -97,6 +97,13 @@ def _make(id_or_env: Any, make_kwargs: dict) -> tuple[Any, bool]:
         raise EnvError(
             f"{id_or_env} does not accept the keyword arguments {make_kwargs}: {err}."
         ) from None
+    except (KeyError, ValueError, IndexError) as err:
+        # a keyword the env accepts with a value it does not (FrozenLake's map_name='9x9')
+        given = ", ".join(f"{k}={v!r}" for k, v in make_kwargs.items()) or "no keywords"
+        raise EnvError(
+            f"gymnasium.make({id_or_env!r}) rejected {given} ({type(err).__name__}: {err}); "
+            "check the values against the env's documentation."
+        ) from None
 
 
 def _unknown_id_message(env_id: str, err: Exception) -> str:

@@ -6,27 +6,34 @@ folder, flushed to disk, then renamed over its final name: a crash, Ctrl-C or a 
 moment leaves either the old checkpoint or the new one, never half of one.
 
 States are dicts of tensors, numpy arrays, numbers, strings and nested dicts/lists of those.
-Numpy arrays are stored as tensors and come back as numpy arrays, so files load with
-``torch.load(weights_only=True)``: opening a checkpoint never runs code from it.
+A state with tensors is written by ``torch.save``; numpy arrays in it are stored as tensors and
+come back as numpy arrays, and files load with ``torch.load(weights_only=True)``. A state
+without tensors (tabular learners) is written without torch, as a NumPy ``.npz`` archive whose
+structure is JSON, loaded with ``allow_pickle=False``, so such a run never imports torch.
+Either way, opening a checkpoint never runs code from it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from rlx.errors import CheckpointError
+from rlx.runs.folder import CHECKPOINT_DIR
 
-CHECKPOINT_DIR = "checkpoints"
 LATEST = "latest"
 _NAME = re.compile(r"^step_(\d+)\.pt$")
 _NUMPY_TAG = "__numpy__"
+_STRUCTURE = "structure.json"  # the member that marks a torch-free checkpoint
+_ARRAY_TAG = "__array__"
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
@@ -40,11 +47,10 @@ def save_checkpoint(run_dir: str | Path, step: int, state: dict[str, Any], keep:
     """
     final = checkpoint_path(run_dir, step)
     final.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"step": int(step), "state": _to_storable(state)}
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=final.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
+            _write(f, int(step), state)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -80,14 +86,76 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist.")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        step, state = int(payload["step"]), payload["state"]
+        step, state = _read(path)
     except Exception as exc:  # any unreadable file is a corrupt checkpoint to the user
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not an rlx checkpoint ({type(exc).__name__}); "
             "delete it to fall back to an older one, or train again."
         ) from exc
-    return step, _from_storable(state)
+    return step, state
+
+
+def _write(handle: Any, step: int, state: dict[str, Any]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    structure = _without_arrays(state, arrays)
+    if structure is None:  # tensors, or leaves JSON cannot hold: torch's format
+        import torch
+
+        torch.save({"step": step, "state": _to_storable(state)}, handle)
+        return
+    np.savez(handle, **arrays, **{_STRUCTURE: _json_bytes({"step": step, "state": structure})})
+
+
+def _read(path: Path) -> tuple[int, dict[str, Any]]:
+    with zipfile.ZipFile(path) as archive:
+        torch_free = f"{_STRUCTURE}.npy" in archive.namelist()
+    if torch_free:
+        with np.load(path, allow_pickle=False) as archive:
+            record = json.loads(archive[_STRUCTURE].tobytes())
+            return int(record["step"]), _with_arrays(record["state"], archive)
+    import torch
+
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    return int(payload["step"]), _from_storable(payload["state"])
+
+
+def _without_arrays(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """``value`` with each numpy array replaced by a reference into ``arrays``; None when it
+    holds a tensor or a leaf JSON cannot keep exactly."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return None
+        key = f"a{len(arrays)}"
+        arrays[key] = value
+        return {_ARRAY_TAG: key}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return None
+        out = {k: _without_arrays(v, arrays) for k, v in value.items()}
+        return None if any(v is None and value[k] is not None for k, v in out.items()) else out
+    if isinstance(value, (list, tuple)):
+        items = [_without_arrays(v, arrays) for v in value]
+        bad = any(new is None and old is not None for new, old in zip(items, value, strict=True))
+        return None if bad else items
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return None  # a tensor, or anything else: torch's format keeps it
+
+
+def _with_arrays(value: Any, archive: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_ARRAY_TAG}:
+            return archive[value[_ARRAY_TAG]]
+        return {k: _with_arrays(v, archive) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_arrays(v, archive) for v in value]
+    return value
+
+
+def _json_bytes(record: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(json.dumps(record).encode("utf-8"), dtype=np.uint8)
 
 
 def _point_latest(target: Path) -> None:
@@ -113,6 +181,7 @@ def _prune(folder: Path, keep: int) -> None:
 
 
 def _to_storable(value: Any) -> Any:
+    torch = sys.modules["torch"]  # loaded: only states with tensors come here
     if isinstance(value, np.ndarray):
         return {_NUMPY_TAG: torch.from_numpy(np.ascontiguousarray(value).copy())}
     if isinstance(value, np.generic):

@@ -17,12 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from rlx.diagnostics.metrics import PROGRESS_METRICS
 from rlx.errors import ConfigError
-
-METRICS_FILE = "metrics.jsonl"
-EPISODES_FILE = "episodes.csv"
-EPISODE_COLUMNS = ("step", "wall_s", "return", "length")
+from rlx.metrics import PROGRESS_METRICS
+from rlx.runs.folder import EPISODE_COLUMNS, EPISODES_FILE, METRICS_FILE, TENSORBOARD_DIR
 
 
 def to_float(value: Any) -> float:
@@ -90,7 +87,7 @@ def _tensorboard_writer(run_dir: Path):
             "--tensorboard needs the tensorboard package; install it with "
             "`pip install tensorboard` (or rlx[dev])."
         ) from exc
-    return SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+    return SummaryWriter(log_dir=str(run_dir / TENSORBOARD_DIR))
 
 
 def format_metrics(latest: Mapping[str, float]) -> str:

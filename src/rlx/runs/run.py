@@ -1,18 +1,13 @@
-"""The run folder: one training run as files a person or pandas can read.
+"""A training run as a context manager that writes the run folder (:mod:`.folder`).
 
-```
-RUN_DIR/config.json     algorithm, full config, env id, versions, seed
-RUN_DIR/metrics.jsonl   one JSON object per log step: {"step", "wall_s", <metric>: value}
-RUN_DIR/episodes.csv    one row per finished training episode: step,wall_s,return,length
-RUN_DIR/summary.json    final figures and how the run ended ("completed", "stopped" by a
-                        doctor rule of ``stop_on``, "interrupted", "failed")
-RUN_DIR/checkpoints/    step-numbered checkpoints written atomically; `latest` is the newest
-```
+A :class:`Run` wraps a training loop. Inside it, the first Ctrl-C (SIGINT) or SIGTERM only sets
+:attr:`Run.stop_requested`; the loop sees it, saves a checkpoint and ends cleanly. A second
+Ctrl-C aborts at once. Whatever happens, ``summary.json`` is written and the metrics and
+checkpoints already on disk stay intact.
 
-A :class:`Run` is a context manager around a training loop. Inside it, the first Ctrl-C
-(SIGINT) or SIGTERM only sets :attr:`Run.stop_requested`; the loop sees it, saves a checkpoint
-and ends cleanly. A second Ctrl-C aborts at once. Whatever happens, ``summary.json`` is written
-and the metrics and checkpoints already on disk stay intact.
+Observers (:class:`RunObserver`, e.g. the live doctor of :mod:`rlx.diagnostics.doctor`) are
+attached from above by whoever opens the run: they see every logged row, may ask the run to
+end, and add fields to its summary. This module imports none of them.
 """
 
 from __future__ import annotations
@@ -21,60 +16,61 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import platform
 import shutil
 import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rlx.errors import RLXError, RunError, TrainingError
 from rlx.runs.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
-from rlx.runs.logger import EPISODES_FILE, METRICS_FILE, MetricLogger, ProgressBar
+from rlx.runs.folder import (
+    CONFIG_FILE,
+    EPISODES_FILE,
+    METRICS_FILE,
+    SUMMARY_FILE,
+    TENSORBOARD_DIR,
+    RunRecord,
+    write_json_atomic,
+)
+from rlx.runs.logger import MetricLogger, ProgressBar
+from rlx.version import VERSION
 
-CONFIG_FILE = "config.json"
-SUMMARY_FILE = "summary.json"
 CHECKPOINT_EVERY_S = 30.0
 
 
-def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")
-    os.replace(tmp, path)
+class RunObserver(Protocol):
+    """Something attached to a run from above: it sees each logged row, may ask the run to
+    end (``stop_reason``), and adds fields to ``summary.json`` at the end."""
 
+    stop_reason: str | None
 
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError as exc:
-        raise RunError(f"{path} does not exist; is {path.parent} an rlx run folder?") from exc
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from exc
+    def attach(self, run_dir: Path, resumed: bool) -> None:
+        """Called once the folder is ready (a resumed run's logs cut back to its checkpoint)."""
+
+    def observe(self, step: int, values: Mapping[str, float]) -> None:
+        """One logged row."""
+
+    def summary(self) -> dict[str, Any]:
+        """Fields for ``summary.json``, however the run ended."""
 
 
 def library_versions() -> dict[str, str]:
-    import gymnasium
-    import numpy
-    import torch
-
-    from rlx import __version__
-
-    return {
-        "rlx": __version__,
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "torch": torch.__version__,
-        "gymnasium": gymnasium.__version__,
-    }
+    versions = {"rlx": VERSION, "python": platform.python_version()}
+    for name in ("numpy", "torch", "gymnasium", "transformers"):
+        module = sys.modules.get(name)  # what the run loaded; nothing is imported for this
+        if module is not None:
+            versions[name] = getattr(module, "__version__", "?")
+    return versions
 
 
 class Run:
-    """Creates (or continues, with ``resume=True``) a run folder and logs a run into it.
+    """Creates (or continues, with ``resume``) a run folder and logs a run into it.
 
     Args:
         run_dir: the folder. A new run needs a folder without a ``config.json``.
@@ -82,10 +78,12 @@ class Run:
         env_id: environment id or description.
         config: the algorithm's config dataclass.
         total: the training budget for the progress bar (in ``unit``).
-        resume: continue from the latest checkpoint of an existing run folder.
+        resume: the record of the run to continue from its latest checkpoint (read once by
+            the caller with :func:`rlx.runs.folder.read_record`), or None for a new run.
         progress: show a progress bar (None: when stderr is a terminal).
         tensorboard: also write TensorBoard event files to ``RUN_DIR/tensorboard``.
         preset: name of the per-environment preset the config came from, if any.
+        observers: attached from above (the live doctor); see :class:`RunObserver`.
     """
 
     def __init__(
@@ -97,12 +95,11 @@ class Run:
         config: Any,
         total: int,
         unit: str = "steps",
-        resume: bool = False,
+        resume: RunRecord | None = None,
         progress: bool | None = None,
         tensorboard: bool = False,
         preset: str | None = None,
-        stop_on: tuple[str, ...] = (),
-        doctor: bool = True,
+        observers: Sequence[RunObserver] = (),
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -112,30 +109,31 @@ class Run:
         self.last_step = 0
         self.resumed_step: int | None = None
         self.resumed_state: dict[str, Any] | None = None
+        self.observers = list(observers)
         self._progress_enabled = progress
         self._signals: dict[int, Any] = {}
         self._interrupts = 0
         self._last_checkpoint_t = time.monotonic()
         self._summary_written = False
         self._summary_fields: dict[str, Any] = {}
+        self._created: list[Path] = []  # folders this run made, removed if it never starts
+        self._record: dict[str, Any] = {}  # config.json as written, kept to rewrite it
+        if resume is not None:
+            self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
+                            "preset": resume.preset, **resume.extra}  # fmt: skip
         wall_offset = self._prepare_folder(resume, preset)
         self.logger = MetricLogger(self.dir, wall_offset=wall_offset, tensorboard=tensorboard)
         self.progress: ProgressBar | None = None
-        self.live = self._live_doctor(doctor, stop_on)
+        for observer in self.observers:
+            observer.attach(self.dir, resume is not None)
 
     # ------------------------------------------------------------------ folder lifecycle
-    def _prepare_folder(self, resume: bool, preset: str | None) -> float:
+    def _prepare_folder(self, resume: RunRecord | None, preset: str | None) -> float:
         config_path = self.dir / CONFIG_FILE
-        if resume:
-            if not config_path.exists():
+        if resume is not None:
+            if resume.algo != self.algo:
                 raise RunError(
-                    f"--resume needs an existing run folder, but {self.dir} has no {CONFIG_FILE}."
-                )
-            previous = read_json(config_path)
-            if previous.get("algo") != self.algo:
-                raise RunError(
-                    f"{self.dir} holds a {previous.get('algo')!r} run; cannot resume it as "
-                    f"{self.algo!r}."
+                    f"{self.dir} holds a {resume.algo!r} run; cannot resume it as {self.algo!r}."
                 )
             step, state = load_checkpoint(self.dir)
             self.last_step = step
@@ -146,10 +144,12 @@ class Run:
                 f"{self.dir} already holds a run; pass --resume to continue it, "
                 "or choose another --run-dir."
             )
+        self._created = _missing_folders(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in (METRICS_FILE, EPISODES_FILE, SUMMARY_FILE):
             (self.dir / stale).unlink(missing_ok=True)
-        write_json_atomic(config_path, self._config_record(preset))
+        self._record = self._config_record(preset)
+        write_json_atomic(config_path, self._record)
         return 0.0
 
     def _config_record(self, preset: str | None) -> dict[str, Any]:
@@ -204,9 +204,12 @@ class Run:
     def _remove_new_folder(self) -> None:
         for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE, SUMMARY_FILE):
             (self.dir / name).unlink(missing_ok=True)
-        shutil.rmtree(self.dir / "tensorboard", ignore_errors=True)
-        with contextlib.suppress(OSError):
-            self.dir.rmdir()  # only when nothing else was in it
+        shutil.rmtree(self.dir / TENSORBOARD_DIR, ignore_errors=True)
+        for folder in [self.dir, *self.dir.parents]:
+            if folder not in self._created:
+                break
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when nothing else is in it
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -230,29 +233,12 @@ class Run:
             file=sys.stderr,
         )
 
-    def _live_doctor(self, enabled: bool, stop_on: tuple[str, ...]) -> Any:
-        """The doctor's rules on the metrics as they are logged (one line per new finding, on
-        stderr); ``stop_on`` rules end the run, checkpoint saved, when they fire."""
-        from rlx.diagnostics.doctor import LiveDoctor, check_rule_ids
-
-        stop_on = check_rule_ids(stop_on)
-        if not enabled and not stop_on:
-            return None
-        config = dataclasses.asdict(self.config) if dataclasses.is_dataclass(self.config) else {}
-        live = LiveDoctor(self.algo, self.env_id, config, stop_on=stop_on, printer=_to_stderr)
-        if self.resumed_step is not None:  # a resumed run is judged whole, not from the resume
-            from rlx.diagnostics.series import read_rlx_run
-
-            live.preload(read_rlx_run(self.dir).metrics)
-        return live
-
     def record_config(self, config: Any, total: int | None = None) -> None:
         """Rewrite ``config.json`` with a config completed during training (values chosen
         from the data or the model), and move the progress bar's budget to ``total``."""
         self.config = config
-        record = read_json(self.dir / CONFIG_FILE)
-        record["config"] = self._config_record(record.get("preset"))["config"]
-        write_json_atomic(self.dir / CONFIG_FILE, record)
+        self._record["config"] = dataclasses.asdict(config)
+        write_json_atomic(self.dir / CONFIG_FILE, self._record)
         if total is not None:
             self.total = int(total)
             if self.progress is not None:
@@ -265,14 +251,11 @@ class Run:
         self.last_step = step
         if self.unit == "steps":
             self.update_progress(step)
-        if self.live is not None:
-            self.live.observe(step, values)
-            if self.live.stop is not None and not self.stop_requested:
+        for observer in self.observers:
+            observer.observe(step, values)
+            if observer.stop_reason is not None and not self.stop_requested:
                 self.stop_requested = True
-                _to_stderr(
-                    f"rlx doctor: stopping the run (stop_on {self.live.stop.rule.id}); "
-                    "a checkpoint is saved."
-                )
+                _to_stderr(f"{observer.stop_reason}; a checkpoint is saved.")
         bad = [k for k, v in values.items() if not math.isfinite(v)]
         if bad:
             raise TrainingError(
@@ -311,7 +294,7 @@ class Run:
     def finish(self, steps: int, figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``summary.json`` with the final figures and how the run ended."""
         if self.status == "running":
-            if self.live is not None and self.live.stop is not None:
+            if any(observer.stop_reason is not None for observer in self.observers):
                 self.status = "stopped"
             else:
                 self.status = "interrupted" if self.stop_requested else "completed"
@@ -325,11 +308,8 @@ class Run:
             **self._summary_fields,
             **(figures or {}),
         }
-        if self.live is not None:
-            # every rule over the whole run; live findings that did not last are not kept
-            summary["doctor"] = [f.rule.id for f in self.live.final().findings]
-            if self.live.stop is not None:
-                summary["stopped_by"] = self.live.stop.rule.id
+        for observer in self.observers:
+            summary.update(observer.summary())
         write_json_atomic(self.dir / SUMMARY_FILE, summary)
         self._summary_written = True
         return summary
@@ -365,18 +345,18 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
     return wall
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, innermost first."""
+    missing = []
+    for candidate in [folder, *folder.parents]:
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    return missing
+
+
 def _csv_step(line: str) -> int | None:
     try:
         return int(line.split(",", 1)[0])
     except ValueError:
         return None
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    return str(value)

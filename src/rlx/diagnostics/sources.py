@@ -1,0 +1,49 @@
+"""Where a :class:`~rlx.diagnostics.series.RunLog` comes from: an rlx run folder (read through
+:mod:`rlx.runs`, which owns its files) or another library's logs
+(:mod:`rlx.diagnostics.foreign`: TensorBoard, Stable-Baselines3, TRL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlx import metrics as M
+from rlx.diagnostics.foreign import read_foreign
+from rlx.diagnostics.series import RunLog, Series
+from rlx.errors import RunError
+from rlx.runs import folder
+
+
+def read_run(path: str | Path) -> RunLog:
+    """The :class:`RunLog` of an rlx run folder, or of another library's logs (a TensorBoard
+    folder or event file, an SB3 ``progress.csv``, a TRL ``trainer_state.json``, or folders
+    holding them)."""
+    path = Path(path)
+    if not path.exists():
+        raise RunError(f"{path} does not exist; give an rlx run folder or another library's logs.")
+    if path.is_dir() and (path / folder.METRICS_FILE).exists():
+        return read_rlx_run(path)
+    return read_foreign(path)
+
+
+def read_rlx_run(run_dir: Path) -> RunLog:
+    """An rlx run: its metrics, its episodes (finer than the logged means), config, summary."""
+    points = folder.read_metrics(run_dir)
+    log = RunLog(run_dir, "rlx", {k: Series.from_pairs(v) for k, v in points.items()})
+    if M.EPISODE_RETURN not in log.metrics:
+        log.metrics.update(episode_series(run_dir))
+    config = folder.read_json_or_empty(run_dir / folder.CONFIG_FILE)
+    log.algo, log.env = config.get("algo"), config.get("env")
+    log.config = config.get("config", {}) or {}
+    log.summary = folder.read_summary(run_dir)
+    return log
+
+
+def episode_series(run_dir: Path) -> dict[str, Series]:
+    """Per-episode returns and lengths from the run's ``episodes.csv`` ({} when it has none)."""
+    rows = folder.read_episodes(run_dir)
+    if not rows:
+        return {}
+    return {
+        M.EPISODE_RETURN: Series.from_pairs((step, ret) for step, ret, _ in rows),
+        M.EPISODE_LENGTH: Series.from_pairs((step, length) for step, _, length in rows),
+    }

@@ -1,0 +1,72 @@
+"""The metric vocabulary: every algorithm logs these names, the doctor reads them.
+
+This module sits at the bottom of rlx and imports nothing: algorithms, the run folder's
+logger, the doctor and the reports all take their names from here. Algorithms import the
+constants instead of spelling strings, so a typo is an ImportError, not a silently empty plot.
+Each name's meaning is in its comment and in the docs (Reference > Troubleshooting).
+"""
+
+from __future__ import annotations
+
+# episodes
+EPISODE_RETURN = "episode_return"  # undiscounted return of finished training episodes (mean)
+EPISODE_LENGTH = "episode_length"  # length of finished training episodes (mean)
+MC_RETURN = "mc_return"  # discounted return actually observed from states whose Q was logged
+Q_START = "q_start"  # Q(s_0, a_0) estimated at the states whose mc_return is logged
+
+# policy optimisation
+APPROX_KL = "approx_kl"  # mean KL between the old and the new policy
+CLIP_FRACTION = "clip_fraction"  # share of samples whose ratio was clipped
+ENTROPY = "entropy"  # mean policy entropy
+POLICY_LOSS = "policy_loss"
+VALUE_LOSS = "value_loss"
+EXPLAINED_VARIANCE = "explained_variance"  # 1 - Var[R - V] / Var[R]
+
+# value learning
+Q_MEAN = "q_mean"  # mean Q(s, a) of the actions taken
+TD_ERROR = "td_error"  # mean |r + gamma * bootstrap - Q(s, a)|
+EPSILON = "epsilon"  # exploration rate of epsilon-greedy
+CRITIC_LOSS = "critic_loss"  # squared TD error of the Q critics (summed over twins)
+ACTOR_LOSS = "actor_loss"  # the deterministic or soft actor objective (SAC, TD3)
+ALPHA = "alpha"  # SAC entropy temperature
+
+# optimisation
+GRAD_NORM = "grad_norm"
+GRADIENT_STEPS = "gradient_steps"  # gradient steps taken so far (off-policy agents)
+LR = "lr"
+LOSS = "loss"
+
+# language models
+KL_REF = "kl_ref"  # KL of the policy to the frozen reference
+RM_SCORE = "rm_score"
+REWARD = "reward"
+GOLD_REWARD = "gold_reward"  # reward under the task's ground truth, when there is one
+RESPONSE_LENGTH = "response_length"
+# Pearson correlation, within a step's completions, of the (unnormalised) reward-model score
+# with the completion's length: how much the reward model pays for length itself
+REWARD_LENGTH_CORR = "reward_length_corr"
+GROUP_REWARD_STD = "group_reward_std"
+FRAC_ZERO_STD_GROUPS = "frac_zero_std_groups"
+CHOSEN_REWARD = "chosen_reward"
+REJECTED_REWARD = "rejected_reward"
+REWARD_MARGIN = "reward_margin"
+PAIR_ACCURACY = "pair_accuracy"
+TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts by argmax (SFT)
+EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
+
+ALL_METRICS: frozenset[str] = frozenset(
+    value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)
+)
+"""Every shared metric name."""
+
+# The metrics shown next to the progress bar, in this order, when an algorithm logs them.
+PROGRESS_METRICS: tuple[str, ...] = (
+    EPISODE_RETURN,
+    EPSILON,
+    APPROX_KL,
+    CLIP_FRACTION,
+    TD_ERROR,
+    LOSS,
+    REWARD,
+    KL_REF,
+)

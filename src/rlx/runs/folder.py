@@ -1,0 +1,153 @@
+"""The run folder's files: their names, and the readers and writers every other part uses.
+
+```
+RUN_DIR/config.json     algorithm, full config, env, preset, versions, creation time, command
+RUN_DIR/metrics.jsonl   one JSON object per log step: {"step", "wall_s", <metric>: value}
+RUN_DIR/episodes.csv    one row per finished training episode: step,wall_s,return,length
+RUN_DIR/summary.json    final figures and how the run ended
+RUN_DIR/checkpoints/    step-numbered checkpoints written atomically; `latest` is the newest
+RUN_DIR/model/          language-model runs: the final model as a Hugging Face folder
+RUN_DIR/tensorboard/    TensorBoard event files (--tensorboard)
+RUN_DIR/report.html     `rlx report`
+```
+
+This module is the one place that knows these names. The doctor, the reports, the CLI and
+``rlx.load`` read a run through :func:`read_record`, :func:`read_metrics`,
+:func:`read_episodes` and :func:`read_summary`; writers live beside it in :mod:`.run` and
+:mod:`.logger`. Readers tolerate what a crash leaves: a torn last line is skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlx.errors import RunError
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+EPISODES_FILE = "episodes.csv"
+SUMMARY_FILE = "summary.json"
+CHECKPOINT_DIR = "checkpoints"
+MODEL_DIR = "model"
+TENSORBOARD_DIR = "tensorboard"
+REPORT_FILE = "report.html"
+EPISODE_COLUMNS = ("step", "wall_s", "return", "length")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What ``config.json`` says about a run: read once, passed to whoever needs it."""
+
+    path: Path
+    algo: str
+    env: str
+    config: dict[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # versions, created, command, ...
+
+
+def is_run_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder holding an rlx run's ``config.json``."""
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def read_record(run_dir: str | Path) -> RunRecord:
+    """The run's ``config.json``; RunError when ``run_dir`` is not an rlx run folder."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunError(f"run folder {run_dir} does not exist.")
+    data = read_json(run_dir / CONFIG_FILE)
+    if not isinstance(data.get("algo"), str) or not isinstance(data.get("config"), dict):
+        raise RunError(f"{run_dir / CONFIG_FILE} is not an rlx run's config (no algo or config).")
+    extra = {k: v for k, v in data.items() if k not in ("algo", "env", "config", "preset")}
+    return RunRecord(
+        run_dir, data["algo"], str(data.get("env")), data["config"], data.get("preset"), extra
+    )
+
+
+def read_summary(run_dir: str | Path) -> dict[str, Any]:
+    """``summary.json``, or ``{}`` while a run has not written one (or it is unreadable)."""
+    return read_json_or_empty(Path(run_dir) / SUMMARY_FILE)
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[float, float]]]:
+    """Metric name -> ``[(step, value), ...]`` from ``metrics.jsonl``, in file order.
+
+    Only numeric values are kept (``step`` and ``wall_s`` are not metrics); a line torn by a
+    crash is skipped, everything before it counts.
+    """
+    path = Path(run_dir) / METRICS_FILE
+    points: dict[str, list[tuple[float, float]]] = {}
+    if not path.exists():
+        return points
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            step = row.get("step")
+            if not isinstance(step, (int, float)):
+                raise RunError(f"{path}, line {number}: no numeric 'step'.")
+            for key, value in row.items():
+                if key in ("step", "wall_s") or not isinstance(value, (int, float)):
+                    continue
+                points.setdefault(key, []).append((float(step), float(value)))
+    return points
+
+
+def read_episodes(run_dir: str | Path) -> list[tuple[float, float, float]]:
+    """``[(step, return, length), ...]`` from ``episodes.csv`` (a torn last row skipped)."""
+    path = Path(run_dir) / EPISODES_FILE
+    if not path.exists():
+        return []
+    rows = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            try:
+                rows.append((float(row["step"]), float(row["return"]), float(row["length"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return rows
+
+
+def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` beside ``path`` and rename it into place: never half a file."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; RunError naming the file when it is missing or not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise RunError(f"{path} does not exist; is {path.parent} an rlx run folder?") from exc
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from exc
+
+
+def read_json_or_empty(path: Path) -> dict[str, Any]:
+    """A JSON object file, or ``{}`` when it is missing or unreadable."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
