@@ -226,7 +226,7 @@ def test_ppo_with_a_very_high_learning_rate_and_many_epochs(tmp_path, capsys):
     ids = {f.rule.id for f in diagnosis.findings}
     assert "kl-too-high" in ids and "clip-fraction-near-zero" not in ids, ids
     for finding in diagnosis.findings:
-        if finding.rule.config_field == "learning_rate":
+        if finding.field == "learning_rate":
             assert finding.suggested < 0.1
 
 
@@ -389,11 +389,11 @@ def test_cli_report_and_recommend(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("rule", ["reward-hacking", "kl-ref-drift"])
-def test_beta_advice_doubles_beta_and_starts_a_zero_beta_at_the_cheat_sheet_low_end(rule):
-    suggest = RULES_BY_ID[rule].suggest
-    assert suggest({"beta": 0.05}) == 0.1
-    assert suggest({"beta": 0.0}) == 0.01  # doubling zero would advise no change
-    assert suggest({}) is None
+def test_beta_advice_doubles_beta_and_starts_a_zero_beta_at_the_usual_low_end(rule):
+    change = RULES_BY_ID[rule].change_for
+    assert change({"beta": 0.05}) == ("beta", 0.05, 0.1)
+    assert change({"beta": 0.0}) == ("beta", 0.0, 0.01)  # doubling zero would advise no change
+    assert change({}) == (None, None, None)
 
 
 def test_critic_rule_leaves_rlhf_alone_where_saturated_rewards_make_ev_meaningless():
@@ -402,3 +402,26 @@ def test_critic_rule_leaves_rlhf_alone_where_saturated_rewards_make_ev_meaningle
     swings = np.r_[np.full(8, 0.1), np.full(32, -300.0)]
     assert "critic-not-learning" not in fired(log_of(algo="rlhf-ppo", explained_variance=swings))
     assert "critic-not-learning" in fired(log_of(algo="ppo", explained_variance=swings))
+
+
+# --- fixes name fields the run's own config has -------------------------------------------------
+
+
+def test_overestimation_falls_back_to_q_mean_where_q_start_is_not_logged():
+    """Another library logs Q of the actions taken, not Q(s_0, a_0): the rule still reads it."""
+    observed = np.full(N, 10.0) + noise(0.5)
+    log = log_of(algo="dqn", q_mean=np.full(N, 30.0), mc_return=observed)
+    assert "q-overestimation" in fired(log)
+    assert "q-overestimation" not in fired(log_of(algo="dqn", q_mean=observed, mc_return=observed))
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"double": False, "learning_rate": 1e-3}, ("double", False, True)),
+        ({"double": True, "learning_rate": 1e-3}, ("learning_rate", 1e-3, 3e-4)),
+        ({"critic_learning_rate": 1e-3, "tau": 0.005}, ("critic_learning_rate", 1e-3, 3e-4)),
+    ],
+)
+def test_a_fix_names_the_first_field_the_run_can_change(config, expected):
+    assert RULES_BY_ID["q-overestimation"].change_for(config) == expected

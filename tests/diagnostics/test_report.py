@@ -129,10 +129,10 @@ def test_kl_finding_is_in_findings_section_on_top(two_runs):
 def test_thresholds_are_drawn_and_evidence_is_named(two_runs):
     page = two_runs[2].read_text()
     kl_figure = figures(page)["approx_kl"]
-    assert "kl-too-high 0.1" in svg_texts(kl_figure)  # the dashed line's label, in the SVG
+    assert "0.1: too large a step" in svg_texts(kl_figure)  # the dashed line's label, in the SVG
     caption = re.search(r"<figcaption>(.*?)</figcaption>", kl_figure, re.S).group(1)
-    assert "kl-too-high 0.1" in caption and "shaded" in caption
-    assert "critic-not-learning 0" in svg_texts(figures(page)["explained_variance"])
+    assert "0.1: too large a step" in caption and "shaded" in caption
+    assert "0: explains nothing" in svg_texts(figures(page)["explained_variance"])
     assert "kl-too-high" not in figures(page)["entropy"]
 
 
@@ -311,3 +311,39 @@ def test_report_renders_in_headless_chromium(two_runs, tmp_path):
     assert section["height"] > 0 and section["top"] < section["viewport"]  # on the first screen
     assert [f["rule"] for f in result["findings"]] == ["kl-too-high"]
     assert all(f["width"] > 0 and f["height"] > 0 for f in result["findings"])
+
+
+# ============================================================================ reading at a glance
+def test_a_metric_spanning_decades_gets_a_log_axis(tmp_path):
+    """A broken run's KL of 50 beside a healthy run's 0.01: on a linear axis the healthy run
+    would be a flat line at 0."""
+    from rlx.diagnostics.report import y_axis
+
+    healthy = 0.01 + 0.002 * np.random.default_rng(0).random(40)
+    broken = np.geomspace(0.02, 50, 40)
+    axis = y_axis(np.r_[healthy, broken], [0.1])
+    assert axis.log
+    flat = y_axis(np.linspace(0.2, 0.9, 40))
+    assert not flat.log and flat.limits is None
+
+
+def test_one_outlier_does_not_squeeze_the_curve():
+    """An explained-variance spike of -13 among values in [0.2, 0.9]: the y-range holds the
+    bulk (and the threshold at 0), and the caption counts the point left out."""
+    from rlx.diagnostics.report import y_axis
+
+    values = np.r_[np.linspace(0.2, 0.9, 60), -13.0]
+    axis = y_axis(values, [0.0])
+    low, high = axis.limits
+    assert -1.0 < low < 0.0 < 0.9 < high < 1.5
+    assert axis.outside == 1
+
+
+def test_each_threshold_line_has_its_own_label(tmp_path):
+    """The clip-fraction plot's two lines are two thresholds with two meanings, not both
+    labelled with every rule's id."""
+    run = write_ppo_run(tmp_path / "run", kl_high=False, seed=0)
+    page = report([run], tmp_path / "r.html").read_text()
+    texts = svg_texts(figures(page)["clip_fraction"])
+    assert "0.005: clip never triggers" in texts and "0.5: overfits its rollout" in texts
+    assert not any("clip-fraction-near-zero" in t for t in texts)

@@ -147,3 +147,30 @@ def test_a_run_rejected_before_training_leaves_no_folder(tmp_path):
     # the same folder can be used once the input is fixed
     rlx.train("q-learning", "FrozenLake-v1", run_dir=run_dir, episodes=10)
     assert (run_dir / "summary.json").is_file()
+
+
+def test_the_progress_bar_keeps_count_and_time_left_at_80_columns():
+    """A long description and many metrics: the count and the time left stay on the bar's
+    line, and the metrics go to a line of their own, cut to the width."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from rlx.runs.logger import ProgressBar
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, force_terminal=True, color_system=None)
+    bar = ProgressBar(100_000, "steps", "ppo " + "VeryLongEnvironmentName-v5" * 3, True, console)
+    metrics = {"episode_return": 123.4, "approx_kl": 0.0123, "clip_fraction": 0.123,
+               "td_error": 1.0, "loss": 3.25, "reward": 0.5, "kl_ref": 0.25}  # fmt: skip
+    bar.update(35_000, metrics)
+    bar.close()
+    frames = re.split(r"[\r\n]", buffer.getvalue())  # the live display redraws with \r
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in frames]
+    lines = [line for line in lines if line.strip()]
+    bar_line, metrics_line = lines[-2], lines[-1]
+    assert "35000/100000 steps" in bar_line and re.search(r"\d:\d\d:\d\d", bar_line)
+    assert re.search(r"(-:--:--|\d:\d\d:\d\d)$", bar_line.rstrip())  # time left, at the end
+    assert metrics_line.strip().startswith("episode_return=123.4")
+    assert max(len(line) for line in lines[-2:]) <= 80

@@ -27,7 +27,8 @@ class Finding:
 
     rule: Rule
     evidence: Evidence
-    current: Any = None  # the config field's value in the run, when known
+    field: str | None = None  # the run's config field that carries the fix, when it has one
+    current: Any = None  # its value in the run
     suggested: Any = None  # the value to try
 
     @property
@@ -35,11 +36,11 @@ class Finding:
         return self.rule.severity
 
     def change(self) -> str:
-        """``"learning_rate: 0.001 -> 0.0003"``, or the fix in words when there is no field."""
-        field_name = self.rule.config_field
-        if field_name is None or self.suggested is None:
+        """``"learning_rate: 0.001 -> 0.0003"``, or the fix in words when the run's config is
+        unknown (another library's logs)."""
+        if self.field is None or self.suggested is None:
             return self.rule.fix
-        return f"{self.rule.fix}: {field_name} {self.current!r} -> {self.suggested!r}"
+        return f"{self.rule.fix}: {self.field} {self.current!r} -> {self.suggested!r}"
 
     def line(self) -> str:
         """One line, as the live doctor prints it."""
@@ -52,7 +53,7 @@ class Finding:
             "symptom": self.rule.symptom,
             "cause": self.rule.cause,
             "fix": self.rule.fix,
-            "config_field": self.rule.config_field,
+            "config_field": self.field,
             "current": self.current,
             "suggested": self.suggested,
             "evidence": {
@@ -137,11 +138,17 @@ def applicable(rule: Rule, log: RunLog) -> bool:
     run's algorithm is one of them; another library's run of unknown algorithm passes)."""
     if rule.algos is not None and log.algo is not None and log.algo not in rule.algos:
         return False
-    return rule.metric == "*" or log.get(rule.metric) is not None
+    return rule.metric == "*" or any(log.get(metric) is not None for metric in rule.metrics)
 
 
 def applicable_metrics(log: RunLog) -> set[str]:
-    return {r.metric for r in RULES if r.metric != "*" and applicable(r, log)}
+    return {
+        metric
+        for rule in RULES
+        if rule.metric != "*" and applicable(rule, log)
+        for metric in rule.metrics
+        if log.get(metric) is not None
+    }
 
 
 def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
@@ -153,11 +160,7 @@ def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
         evidence = rule.check(log)
         if evidence is None:
             continue
-        current = log.config.get(rule.config_field) if rule.config_field else None
-        suggested = (
-            rule.suggest(log.config) if rule.suggest and rule.config_field in log.config else None
-        )
-        findings.append(Finding(rule, evidence, current, suggested))
+        findings.append(Finding(rule, evidence, *rule.change_for(log.config)))
     findings.sort(key=lambda f: f.severity != ERROR)
     return Diagnosis(log, findings)
 

@@ -302,14 +302,61 @@ def plot_order(runs: Sequence[ReportedRun]) -> list[str]:
 
 def threshold_lines(runs: Sequence[ReportedRun], metric: str) -> list[tuple[float, str]]:
     """``(value, label)`` of every rule threshold on ``metric``, for rules that apply to one
-    of the runs; rules sharing a value share a line (``"a, b 0.5"``)."""
-    by_value: dict[float, list[str]] = {}
+    of the runs: one line per value, labelled by what crossing it means."""
+    labels: dict[float, str] = {}
     for rule in RULES:
         if metric not in rule.lines or not any(applicable(rule, run.log) for run in runs):
             continue
-        for value in rule.lines[metric]:
-            by_value.setdefault(float(value), []).append(rule.id)
-    return [(value, f"{', '.join(ids)} {value:g}") for value, ids in sorted(by_value.items())]
+        for value, meaning in rule.lines[metric]:
+            labels.setdefault(float(value), f"{value:g}: {meaning}")
+    return sorted(labels.items())
+
+
+@dataclass(frozen=True)
+class YAxis:
+    """How a metric's plot reads at a glance: ``log`` when its values span decades, and limits
+    that hold the bulk of the points (and the rule thresholds) when a few outliers would squeeze
+    the rest into a flat line; ``outside`` counts the points past the limits."""
+
+    log: bool
+    limits: tuple[float, float] | None
+    outside: int
+
+
+DECADES_FOR_LOG = 2.0
+"""A positive metric whose 5th and 95th percentiles are this many decades apart gets a log axis."""
+OUTLIER_IQR = 3.0
+"""Points further than this many interquartile ranges beyond the quartiles are outliers."""
+
+
+def y_axis(values: np.ndarray, thresholds: Sequence[float] = ()) -> YAxis:
+    """The y-axis for these (finite) values and threshold lines: see :class:`YAxis`."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) < 5:
+        return YAxis(False, None, 0)
+    positive = values[values > 0]
+    log = bool(
+        len(positive) >= 0.95 * len(values)
+        and np.log10(np.percentile(positive, 95) / np.percentile(positive, 5)) >= DECADES_FOR_LOG
+    )
+    scaled = np.log10(positive) if log else values
+    q1, q3 = np.percentile(scaled, [25, 75])
+    spread = q3 - q1
+    low, high = float(scaled.min()), float(scaled.max())
+    if spread <= 0:
+        return YAxis(log, None, 0)
+    lo = max(low, q1 - OUTLIER_IQR * spread)
+    hi = min(high, q3 + OUTLIER_IQR * spread)
+    marks = [np.log10(t) if log else t for t in thresholds if (t > 0 or not log)]
+    lo, hi = min([lo, *marks]), max([hi, *marks])
+    if lo <= low and hi >= high:
+        return YAxis(log, None, 0)
+    pad = 0.05 * (hi - lo)
+    lo, hi = lo - pad, hi + pad
+    outside = int(np.sum((scaled < lo) | (scaled > hi)))
+    limits = (float(10**lo), float(10**hi)) if log else (float(lo), float(hi))
+    return YAxis(log, limits, outside)
 
 
 def learning_curve_svg(runs: Sequence[ReportedRun]) -> tuple[str, list[str]]:
@@ -418,6 +465,12 @@ def metric_svg(runs: Sequence[ReportedRun], metric: str) -> tuple[str, str]:
             ms=4,
         )
     lines = threshold_lines(runs, metric)
+    values = [run.log.get(metric).finite().values for run in runs if run.log.get(metric)]
+    axis = y_axis(np.concatenate(values) if values else np.array([]), [v for v, _ in lines])
+    if axis.log:
+        ax.set_yscale("log")
+    if axis.limits is not None:
+        ax.set_ylim(*axis.limits)
     for value, label in lines:
         ax.axhline(value, color="#c62828", ls="--", lw=1)
         ax.annotate(
@@ -431,9 +484,11 @@ def metric_svg(runs: Sequence[ReportedRun], metric: str) -> tuple[str, str]:
         )
     shaded = _shade_evidence(ax, runs, metric)
     ax.set_xlabel("step")
-    caption = metric
+    caption = metric + ("; log scale" if axis.log else "")
+    if axis.outside:
+        caption += f"; {axis.outside} outlying point(s) beyond the y-range"
     if lines:
-        caption += "; dashed: rule thresholds " + "; ".join(label for _, label in lines)
+        caption += "; dashed: rule thresholds: " + "; ".join(label for _, label in lines)
     if shaded:
         caption += "; shaded: evidence of " + ", ".join(shaded)
     if missing and len(missing) < len(runs):

@@ -1,4 +1,4 @@
-"""The doctor's rules: the cheat sheet's troubleshooting table as data.
+"""The doctor's rules: the troubleshooting table as data.
 
     Symptom                           Cause                              Fix
     Mean KL past 0.1                  policy drifts far from the old     reduce K_EPOCHS or LR
@@ -12,11 +12,15 @@
 
 plus the RLHF monitor ("watch mean KL: past about 5 to 10, drift or reward hacking starts"),
 GRPO groups with no reward spread, a critic that explains nothing, NaN/inf, and a return that
-never moves. Each :class:`Rule` names its symptom, the :class:`Check` that tests the metric
-series, the cause, the fix, the config field to change and how to pick its new value.
+never moves (docs: Reference > Troubleshooting). Each :class:`Rule` names its symptom, the
+:class:`Check` that tests the metric series, the cause, the fix, and the config fields that
+carry the fix (:class:`Fix`): the first field the run's own config has is the one named, with
+its suggested value, so every algorithm gets a change it can make.
 
 Checks read robust statistics (medians of windows, shares of points), never one noisy point,
 and stay silent when a run has too few points to judge: a false alarm costs the user's trust.
+A rule may read a fallback metric where a library logs another one (Q of the actions taken,
+``q_mean``, where ``q_start`` is missing).
 """
 
 from __future__ import annotations
@@ -215,12 +219,13 @@ def return_plateau_below_best(log: RunLog) -> tuple[bool, float]:
 
 
 def overestimation(margin: float = 0.2) -> Check:
-    """``q_start`` above the discounted return actually observed from those states,
-    ``mc_return``, by more than ``margin`` of the return's scale, over the last half: the
-    max operator's bias on noisy estimates."""
+    """``q_start`` (or, where a run logs no ``q_start``, ``q_mean``: Q of the actions taken)
+    above the discounted return actually observed, ``mc_return``, by more than ``margin`` of
+    the return's scale, over the last half: the max operator's bias on noisy estimates."""
 
     def check(log: RunLog) -> Evidence | None:
-        q, g = _finite(log, M.Q_START), _finite(log, M.MC_RETURN)
+        q_name = M.Q_START if log.get(M.Q_START) is not None else M.Q_MEAN
+        q, g = _finite(log, q_name), _finite(log, M.MC_RETURN)
         if q is None or g is None:
             return None
         n = min(len(q), len(g))
@@ -228,7 +233,7 @@ def overestimation(margin: float = 0.2) -> Check:
         gap = float(np.median(q_tail.values) - np.median(g_tail.values))
         scale = max(float(np.median(np.abs(g.values[-n:]))), 1.0)
         if gap > margin * scale:
-            return _evidence(M.Q_START, q_tail, gap, margin * scale, "median Q - observed return")
+            return _evidence(q_name, q_tail, gap, margin * scale, "median Q - observed return")
         return None
 
     return check
@@ -386,12 +391,24 @@ def either(*checks: Check) -> Check:
 
 # ============================================================================ rules
 @dataclass(frozen=True)
+class Fix:
+    """A config field that carries a rule's fix, and how to pick its new value from the run's
+    config (``suggest(config)``; None when the change does not apply, e.g. Double DQN already
+    on)."""
+
+    field: str
+    suggest: Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
 class Rule:
     """One row of the troubleshooting table, executable.
 
-    ``suggest(config)`` gives the new value of ``config_field`` from the run's config (None
-    when the run's config does not have the field). ``lines`` are thresholds a report draws
-    on the metric's plot. ``algos``: where the rule applies (None: any run with the metric).
+    ``fixes``: the config fields that carry the fix, in order of preference; a finding names
+    the first one the run's config has (with a suggestion). ``lines`` are thresholds a report
+    draws on the metric's plot, each with its label. ``algos``: where the rule applies (None:
+    any run with the metric). ``metrics``: the metrics it reads, the first a fallback for
+    nothing (a rule applies when the run logged any of them).
     """
 
     id: str
@@ -401,13 +418,33 @@ class Rule:
     severity: str
     metric: str
     check: Check
-    config_field: str | None = None
-    suggest: Callable[[Mapping[str, Any]], Any] | None = None
-    lines: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    fixes: tuple[Fix, ...] = ()
+    lines: Mapping[str, tuple[tuple[float, str], ...]] = field(default_factory=dict)
     algos: frozenset[str] | None = None
     live: bool = True
     """checked during training too; False for rules that judge a whole run (a return that
     has not moved yet at 10% of training is no finding)"""
+    fallbacks: tuple[str, ...] = ()
+    """other metrics the check reads when ``metric`` is missing (another library's name)"""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.metric, *self.fallbacks)
+
+    def change_for(self, config: Mapping[str, Any]) -> tuple[str | None, Any, Any]:
+        """``(field, current value, suggested value)`` of the first fix the config can take;
+        ``(None, None, None)`` when it has none of the fields."""
+        for option in self.fixes:
+            if option.field in config:
+                suggested = option.suggest(config)
+                if suggested is not None:
+                    return option.field, config[option.field], suggested
+        return None, None, None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every config field a fix of this rule can name."""
+        return tuple(option.field for option in self.fixes)
 
 
 def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[str, Any]], Any]:
@@ -422,7 +459,7 @@ def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[s
 
 
 def _raise_beta(config: Mapping[str, Any]) -> Any:
-    """Double the KL coefficient; from 0 (no penalty at all), the cheat sheet's low end 0.01."""
+    """Double the KL coefficient; from 0 (no penalty at all), the usual low end 0.01."""
     beta = _scaled("beta", 2.0)(config)
     return None if beta is None else max(beta, 0.01)
 
@@ -431,7 +468,38 @@ def _constant(value: Any) -> Callable[[Mapping[str, Any]], Any]:
     return lambda config: value
 
 
+def _at_least(name: str, value: float) -> Callable[[Mapping[str, Any]], Any]:
+    """``value`` when the field is below it, else twice the field."""
+
+    def suggest(config: Mapping[str, Any]) -> Any:
+        current = config.get(name)
+        if not isinstance(current, (int, float)) or isinstance(current, bool):
+            return None
+        return value if current < value else _scaled(name, 2.0)(config)
+
+    return suggest
+
+
+def _scale_each(names: tuple[str, ...], factor: float, kind: type = float) -> tuple[Fix, ...]:
+    return tuple(Fix(name, _scaled(name, factor, kind)) for name in names)
+
+
+STEP_SIZES = ("learning_rate", "critic_learning_rate", "actor_learning_rate", "alpha")
+"""A run's step sizes, in the order a fix names them (tabular learners call theirs alpha)."""
+BUDGETS = ("total_steps", "episodes", "iterations", "steps")
+"""What sizes a run, by algorithm family."""
+EPOCHS = ("num_epochs",)
+"""K: optimisation passes over each batch of samples."""
+LOWER_STEP = _scale_each(STEP_SIZES, 0.3)
+
+
 PPO_LIKE = frozenset({"ppo", "a2c", "rlhf-ppo", "grpo"})
+# DQN syncs its target net less often; SAC and TD3 follow theirs more slowly (Polyak tau)
+SLOWER_TARGET = (
+    *_scale_each(("sync_every",), 2.0, int),
+    *_scale_each(("tau",), 0.5),
+    *LOWER_STEP,
+)
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -445,9 +513,8 @@ RULES: tuple[Rule, ...] = (
             median_of_last(M.APPROX_KL, 0.1, above=True),
             median_of_first(M.APPROX_KL, 0.1),
         ),
-        config_field="learning_rate",
-        suggest=_scaled("learning_rate", 0.3),
-        lines={M.APPROX_KL: (0.1,)},
+        fixes=(*LOWER_STEP, *_scale_each(EPOCHS, 0.5, int)),
+        lines={M.APPROX_KL: ((0.1, "too large a step"),)},
     ),
     Rule(
         id="clip-fraction-near-zero",
@@ -457,9 +524,8 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.CLIP_FRACTION,
         check=clip_fraction_near_zero(),
-        config_field="learning_rate",
-        suggest=_scaled("learning_rate", 3.0),
-        lines={M.CLIP_FRACTION: (0.005, 0.5)},
+        fixes=_scale_each(STEP_SIZES, 3.0),
+        lines={M.CLIP_FRACTION: ((0.005, "clip never triggers"), (0.5, "overfits its rollout"))},
         # on-policy GRPO (one pass per batch) has a ratio of exactly 1: nothing to clip
         algos=frozenset({"ppo", "rlhf-ppo"}),
     ),
@@ -471,9 +537,8 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.CLIP_FRACTION,
         check=median_of_last(M.CLIP_FRACTION, 0.5, above=True),
-        config_field="num_epochs",
-        suggest=_scaled("num_epochs", 0.5, int),
-        lines={M.CLIP_FRACTION: (0.005, 0.5)},
+        fixes=(*_scale_each(EPOCHS, 0.5, int), *LOWER_STEP),
+        lines={M.CLIP_FRACTION: ((0.005, "clip never triggers"), (0.5, "overfits its rollout"))},
     ),
     Rule(
         id="reward-hacking",
@@ -488,8 +553,7 @@ RULES: tuple[Rule, ...] = (
             climbs_while_drops(M.REWARD, M.GOLD_REWARD),
             climbs_while_drops(M.REWARD, M.EXACT_MATCH),
         ),
-        config_field="beta",
-        suggest=_raise_beta,
+        fixes=(Fix("beta", _raise_beta),),
     ),
     Rule(
         id="length-bias",
@@ -502,8 +566,7 @@ RULES: tuple[Rule, ...] = (
             paid_for_length(M.RESPONSE_LENGTH, M.REWARD_LENGTH_CORR),
             grows_with(M.RESPONSE_LENGTH, M.REWARD),
         ),
-        config_field="length_normalize",
-        suggest=_constant(True),
+        fixes=(Fix("length_normalize", lambda c: True if not c.get("length_normalize") else None),),
     ),
     Rule(
         id="q-overestimation",
@@ -512,10 +575,10 @@ RULES: tuple[Rule, ...] = (
         fix="Double DQN",
         severity=WARNING,
         metric=M.Q_START,
+        fallbacks=(M.Q_MEAN,),
         check=overestimation(),
-        config_field="double",
-        # already Double DQN: the finding stands, but there is no switch left to flip
-        suggest=lambda config: True if config.get("double") is False else None,
+        # Double DQN first; already on (or twin critics, SAC and TD3): a smaller step
+        fixes=(Fix("double", lambda c: True if c.get("double") is False else None), *LOWER_STEP),
     ),
     Rule(
         id="dqn-diverges",
@@ -525,8 +588,7 @@ RULES: tuple[Rule, ...] = (
         severity=ERROR,
         metric=M.TD_ERROR,
         check=diverging(M.TD_ERROR),
-        config_field="sync_every",
-        suggest=_scaled("sync_every", 2.0, int),
+        fixes=SLOWER_TARGET,
     ),
     Rule(
         id="q-diverges",
@@ -536,8 +598,7 @@ RULES: tuple[Rule, ...] = (
         severity=ERROR,
         metric=M.Q_MEAN,
         check=diverging(M.Q_MEAN),
-        config_field="sync_every",
-        suggest=_scaled("sync_every", 2.0, int),
+        fixes=SLOWER_TARGET,
     ),
     Rule(
         id="entropy-collapse",
@@ -547,8 +608,8 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.ENTROPY,
         check=entropy_collapse(),
-        config_field="ent_coef",
-        suggest=_constant(0.01),
+        # policy gradients: the entropy bonus; language models: a warmer sampling temperature
+        fixes=(Fix("ent_coef", _at_least("ent_coef", 0.01)), *_scale_each(("temperature",), 1.5)),
     ),
     Rule(
         id="kl-ref-drift",
@@ -558,9 +619,8 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.KL_REF,
         check=median_of_last(M.KL_REF, 5.0, above=True, fraction=0.2),
-        config_field="beta",
-        suggest=_raise_beta,
-        lines={M.KL_REF: (5.0, 10.0)},
+        fixes=(Fix("beta", _raise_beta),),
+        lines={M.KL_REF: ((5.0, "drift starts"), (10.0, "reward hacking"))},
         algos=frozenset({"rlhf-ppo", "grpo"}),
     ),
     Rule(
@@ -571,9 +631,8 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.FRAC_ZERO_STD_GROUPS,
         check=median_of_last(M.FRAC_ZERO_STD_GROUPS, 0.5, above=True),
-        config_field="group_size",
-        suggest=_scaled("group_size", 2.0, int),
-        lines={M.FRAC_ZERO_STD_GROUPS: (0.5,)},
+        fixes=_scale_each(("group_size",), 2.0, int),
+        lines={M.FRAC_ZERO_STD_GROUPS: ((0.5, "half the groups teach nothing"),)},
     ),
     Rule(
         id="critic-not-learning",
@@ -582,15 +641,13 @@ RULES: tuple[Rule, ...] = (
         fix="raise the value-loss weight c_v or the learning rate; check reward scaling",
         severity=WARNING,
         metric=M.EXPLAINED_VARIANCE,
-        # at or below 0: A2C's critic on CartPole explains 3% while the agent learns well
+        # at or below 0: a critic explaining a few percent can still serve an agent that learns
         check=critic_explains_nothing(0.0),
-        config_field="vf_coef",
-        suggest=_scaled("vf_coef", 2.0),
-        lines={M.EXPLAINED_VARIANCE: (0.0,)},
+        fixes=_scale_each(("vf_coef",), 2.0),
+        lines={M.EXPLAINED_VARIANCE: ((0.0, "explains nothing"),)},
         # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance.
         # Not rlhf-ppo: once every completion earns the same reward the returns barely vary
-        # and EV swings far below 0 on a healthy run (to -510 on the test that learns to start
-        # with 7, at reward 1.0)
+        # and the explained variance swings far below 0 on a healthy run
         algos=frozenset({"ppo", "a2c"}),
         live=False,
     ),
@@ -602,8 +659,7 @@ RULES: tuple[Rule, ...] = (
         severity=ERROR,
         metric="*",
         check=any_non_finite,
-        config_field="learning_rate",
-        suggest=_scaled("learning_rate", 0.3),
+        fixes=LOWER_STEP,
     ),
     Rule(
         id="no-learning",
@@ -613,6 +669,7 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.EPISODE_RETURN,
         check=flat_return,
+        fixes=(*_scale_each(BUDGETS, 2.0, int), *_scale_each(STEP_SIZES, 3.0)),
         live=False,
     ),
 )

@@ -103,35 +103,29 @@ def _short(x: float) -> str:
 
 
 class ProgressBar:
-    """A rich progress bar over a training budget, with the key metrics beside it."""
+    """A rich progress bar over a training budget, with the key metrics on a line below it.
 
-    def __init__(self, total: int, unit: str, description: str, enabled: bool | None = None):
+    The bar's own line (description, bar, count, elapsed, time left) fits 80 columns; the
+    metrics get a line of their own and are cut with an ellipsis there, never the count or the
+    time left.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        unit: str,
+        description: str,
+        enabled: bool | None = None,
+        console: Any = None,
+    ):
         if enabled is None:
             enabled = sys.stderr.isatty()
         self._progress = None
         if not enabled:
             return
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
 
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(unit),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[metrics]}"),
-            console=Console(stderr=True),
-            transient=False,
-        )
+        self._progress = _progress_with_metrics(unit, console or Console(stderr=True))
         self._task = self._progress.add_task(description, total=total, metrics="")
         self._progress.start()
 
@@ -148,3 +142,42 @@ class ProgressBar:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def _progress_with_metrics(unit: str, console: Any) -> Any:
+    """A rich ``Progress`` whose tasks show their ``metrics`` field on a second line."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.table import Column
+    from rich.text import Text
+
+    class RunProgress(Progress):
+        def get_renderables(self) -> Any:
+            yield self.make_tasks_table(self.tasks)
+            for task in self.tasks:
+                if task.fields.get("metrics"):
+                    yield Text("  " + task.fields["metrics"], no_wrap=True, overflow="ellipsis")
+
+    def fixed() -> Column:
+        return Column(no_wrap=True)
+
+    return RunProgress(
+        TextColumn(
+            "[bold]{task.description}",
+            table_column=Column(max_width=28, no_wrap=True, overflow="ellipsis"),
+        ),
+        BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=6)),
+        MofNCompleteColumn(table_column=fixed()),
+        TextColumn(unit, table_column=fixed()),
+        TimeElapsedColumn(table_column=fixed()),
+        TimeRemainingColumn(table_column=fixed()),
+        console=console,
+        transient=False,
+        expand=True,
+    )
