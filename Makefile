@@ -61,6 +61,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python docs/gen_pages.py benchmarks
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples docs

@@ -5,7 +5,8 @@ by default, seats alternating, the agent at ``--simulations`` per move). For eve
 not win, each position the agent moved in with at most ``--empties`` empty cells is solved
 exactly (:mod:`rlx.games.connect4_solver`); the report names the last position it held won or
 drawn and the move that lost it. A game whose first solved position is already lost was lost
-earlier than ``--empties`` reaches.
+earlier than ``--empties`` reaches. The games not won go to
+``benchmarks/results/connect4_losses.json`` (``--out-dir`` elsewhere).
 
 Run: ``.venv/bin/python benchmarks/analyse_connect4_losses.py --agent D/run [--games 20]
 [--opponent mcts-1000] [--empties 28]``
@@ -21,8 +22,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_
 import argparse  # noqa: E402
 import functools  # noqa: E402
 import itertools  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import rlx  # noqa: E402
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.games import connect4_solver  # noqa: E402
 from rlx.games.evaluation import make_opponent  # noqa: E402
 
@@ -63,6 +66,8 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=200)
     parser.add_argument("--empties", type=int, default=28, help="solve from this many empty cells")
     parser.add_argument("--seed", type=int, default=1, help="the opponent's seed")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where the result file goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
     agent = rlx.load(args.agent)
     if agent.game.name != "connect4":
@@ -70,6 +75,7 @@ def main() -> None:
     player = functools.partial(agent.act, simulations=args.simulations)
     opponent = make_opponent(agent.game, args.opponent, seed=args.seed)
     tally = {1: 0, 0: 0, -1: 0}
+    rows = []
     for i in range(args.games):
         first = i % 2 == 0
         result, solved = play_and_solve(agent.game, player, opponent, first, args.empties)
@@ -78,7 +84,20 @@ def main() -> None:
             outcome = "lost" if result < 0 else "drawn"
             seat = "first" if first else "second"
             print(f"game {i} ({seat}) {outcome}: {describe(solved)}", flush=True)
+            rows.append([i, seat, outcome, describe(solved)])
     print(f"{tally[1]} won, {tally[0]} drawn, {tally[-1]} lost against {args.opponent}")
+    write_result(
+        "connect4_losses",
+        title=f"Where a Connect Four agent's games against {args.opponent} were not won",
+        columns=["game", "agent's seat", "outcome", "where it turned"],
+        rows=rows,
+        seeds=[args.seed],
+        figures={"won": tally[1], "drawn": tally[0], "lost": tally[-1]},
+        notes=f"The agent of {args.agent} at {args.simulations} simulations per move, "
+        f"{args.games} games, seats alternating; positions solved from {args.empties} empty "
+        "cells on.",
+        out_dir=args.out_dir,
+    )
 
 
 if __name__ == "__main__":

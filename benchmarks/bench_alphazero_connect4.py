@@ -16,7 +16,8 @@
 
 The issue's bar: after at most 60 CPU-minutes, win at least 80% of 50 games against mcts-200;
 the goal is at least 90% against mcts-1000. Reported: the wall and CPU minutes spent training,
-the iterations and self-play games, and the win/draw/loss counts against each opponent.
+the iterations and self-play games, and the win/draw/loss counts against each opponent; the
+table goes to ``benchmarks/results/alphazero_connect4.json`` (``--out-dir`` elsewhere).
 
 Run: ``.venv/bin/python benchmarks/bench_alphazero_connect4.py [--minutes 60] [--games 50]
 [--simulations 200 800] [--seed 0]``; ``--agent RUN_DIR`` plays a trained run's agent instead of
@@ -38,6 +39,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import rlx  # noqa: E402
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.games.evaluation import arena  # noqa: E402
 
 
@@ -50,7 +52,8 @@ def cpu_seconds() -> float:
 def train(minutes: float, run_dir: Path, seed: int, overrides: dict) -> tuple[object, float]:
     """Train with the connect4 preset for at most ``minutes``; the agent and CPU minutes
     (the workers' included: the pool is shut down, so its processes waited for, by then)."""
-    # iterations: no bound but the clock, unless --set gives one (lr_final decays over it)
+    # iterations: no bound but the clock, unless --set gives one (learning_rate_end decays
+    # over it)
     settings = {"iterations": 10_000, **overrides}
     cpu0 = cpu_seconds()
     agent = rlx.train("alphazero", "connect4", run_dir=run_dir, seed=seed, progress=True,
@@ -69,18 +72,38 @@ def main() -> None:
     parser.add_argument("--simulations", nargs="+", type=int, default=[200, 800],
                         help="the agent's simulations per move when it plays")  # fmt: skip
     parser.add_argument("--agent", default=None, help="play this run's agent; no training")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where the result file goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
-    agent = rlx.load(args.agent) if args.agent else train_and_report(args)
+    figures: dict = {}
+    agent = rlx.load(args.agent) if args.agent else train_and_report(args, figures)
+    rows = []
     for simulations in args.simulations:
         player = functools.partial(agent.act, simulations=simulations)
         for name, result in arena(agent.game, player, args.opponents, args.games, seed=1).items():
             print(f"{simulations} simulations against {name:10s} over {result.games} games "
                   f"(seats alternating): {result} -> win rate {result.win_rate:.0%}",
                   flush=True)  # fmt: skip
+            rows.append([simulations, name, result.wins, result.draws, result.losses,
+                         round(result.win_rate, 3)])  # fmt: skip
+            figures[f"win_rate_{simulations}_vs_{name}"] = round(result.win_rate, 3)
+    trained = f"the run {args.agent}" if args.agent else f"{args.minutes} minutes of training"
+    write_result(
+        "alphazero_connect4",
+        title="AlphaZero on Connect Four against pure MCTS, within a CPU budget",
+        columns=["simulations", "opponent", "won", "drawn", "lost", "win rate"],
+        rows=rows,
+        seeds=[args.seed],
+        figures=figures,
+        notes=f"The connect4 preset after {trained}, one torch thread; {args.games} games "
+        "against each opponent, seats alternating.",
+        out_dir=args.out_dir,
+    )
 
 
-def train_and_report(args: argparse.Namespace) -> object:
-    """Train as the arguments say, print the budget spent; the agent."""
+def train_and_report(args: argparse.Namespace, figures: dict) -> object:
+    """Train as the arguments say, print the budget spent (and note it in ``figures``); the
+    agent."""
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     run_dir = Path(args.run_dir or tempfile.mkdtemp(prefix="az-c4-")) / "run"
     t0 = time.perf_counter()
@@ -92,6 +115,12 @@ def train_and_report(args: argparse.Namespace) -> object:
     print(f"trained {iterations} iterations ({games} self-play games) in {wall_minutes:.1f} "
           f"wall minutes, {cpu_minutes:.1f} CPU minutes; run folder {run_dir}",
           flush=True)  # fmt: skip
+    figures.update(
+        iterations=iterations,
+        selfplay_games=games,
+        wall_minutes=round(wall_minutes, 2),
+        cpu_minutes=round(cpu_minutes, 2),
+    )
     return agent
 
 

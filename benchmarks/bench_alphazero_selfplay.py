@@ -2,14 +2,16 @@
 
 One self-play iteration with the ``connect4`` preset's search (64 games played together, 100
 PUCT simulations every move, no playout cap, root noise, the first 10 moves drawn from the visit
-counts) with the preset's residual network (3 blocks x 32 channels, randomly initialised, seed
-0, or a trained run's with ``--agent RUN_DIR``: its games are longer and its trees deeper), one
-torch thread, twice: with :func:`rlx.games.mcts.search` (tic-tac-toe and Connect Four go to
-:mod:`rlx.games.puct_kernel`) and with :func:`rlx.games.mcts.python_search` (the plain-Python
-tree, which every other game uses). Both give the same visit counts from the same generator, so
-both play the very same games: the difference is the search's own time. Reported: wall seconds,
-moves per second, network evaluations per second, and the share of the time spent in the network
-(timed around the evaluator).
+counts) with the preset's residual network (3 blocks x 32 channels, seeing the stones and the
+threat cells, randomly initialised, seed 0, or a trained run's with ``--agent RUN_DIR``: its
+games are longer and its trees deeper), one torch thread, twice: with
+:func:`rlx.games.search.search` as self-play calls it (tic-tac-toe and Connect Four run in
+:mod:`rlx.games.kernels`) and with ``use_kernels=False`` (the Python tree, which every other
+game uses). Both give the same visit counts from the same generator, so both play the very same
+games: the difference is the search's own time. Reported: wall seconds, moves per second,
+network evaluations per second, and the share of the time spent in the network (timed around
+the evaluator); the table goes to ``benchmarks/results/alphazero_selfplay.json``
+(``--out-dir`` elsewhere).
 
 Run: ``.venv/bin/python benchmarks/bench_alphazero_selfplay.py [--games 64] [--simulations 100]
 [--agent RUN_DIR]``.
@@ -24,14 +26,18 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import functools  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 from unittest import mock  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from rlx.games import ConnectFour, mcts  # noqa: E402
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.games import alphazero as az  # noqa: E402
+from rlx.games.evaluators import PolicyValueEvaluator  # noqa: E402
+from rlx.games.search import SearchConfig, search  # noqa: E402
 
 EVALUATOR = az.evaluator  # the unpatched one
 
@@ -39,29 +45,29 @@ EVALUATOR = az.evaluator  # the unpatched one
 def timed_evaluator(net: az.PolicyValueNet, clock: list[float], calls: list[int]):
     """The network's evaluator, adding its wall time to ``clock[0]`` and its rows to
     ``calls[0]``."""
-    evaluate = EVALUATOR(net)
+    policy_value = EVALUATOR(net).policy_value
 
-    def wrapped(planes: np.ndarray, legal: np.ndarray):
+    def timed(planes: np.ndarray, legal: np.ndarray):
         t0 = time.perf_counter()
-        out = evaluate(planes, legal)
+        out = policy_value(planes, legal)
         clock[0] += time.perf_counter() - t0
         calls[0] += len(planes)
         return out
 
-    return wrapped
+    return PolicyValueEvaluator(timed)
 
 
 def one_iteration(config: az.AlphaZeroConfig, net: az.PolicyValueNet, python: bool) -> dict:
     """Self-play ``config.games_per_iteration`` games; timings and the games' results."""
     clock, calls = [0.0], [0]
-    # self-play calls search_with_values (counts and root values): the tree under test
-    search = mcts.python_search_with_values if python else mcts.search_with_values
+    tree = functools.partial(search, use_kernels=not python)
+    game = az.make_game("connect4", config)
     with (
         mock.patch.object(az, "evaluator", lambda n: timed_evaluator(n, clock, calls)),
-        mock.patch.object(az, "search_with_values", search),
+        mock.patch.object(az, "search", tree),
     ):
         t0 = time.perf_counter()
-        played = az.self_play(ConnectFour(), net, config, np.random.default_rng(0))
+        played = az.self_play(game, net, config, np.random.default_rng(0))
         wall = time.perf_counter() - t0
     moves = sum(played.lengths)
     return {"wall": wall, "moves": moves, "evals": calls[0], "net": clock[0],
@@ -73,22 +79,27 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--simulations", type=int, default=100)
     parser.add_argument("--agent", default=None, help="a connect4 AlphaZero run's folder")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where the result file goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     config = dataclasses.replace(
         az.AlphaZeroConfig(**{**az.PRESETS["connect4"], "seed": 0}),
         games_per_iteration=args.games, simulations=args.simulations,
-        full_search_fraction=1.0,  # every move a full search, as in the figures in the README
+        full_search_fraction=1.0,  # every move a full search
     )  # fmt: skip
+    game = az.make_game("connect4", config)
     torch.manual_seed(0)
-    net = az.PolicyValueNet(ConnectFour(), config).eval()
+    net = az.PolicyValueNet(game, config).eval()
     if args.agent:
         import rlx
 
-        net = rlx.load(args.agent).net.eval()
+        agent = rlx.load(args.agent)
+        net, config = agent.net.eval(), dataclasses.replace(config, **_encoding(agent.config))
+        game = agent.game
     # compile (or load from numba's cache) the kernels off the clock
-    mcts.search(ConnectFour(), [ConnectFour().initial_state()], az.evaluator(net),
-                mcts.SearchConfig(2), np.random.default_rng(0))  # fmt: skip
+    search(game, [game.initial_state()], az.evaluator(net), SearchConfig(2),
+           np.random.default_rng(0))  # fmt: skip
     rows = {"numba kernels": one_iteration(config, net, python=False),
             "Python tree": one_iteration(config, net, python=True)}  # fmt: skip
     same = all(rows["numba kernels"][k] == rows["Python tree"][k] for k in ("lengths", "results"))
@@ -96,11 +107,31 @@ def main() -> None:
     print(f"Connect Four self-play: {args.games} games x {args.simulations} simulations per move, "
           f"{network}, 1 torch thread; same games both ways: {same}")  # fmt: skip
     print(f"{'search':14s} {'wall s':>8s} {'moves/s':>9s} {'evals/s':>9s} {'network share':>14s}")
+    table = []
     for name, r in rows.items():
         print(f"{name:14s} {r['wall']:8.2f} {r['moves'] / r['wall']:9.1f} "
               f"{r['evals'] / r['wall']:9.0f} {r['net'] / r['wall']:14.0%}")  # fmt: skip
+        table.append([name, round(r["wall"], 3), round(r["moves"] / r["wall"], 1),
+                      round(r["evals"] / r["wall"]), round(r["net"] / r["wall"], 3)])  # fmt: skip
     ratio = rows["Python tree"]["wall"] / rows["numba kernels"]["wall"]
     print(f"kernels: {ratio:.2f}x the Python tree's speed")
+    write_result(
+        "alphazero_selfplay",
+        title="AlphaZero self-play on Connect Four: the search's numba kernels vs its Python tree",
+        columns=["search", "wall s", "moves/s", "network evaluations/s", "network share"],
+        rows=table,
+        seeds=[0],
+        figures={"kernels_vs_python_tree": round(ratio, 2), "same_games": same},
+        notes=f"One self-play iteration: {args.games} games x {args.simulations} PUCT "
+        f"simulations per move, {network}, one torch thread; both searches play the same games.",
+        out_dir=args.out_dir,
+    )
+
+
+def _encoding(config: az.AlphaZeroConfig) -> dict:
+    """The fields of a trained run's config that its network's input depends on."""
+    return {"threat_planes": config.threat_planes, "net": config.net,
+            "channels": config.channels, "blocks": config.blocks}  # fmt: skip
 
 
 if __name__ == "__main__":

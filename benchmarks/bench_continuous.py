@@ -27,8 +27,11 @@ Then, isolated: gradient updates per second on a filled replay buffer (batch 256
 included) at equal network sizes, SB3's default architecture and rlx's Pendulum preset, so
 the implementations are compared on the same arithmetic.
 
+Both tables go to ``benchmarks/results/continuous.json`` (``--out-dir`` elsewhere).
+
 Run: ``.venv/bin/python benchmarks/bench_continuous.py [--seeds 0 1] [--algos sac td3]
-[--only rlx|sb3]``.
+[--only rlx|sb3]``; a smoke run: ``--seeds 0 --only rlx --max-steps 600 --isolated 0
+--out-dir /tmp/bench``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 
 ENV_ID = "Pendulum-v1"
 THRESHOLD = -200.0
@@ -245,14 +250,16 @@ def isolated_sb3(algo: str, net_arch: list[int], batch: int, n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def isolated_report(algos: list[str], n: int) -> None:
-    """Updates per second at equal network sizes: SB3's defaults and rlx's Pendulum preset."""
+def isolated_report(algos: list[str], n: int) -> list[list]:
+    """Updates per second at equal network sizes: SB3's defaults and rlx's Pendulum preset;
+    returns the table's rows."""
     sizes = {"sac": [[256, 256], [64, 64]], "td3": [[400, 300], [64, 64]]}
     print("\ngradient updates per second, isolated (batch 256, sampling included)")
     lines = [
         "| algorithm, critic/actor hidden sizes | SB3 | rlx | rlx / SB3 |",
         "|---|---|---|---|",
     ]
+    rows = []
     for algo in algos:
         for hidden in sizes[algo]:
             sb3 = isolated_sb3(algo, hidden, 256, n)
@@ -260,7 +267,9 @@ def isolated_report(algos: list[str], n: int) -> None:
             lines.append(
                 f"| {algo.upper()} {hidden} | {sb3:,.0f} | {ours:,.0f} | {ours / sb3:.1f}x |"
             )
+            rows.append([f"{algo.upper()} {hidden}", round(sb3), round(ours), round(ours / sb3, 2)])
     print("\n".join(lines))
+    return rows
 
 
 # --------------------------------------------------------------------------- report
@@ -278,7 +287,12 @@ def medians(curves: list[Curve]) -> tuple[float, float, int, float]:
     return float(np.median(walls)), float(np.median(steps)), sum(h is not None for h in hits), ups
 
 
-def report(results: dict[tuple[str, str], list[Curve]]) -> None:
+COLUMNS = ["algorithm", "library", "time to -200 (s)", "env steps to -200", "seeds reaching",
+           "gradient updates/s"]  # fmt: skip
+
+
+def report(results: dict[tuple[str, str], list[Curve]]) -> tuple[list[list], dict[str, float]]:
+    """Print the per-seed and median tables; return the median table's rows and the ratios."""
     print(f"\nper seed (mean of the last {WINDOW} training episodes >= {THRESHOLD:.0f}; "
           "wall time from the start of training)")  # fmt: skip
     print(f"{'algo':<4} {'lib':<4} {'seed':>4} {'-> -200':>24} {'updates/s':>10}")
@@ -292,6 +306,7 @@ def report(results: dict[tuple[str, str], list[Curve]]) -> None:
         "|---|---|---|---|---|",
     ]
     table: dict[tuple[str, str], tuple[float, float, int, float]] = {}
+    rows = []
     for (algo, lib), curves in results.items():
         table[algo, lib] = m = medians(curves)
         label = (
@@ -302,10 +317,14 @@ def report(results: dict[tuple[str, str], list[Curve]]) -> None:
         wall = "never" if np.isinf(m[0]) else f"{m[0]:.1f} s"
         steps = "never" if np.isinf(m[1]) else f"{m[1]:,.0f}"
         lines.append(f"| {label} | {wall} | {steps} | {m[2]}/{len(curves)} | {m[3]:,.0f} |")
-    notes = []
+        rows.append([algo, lib, _finite(m[0]), _finite(m[1]), f"{m[2]}/{len(curves)}",
+                     _finite(m[3])])  # fmt: skip
+    notes, figures = [], {}
     for algo in dict.fromkeys(a for a, _ in results):
         if (algo, "rlx") in table and (algo, "SB3") in table:
             r, s = table[algo, "rlx"], table[algo, "SB3"]
+            figures[f"{algo}_wall_time_ratio"] = _finite(r[0] / s[0])
+            figures[f"{algo}_updates_per_s_ratio"] = _finite(r[3] / s[3])
             notes.append(
                 f"{algo.upper()}: rlx needs {r[0] / s[0]:.2f}x SB3's wall time to reach -200 "
                 f"({s[0] / r[0]:.1f}x faster), {r[1] / s[1]:.2f}x its env steps, and runs "
@@ -317,9 +336,16 @@ def report(results: dict[tuple[str, str], list[Curve]]) -> None:
         f"\n(machine: {machine}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
         f"one torch thread, python {platform.python_version()})"
     )
+    return rows, figures
+
+
+def _finite(value: float) -> float | None:
+    """A figure for the result file (None where a threshold was never reached)."""
+    return None if not np.isfinite(value) else round(float(value), 3)
 
 
 def main() -> int:
+    global MAX_STEPS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--algos", nargs="+", choices=("sac", "td3"), default=["sac", "td3"])
@@ -327,7 +353,12 @@ def main() -> int:
     parser.add_argument(
         "--isolated", type=int, default=300, help="gradient updates per isolated timing (0: skip)"
     )
+    parser.add_argument("--max-steps", type=int, default=MAX_STEPS,
+                        help="env steps per run (default: the zoo's budget)")  # fmt: skip
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where continuous.json goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
+    MAX_STEPS = args.max_steps
     results: dict[tuple[str, str], list[Curve]] = {}
     for algo in args.algos:
         for seed in args.seeds:  # interleaved, so machine load hits both alike
@@ -339,9 +370,28 @@ def main() -> int:
                 curve = run_sb3(algo, seed)
                 results.setdefault((algo, "SB3"), []).append(curve)
                 print(f"SB3 {algo} seed {seed}: {fmt_hit(curve.first_reaching())}", flush=True)
-    report(results)
+    rows, figures = report(results)
     if args.isolated:
-        isolated_report(args.algos, args.isolated)
+        figures["isolated_updates_per_s"] = {
+            "columns": ["algorithm, hidden sizes", "SB3", "rlx", "rlx / SB3"],
+            "rows": isolated_report(args.algos, args.isolated),
+        }
+    write_result(
+        "continuous",
+        title="SAC and TD3 on Pendulum-v1: rlx's presets vs Stable-Baselines3 with rl-zoo's tuning",
+        columns=COLUMNS,
+        rows=rows,
+        seeds=args.seeds,
+        figures=figures,
+        notes=(
+            f"Medians over the seeds of the wall time and env steps until the mean of the last "
+            f"{WINDOW} training episodes first reaches {THRESHOLD:.0f} (at most {MAX_STEPS:,} "
+            "env steps), and of gradient updates per second while learning; one torch thread. "
+            "figures.isolated_updates_per_s: updates per second on a filled replay buffer at "
+            "equal network sizes."
+        ),
+        out_dir=args.out_dir,
+    )
     return 0
 
 

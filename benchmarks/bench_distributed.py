@@ -6,9 +6,10 @@ Protocol (one torch thread per process, CartPole-v1, the PPO CartPole preset's p
 - **0 runners**: :class:`rlx.core.on_policy.Collector` in this process, Gymnasium's native
   vector CartPole with 8 copies (the preset), and with ``8 x 4 = 32`` copies (as wide as 4
   runners together).
-- **K = 1, 2, 4 runners**: :class:`rlx.distributed.env_runners.RemoteCollector` on a local Ray
-  instance, each runner with the same 8-copy vector env: a round is one ``ray.put`` of the
-  weights, a fragment from every runner, and their assembly into the learner's buffer.
+- **K = 1, 2, 4 runners**: :class:`rlx.core.on_policy.RunnerCollector` over
+  :class:`rlx.distributed.env_runners.RayEnvRunners` on a local Ray instance, each runner with
+  the same 8-copy vector env: a round is one ``ray.put`` of the weights, a fragment from every
+  runner, and their assembly into the learner's buffer.
 
 Per configuration: 5 warm-up rounds, then ``--rounds`` timed ones. Reported: env steps per
 second of collection (valid transitions / wall time of the rounds), and per update, in
@@ -23,7 +24,10 @@ Ray starts only in a private network namespace with no interface but the loopbac
 root, the script re-runs itself under ``unshare --net`` (``ip link set lo up``); without root
 it prints why it skips and exits 0.
 
-Run: ``.venv/bin/python benchmarks/bench_distributed.py [--rounds 60] [--runners 1 2 4]``.
+The table goes to ``benchmarks/results/distributed.json`` (``--out-dir`` elsewhere).
+
+Run: ``.venv/bin/python benchmarks/bench_distributed.py [--rounds 60] [--runners 1 2 4]``; a
+smoke run: ``--rounds 2 --runners 1 --out-dir /tmp/bench``.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.distributed.netns import isolated, only_loopback, why_not_isolatable  # noqa: E402
 
 ENV_ID = "CartPole-v1"
@@ -76,13 +82,40 @@ def main() -> int:
         rows += [ray_row(k, args.rounds) for k in args.runners]
     print_table(rows, update_ms)
     print_projection(rows, update_ms)
+    columns = ["runners", "env copies", "env steps/s", "broadcast ms", "return ms",
+               "runner work ms", "round ms"]  # fmt: skip
+    table = [[r.label, r.copies, round(r.steps_per_s), _ms(r.broadcast_ms), _ms(r.return_ms),
+              _ms(r.work_ms), _ms(r.round_ms)] for r in rows]  # fmt: skip
+    write_result(
+        "distributed",
+        title="PPO's collection on Ray env runners against one process's vector env",
+        columns=columns,
+        rows=table,
+        figures={"ppo_update_ms": round(update_ms, 2)},
+        notes=(
+            f"CartPole-v1, {NUM_ENVS} copies x {NUM_STEPS} steps per runner per round, "
+            f"{args.rounds} timed rounds after {WARMUP} warm-up ones (medians per round); one "
+            "torch thread per process; Ray in a loopback-only network namespace."
+        ),
+        out_dir=args.out_dir,
+    )
     return 0
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--runners", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="where distributed.json goes (default: benchmarks/results)",
+    )
     return parser.parse_args()
 
 
@@ -122,12 +155,12 @@ def local_row(num_envs: int, rounds: int) -> Row:
 
 
 def ray_row(runners: int, rounds: int) -> Row:
-    from rlx.core.on_policy import build_policy
-    from rlx.distributed.env_runners import RemoteCollector
+    from rlx.core.on_policy import RunnerCollector, build_policy
+    from rlx.distributed.env_runners import RayEnvRunners
 
     config = policy_and_config(NUM_ENVS, runners)
-    with RemoteCollector(ENV_ID, NUM_ENVS, 0, runners=runners, ray_address=None, algo="PPO",
-                         env_id=ENV_ID) as collector:  # fmt: skip
+    with RunnerCollector(RayEnvRunners(), ENV_ID, NUM_ENVS, 0, runners=runners, address=None,
+                         algo="PPO", env_id=ENV_ID) as collector:  # fmt: skip
         policy = build_policy(config, collector)
         buffer, rng = collector.new_buffer(NUM_STEPS), np.random.default_rng(0)
         step = 0
@@ -137,7 +170,7 @@ def ray_row(runners: int, rounds: int) -> Row:
         t0, start = time.perf_counter(), step
         for _ in range(rounds):
             step, _ = collector.collect(policy, buffer, rng, step)
-            timings.append(collector.pool.timing)
+            timings.append(collector.group.timing)
             assembly.append(collector.assemble_s)
         seconds = time.perf_counter() - t0
 
@@ -203,7 +236,7 @@ def print_table(rows: list[Row], update_ms: float) -> None:
           f"{update_ms:.1f} ms")  # fmt: skip
 
 
-CALL_MS = 0.65  # DESIGN.md: one small Ray actor call on one machine, for each extra runner
+CALL_MS = 0.65  # the model's dispatch cost of one more small Ray actor call per round
 PROJECTED_RUNNERS = (1, 4, 16, 64)
 
 

@@ -15,9 +15,11 @@ Per seed: wall time and env steps until the mean of the last 20 training episode
 reaches 250 (and 475), the best such mean, training env steps per second (env steps / wall
 time of the whole training run, each at its own budget: rlx's preset 80k, SB3's 50k), and
 the final greedy evaluation over 20 episodes. Reported: medians over
-the seeds, the ratio of wall times, a table and a markdown block for the README.
+the seeds, the ratio of wall times, a table and a markdown block for the README; the table
+goes to ``benchmarks/results/dqn.json`` (``--out-dir`` elsewhere).
 
-Run: ``.venv/bin/python benchmarks/bench_dqn.py [--seeds 0 1 2] [--only rlx|sb3]``.
+Run: ``.venv/bin/python benchmarks/bench_dqn.py [--seeds 0 1 2] [--only rlx|sb3]``; a smoke
+run: ``--seeds 0 --only rlx --rlx-total-steps 2000 --out-dir /tmp/bench``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 
 ENV_ID = "CartPole-v1"
 THRESHOLDS = (250.0, 475.0)
@@ -187,7 +191,12 @@ def median_hit(curves: list[Curve], threshold: float) -> tuple[float, float, int
     return float(np.median(walls)), float(np.median(steps)), reached
 
 
-def report(results: dict[str, list[Curve]]) -> None:
+COLUMNS = ["library", "time to 250 (s)", "env steps to 250", "time to 475 (s)",
+           "seeds reaching 475", "training env steps/s"]  # fmt: skip
+
+
+def report(results: dict[str, list[Curve]]) -> tuple[list[list], dict[str, float]]:
+    """Print the per-seed and median tables; return the median table's rows and the figures."""
     print(
         "\nper seed (mean of the last 20 training episodes; wall time from the start of training)"
     )
@@ -209,7 +218,7 @@ def report(results: dict[str, list[Curve]]) -> None:
         "| seeds reaching 475 | training env steps/s |",
         "|---|---|---|---|---|---|",
     ]
-    medians = {}
+    medians, rows = {}, []
     for name, curves in results.items():
         w250, s250, _ = median_hit(curves, 250)
         w475, _, n475 = median_hit(curves, 475)
@@ -225,8 +234,16 @@ def report(results: dict[str, list[Curve]]) -> None:
             f"{'never' if np.isinf(w475) else f'{w475:.1f} s'} | {n475}/{len(curves)} "
             f"| {sps:,.0f} |"
         )
+        rows.append([name, _finite(w250), _finite(s250), _finite(w475),
+                     f"{n475}/{len(curves)}", round(sps)])  # fmt: skip
+    figures: dict[str, float] = {}
     if {"rlx", "SB3"} <= medians.keys():
         ratio = medians["rlx"][0] / medians["SB3"][0]
+        steps_ratio = medians["rlx"][1] / medians["SB3"][1]
+        figures = {
+            "wall_time_ratio_to_250": _finite(ratio),
+            "env_steps_ratio_to_250": _finite(steps_ratio),
+        }
         lines.append("")
         lines.append(
             f"rlx needs {ratio:.2f}x SB3's wall time to reach a last-20 mean of 250 "
@@ -238,6 +255,12 @@ def report(results: dict[str, list[Curve]]) -> None:
         f"\n(machine: {platform.processor() or platform.machine()}, one torch thread, "
         f"python {platform.python_version()})"
     )
+    return rows, figures
+
+
+def _finite(value: float) -> float | None:
+    """A figure for the result file (None where a threshold was never reached)."""
+    return None if not np.isfinite(value) else round(float(value), 3)
 
 
 def main() -> int:
@@ -247,6 +270,8 @@ def main() -> int:
     parser.add_argument(
         "--rlx-total-steps", type=int, default=None, help="rlx budget (default: its preset's)"
     )
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where dqn.json goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
     results: dict[str, list[Curve]] = {}
     for seed in args.seeds:  # interleaved, so machine load hits both alike
@@ -256,7 +281,21 @@ def main() -> int:
         if args.only in (None, "sb3"):
             results.setdefault("SB3", []).append(run_sb3(seed))
             print(f"SB3 seed {seed} done", flush=True)
-    report(results)
+    rows, figures = report(results)
+    write_result(
+        "dqn",
+        title="DQN on CartPole-v1: rlx's preset vs Stable-Baselines3 with rl-zoo's tuning",
+        columns=COLUMNS,
+        rows=rows,
+        seeds=args.seeds,
+        figures=figures,
+        notes=(
+            "Medians over the seeds of the wall time and env steps until the mean of the last "
+            f"{WINDOW} training episodes first reaches 250 (and 475), and of training env steps "
+            "per second; one torch thread, libraries interleaved seed by seed."
+        ),
+        out_dir=args.out_dir,
+    )
     return 0
 
 

@@ -17,11 +17,13 @@ far slower; ``--configs`` picks which):
 - **Clocks**: rlx's covers the whole ``llm.grpo`` call (loading, training, saving); TRL's the
   trainer's construction and ``train()``. Imports come before both.
 
-Reported: seconds per step, prompts per second, and held-out exact match before and after.
-The issue's goal: rlx at least 3x TRL's prompts per second, with no worse accuracy gain; the
-ratio printed is against TRL's fastest configuration.
+Reported: seconds per step, prompts per second, and held-out exact match before and after,
+written to ``benchmarks/results/grpo.json`` (``--out-dir`` elsewhere). The goal: rlx at least 3x
+TRL's prompts per second, with no worse accuracy gain; the ratio printed is against TRL's
+fastest configuration.
 
-Run: ``.venv/bin/python benchmarks/bench_grpo.py [--steps 60] [--lr 1e-5] [--configs ...]``.
+Run: ``.venv/bin/python benchmarks/bench_grpo.py [--steps 60] [--lr 1e-5] [--configs ...]``;
+a smoke run that only checks it works: ``--steps 2 --sft-steps 5 --configs rlx``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 from precision import default_configs  # noqa: E402  (benchmarks/precision.py)
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 
 PROMPTS, G, MAX_TOKENS, BETA = 8, 8, 5, 0.04
 
@@ -50,13 +53,17 @@ PROMPTS, G, MAX_TOKENS, BETA = 8, 8, 5, 0.04
 CONFIGS = ("rlx", "rlx-bf16", "TRL", "TRL-bf16")
 
 
-def build_sft(root: Path) -> Path:
+SFT_STEPS = 300
+
+
+def build_sft(root: Path, steps: int = SFT_STEPS) -> Path:
+    """The start model: a tiny Llama fine-tuned by SFT for ``steps`` steps of 64 additions."""
     from rlx import llm
 
     rows = llm.arithmetic_sft(4000, seed=0)
     llm.write_jsonl(root / "sft.jsonl", rows)
     base = llm.make_tiny_lm(root / "tiny", texts=llm.task_texts(rows), hidden_size=160)
-    sft = llm.sft(base, root / "sft.jsonl", run_dir=root / "sft", steps=300, progress=False,
+    sft = llm.sft(base, root / "sft.jsonl", run_dir=root / "sft", steps=steps, progress=False,
                   eval_every=10**6, eval_exact_match=False)  # fmt: skip
     return sft.model_dir
 
@@ -109,10 +116,56 @@ def run_trl(sft: Path, root: Path, steps: int, lr: float, precision: str) -> tup
     return seconds, out / "model"
 
 
+def report(rows: list, start: float, args: argparse.Namespace, root: Path) -> None:
+    """Print the table of ``rows`` (name, seconds, exact match after) and write grpo.json."""
+    print(f"\n{args.steps} steps of {PROMPTS} prompts x G={G}, max {MAX_TOKENS} tokens, "
+          f"lr {args.lr}, beta {BETA}, one thread\n")  # fmt: skip
+    columns = ["library", "s per step", "prompts/s", "exact match (300 held out)"]
+    print("| " + " | ".join(columns) + " |")
+    print("|---|---:|---:|---|")
+    trl_seconds = min((s for name, s, _ in rows if name.startswith("TRL")), default=None)
+    table, figures = [], {}
+    for name, seconds, after in rows:
+        rate = PROMPTS * args.steps / seconds
+        ratio = ""
+        if trl_seconds and name.startswith("rlx"):
+            figures[f"{name}_vs_trl_fastest"] = round(trl_seconds / seconds, 2)
+            ratio = f" ({trl_seconds / seconds:.2f}x TRL's fastest)"
+        cells = [name, f"{seconds / args.steps:.3f}", f"{rate:.1f}{ratio}",
+                 f"{start:.1%} -> {after:.1%}"]  # fmt: skip
+        print("| " + " | ".join(cells) + " |")
+        table.append(cells)
+    for precision in ("fp32", "bf16-mixed"):
+        metrics = root / f"rlx-{precision}" / "metrics.jsonl"
+        if not metrics.is_file():
+            continue
+        rlx_rows = [json.loads(x) for x in metrics.read_text().splitlines()]
+        gen = sum(r["generation_s"] for r in rlx_rows) / len(rlx_rows)
+        upd = sum(r["update_s"] for r in rlx_rows) / len(rlx_rows)
+        figures[f"rlx_{precision}_generation_s_per_step"] = round(gen, 4)
+        figures[f"rlx_{precision}_update_s_per_step"] = round(upd, 4)
+        print(f"rlx {precision} per step: generation {gen:.3f} s, update {upd:.3f} s")
+    write_result(
+        "grpo",
+        title="GRPO on two-digit addition: rlx vs TRL's GRPOTrainer",
+        columns=columns,
+        rows=table,
+        seeds=[0],
+        figures=figures,
+        notes=f"{args.steps} steps of {PROMPTS} prompts x G={G}, at most {MAX_TOKENS} tokens, "
+        f"lr {args.lr}, beta {BETA}, one torch thread; start model: {args.sft_steps} SFT steps.",
+        out_dir=args.out_dir,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--sft-steps", type=int, default=SFT_STEPS,
+                        help="SFT steps of the start model (fewer: a smoke run)")  # fmt: skip
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where grpo.json goes (default benchmarks/results)")  # fmt: skip
     parser.add_argument(
         "--configs",
         nargs="+",
@@ -131,7 +184,7 @@ def main() -> None:
     from rlx import llm
 
     root = Path(tempfile.mkdtemp(prefix="bench-grpo-"))
-    sft = build_sft(root)
+    sft = build_sft(root, args.sft_steps)
     llm.write_jsonl(root / "prompts.jsonl", llm.arithmetic(2000, seed=5))
     test = llm.arithmetic(300, seed=99)
     start = llm.exact_match(sft, test)
@@ -143,26 +196,7 @@ def main() -> None:
         seconds, model = runs[library](sft, root, args.steps, args.lr, precision)
         rows.append((name, seconds, llm.exact_match(model, test)))
         print(f"{name}: {seconds:.1f} s, exact match {start:.1%} -> {rows[-1][2]:.1%}", flush=True)
-    print(f"\n{args.steps} steps of {PROMPTS} prompts x G={G}, max {MAX_TOKENS} tokens, "
-          f"lr {args.lr}, beta {BETA}, one thread\n")  # fmt: skip
-    print("| library | s per step | prompts/s | exact match (300 held out) |")
-    print("|---|---:|---:|---|")
-    trl_seconds = min((s for name, s, _ in rows if name.startswith("TRL")), default=None)
-    for name, seconds, after in rows:
-        rate = PROMPTS * args.steps / seconds
-        ratio = ""
-        if trl_seconds and name.startswith("rlx"):
-            ratio = f" ({trl_seconds / seconds:.2f}x TRL's fastest)"
-        print(f"| {name} | {seconds / args.steps:.3f} | {rate:.1f}{ratio} | "
-              f"{start:.1%} -> {after:.1%} |")  # fmt: skip
-    for precision in ("fp32", "bf16-mixed"):
-        metrics = root / f"rlx-{precision}" / "metrics.jsonl"
-        if not metrics.is_file():
-            continue
-        rlx_rows = [json.loads(x) for x in metrics.read_text().splitlines()]
-        gen = sum(r["generation_s"] for r in rlx_rows) / len(rlx_rows)
-        upd = sum(r["update_s"] for r in rlx_rows) / len(rlx_rows)
-        print(f"rlx {precision} per step: generation {gen:.3f} s, update {upd:.3f} s")
+    report(rows, start, args, root)
 
 
 if __name__ == "__main__":

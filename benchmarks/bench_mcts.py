@@ -3,7 +3,8 @@
 Side by side in one process, one thread, on tic-tac-toe and Connect Four:
 
 1. **rlx**: ``MCTSPlayer(game, simulations=N, seed=0, c=2)``, called on an rlx ``GameState``
-   (the whole search: state to bitboards, the numba kernel, the move choice).
+   (the whole move: :func:`rlx.games.search.search` with random rollouts, which turns the state
+   into bitboards and runs the numba kernel, then the move choice).
 2. **OpenSpiel Python**: ``open_spiel.python.algorithms.mcts.MCTSBot(game, uct_c=2,
    max_simulations=N, evaluator=RandomRolloutEvaluator(n_rollouts=1), solve=False)``.
 3. **OpenSpiel C++**: ``pyspiel.MCTSBot(game, pyspiel.RandomRolloutEvaluator(1, seed), uct_c=2,
@@ -16,7 +17,8 @@ the root is proven). Each engine searches the same positions: the empty board an
 reached by random moves; rlx and C++ search each one ``--repeats`` times, Python once. Warm-up
 (numba's compile or cache load, OpenSpiel's first call) is excluded from the timing.
 Reported: simulations per second (simulations / wall time of ``step``) and the ratios, with
-the goal lines: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++.
+the goal lines: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++; the table goes to
+``benchmarks/results/mcts.json`` (``--out-dir`` elsewhere). ``--rlx-only`` times rlx alone.
 
 Run: ``.venv/bin/python benchmarks/bench_mcts.py [--simulations 1000] [--repeats 5]``.
 """
@@ -34,10 +36,12 @@ import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.games import ConnectFour, Game, GameState, TicTacToe  # noqa: E402
 from rlx.games.rollout_mcts import MCTSPlayer  # noqa: E402
 
@@ -94,17 +98,26 @@ def sims_per_second(
 
 
 def bench_game(
-    game: Game, name: str, depths: tuple[int, ...], simulations: int, repeats: int, seed: int
+    game: Game,
+    name: str,
+    depths: tuple[int, ...],
+    simulations: int,
+    repeats: int,
+    seed: int,
+    rlx_only: bool = False,
 ) -> dict[str, float]:
+    lines = positions(game, depths, seed)
+    rlx_states = [rlx_state(game, m) for m in lines]
+    rlx_player = MCTSPlayer(game, simulations=simulations, seed=seed, c=UCT_C)
+    rlx_rate = sims_per_second(rlx_player, rlx_states, simulations, repeats)
+    if rlx_only:
+        return {"rlx": rlx_rate, "positions": len(lines)}
+
     import pyspiel
     from open_spiel.python.algorithms import mcts
 
     native_game = pyspiel.load_game(name)
-    lines = positions(game, depths, seed)
-    rlx_states = [rlx_state(game, m) for m in lines]
     native_states = [native_state(native_game, m) for m in lines]
-
-    rlx_player = MCTSPlayer(game, simulations=simulations, seed=seed, c=UCT_C)
     python_bot = mcts.MCTSBot(
         native_game,
         UCT_C,
@@ -124,22 +137,26 @@ def bench_game(
         False,  # verbose
     )
     return {
-        "rlx": sims_per_second(rlx_player, rlx_states, simulations, repeats),
+        "rlx": rlx_rate,
         "OpenSpiel Python": sims_per_second(python_bot.step, native_states, simulations, 1),
         "OpenSpiel C++": sims_per_second(cpp_bot.step, native_states, simulations, repeats),
         "positions": len(lines),
     }
 
 
-def report(results: dict[str, dict[str, float]], simulations: int) -> bool:
-    """Print the table; True when rlx meets both goals on every game."""
+def report(results: dict[str, dict[str, float]], simulations: int) -> tuple[bool, list[list]]:
+    """Print the table; whether rlx meets both goals on every game, and the table's rows."""
     print(f"\nsimulations per second ({simulations} simulations per move, uct_c={UCT_C})")
     print(
         f"{'game':<14} {'positions':>9} {'rlx':>12} {'OS Python':>12} {'OS C++':>12} "
         f"{'rlx/Python':>11} {'rlx/C++':>8}"
     )
-    met = True
+    met, rows = True, []
     for name, r in results.items():
+        if "OpenSpiel C++" not in r:  # --rlx-only
+            print(f"{name:<14} {r['positions']:>9} {r['rlx']:>12,.0f}")
+            rows.append([name, r["positions"], round(r["rlx"]), None, None, None, None])
+            continue
         vs_python = r["rlx"] / r["OpenSpiel Python"]
         vs_cpp = r["rlx"] / r["OpenSpiel C++"]
         met &= vs_python >= 5.0 and vs_cpp >= 0.5
@@ -147,13 +164,16 @@ def report(results: dict[str, dict[str, float]], simulations: int) -> bool:
             f"{name:<14} {r['positions']:>9} {r['rlx']:>12,.0f} {r['OpenSpiel Python']:>12,.0f} "
             f"{r['OpenSpiel C++']:>12,.0f} {vs_python:>10.1f}x {vs_cpp:>7.1f}x"
         )
-    print("\ngoals: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++ (within 2x of it)")
-    print(f"goals met: {'yes' if met else 'NO'}")
+        rows.append([name, r["positions"], round(r["rlx"]), round(r["OpenSpiel Python"]),
+                     round(r["OpenSpiel C++"]), round(vs_python, 2), round(vs_cpp, 2)])  # fmt: skip
+    if all("OpenSpiel C++" in r for r in results.values()):
+        print("\ngoals: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++ (within 2x of it)")
+        print(f"goals met: {'yes' if met else 'NO'}")
     print(
         f"(machine: {platform.processor() or platform.machine()}, one thread, "
         f"python {platform.python_version()})"
     )
-    return met
+    return met, rows
 
 
 def main() -> int:
@@ -163,12 +183,35 @@ def main() -> int:
         "--repeats", type=int, default=5, help="searches per position for rlx and C++"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rlx-only", action="store_true", help="time rlx alone, no OpenSpiel")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where mcts.json goes (default benchmarks/results)")  # fmt: skip
     args = parser.parse_args()
     results = {}
     for game, name, depths in GAMES:
-        results[name] = bench_game(game, name, depths, args.simulations, args.repeats, args.seed)
+        results[name] = bench_game(game, name, depths, args.simulations, args.repeats, args.seed,
+                                   args.rlx_only)  # fmt: skip
         print(f"{name} done", flush=True)
-    report(results, args.simulations)
+    met, rows = report(results, args.simulations)
+    figures = {f"rlx_{name}_sims_per_s": row[2] for name, row in zip(results, rows, strict=True)}
+    if not args.rlx_only:
+        figures["goals_met"] = met
+        for name, row in zip(results, rows, strict=True):
+            figures[f"{name}_rlx_vs_python"], figures[f"{name}_rlx_vs_cpp"] = row[5], row[6]
+    columns = ["game", "positions", "rlx sims/s", "OpenSpiel Python sims/s",
+               "OpenSpiel C++ sims/s", "rlx / Python", "rlx / C++"]  # fmt: skip
+    write_result(
+        "mcts",
+        title="Rollout MCTS: simulations per second, rlx vs OpenSpiel's Python and C++ MCTSBot",
+        columns=columns,
+        rows=rows,
+        seeds=[args.seed],
+        figures=figures,
+        notes=f"UCT with random rollouts, {args.simulations} simulations per move, "
+        f"uct_c={UCT_C}, one thread; rlx and C++ search each position {args.repeats} times, "
+        "Python once; warm-up excluded.",
+        out_dir=args.out_dir,
+    )
     return 0
 
 

@@ -27,7 +27,10 @@ Ten seeds by default: the issue asks for three, but env steps to 475 range from 
 47k over seeds for either library, and a change of float rounding alone moves one seed's
 figure by 10k, so the median of three is mostly noise.
 
-Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2 ...] [--skip-a2c]``.
+The table goes to ``benchmarks/results/policy_gradient.json`` (``--out-dir`` elsewhere).
+
+Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2 ...] [--skip-a2c]``;
+a smoke run: ``--seeds 0 --skip-a2c --total-steps 2000 --out-dir /tmp/bench``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from results import write_result  # noqa: E402  (benchmarks/results.py)
 
 THRESHOLD, WINDOW = 475.0, 20
 ENV_ID = "CartPole-v1"
@@ -172,7 +177,12 @@ def fmt(value: float | None, spec: str) -> str:
     return "not reached" if value is None else format(value, spec)
 
 
-def report(results: list[Result], raw: float) -> None:
+COLUMNS = ["algo", "library", "time to 475 (median s)", "env steps to 475",
+           "train env steps/s", "process s"]  # fmt: skip
+
+
+def report(results: list[Result], raw: float) -> tuple[list[list], dict[str, float]]:
+    """Print the tables; return the median table's rows and the figures a reader quotes."""
     rows = []
     for algo in ("ppo", "a2c"):
         by_lib = {
@@ -222,13 +232,34 @@ def report(results: list[Result], raw: float) -> None:
                 f"({raw:,.0f} steps/s)"
             )
     print("\n" + "\n".join(lines))
+    table, figures = [], {"raw_env_steps_per_s": round(raw)}
+    for algo, summary in rows:
+        for lib, (sec, steps, sps, proc, _) in summary.items():
+            table.append([algo, lib, sec, steps, round(sps), round(proc, 2)])
+        (rs, _, rsps, _, _), (ss, _, ssps, _, _) = summary["rlx"], summary["SB3"]
+        figures[f"{algo}_steps_per_s_ratio"] = round(rsps / ssps, 3)
+        if rs is not None and ss is not None:
+            figures[f"{algo}_time_ratio"] = round(rs / ss, 3)
+        if algo == "ppo":
+            figures["ppo_share_of_raw_env"] = round(rsps / raw, 3)
+    return table, figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--skip-a2c", action="store_true", help="PPO only")
+    parser.add_argument("--total-steps", type=int, default=None,
+                        help="one budget for every run (default: PPO 100k, A2C 500k)")  # fmt: skip
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="where policy_gradient.json goes (default: benchmarks/results)",
+    )
     args = parser.parse_args()
+    if args.total_steps is not None:
+        BUDGETS.update(dict.fromkeys(BUDGETS, args.total_steps))
     algos = ["ppo"] if args.skip_a2c else ["ppo", "a2c"]
     raw = raw_env_steps_per_s()
     results: list[Result] = []
@@ -245,7 +276,22 @@ def main() -> int:
                     print(f"{result.library:4} {algo} seed {seed}: {fmt(result.seconds, '.2f')} s, "
                           f"{fmt(result.steps, ',')} steps, {result.steps_per_s:,.0f} steps/s",
                           flush=True)  # fmt: skip
-    report(results, raw)
+    table, figures = report(results, raw)
+    write_result(
+        "policy_gradient",
+        title="PPO and A2C on CartPole-v1: rlx's presets vs Stable-Baselines3 with rl-zoo's tuning",
+        columns=COLUMNS,
+        rows=table,
+        seeds=args.seeds,
+        figures=figures,
+        notes=(
+            f"Medians over the seeds of the wall time and env steps until the mean of the last "
+            f"{WINDOW} training episodes reaches {THRESHOLD:.0f} (None: not reached by most "
+            f"seeds), training env steps per second and the whole process's seconds; budgets "
+            f"{BUDGETS}; one torch thread, libraries alternated seed by seed."
+        ),
+        out_dir=args.out_dir,
+    )
     return 0
 
 

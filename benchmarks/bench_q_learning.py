@@ -1,10 +1,10 @@
-"""Q-learning on slippery FrozenLake 8x8: the cheat sheet's plain Python loop vs rlx, in one run.
+"""Q-learning on slippery FrozenLake 8x8: the textbook plain Python loop vs rlx, in one run.
 
 Three learners, the same hyperparameters (alpha 0.1, constant epsilon 0.1, gamma 0.99, Q_0 = 0,
 the env's step limit as truncation, which bootstraps: 100 steps, FrozenLake-v1's TimeLimit, which
 ``map_name="8x8"`` keeps) and the same number of episodes:
 
-1. **dict loop, model**: the cheat sheet's update lines verbatim: ``Q`` a dict of dicts,
+1. **dict loop, model**: the textbook update lines verbatim: ``Q`` a dict of dicts,
    ``if random() < epsilon: return choice(ACTIONS)``,
    ``target = r + (gamma * max(Q[s_next].values()) if not done else 0.0)``,
    ``Q[s][a] += alpha * (target - Q[s][a])``; transitions drawn in Python from the env's own
@@ -118,7 +118,7 @@ def dict_loop_on_model(env: gym.Env, episodes: int, seed: int) -> Outcome:
         total += t
     seconds = time.perf_counter() - start
     return Outcome(
-        "dict loop, model (cheat sheet)", total, seconds, _table(Q), *_arrays(returns, lengths)
+        "dict loop, model (textbook)", total, seconds, _table(Q), *_arrays(returns, lengths)
     )
 
 

@@ -8,7 +8,12 @@ Markdown. Each page reads the table it documents:
   field docstring) and its per-environment presets;
 - ``reference/troubleshooting.md``: :data:`rlx.diagnostics.rules.RULES`;
 - ``reference/cli.md``: the ``--help`` text of every ``rlx`` command;
+- ``reference/field-names.md``: every config field name and the algorithms that have it;
 - ``reference/api/<module>.md``: one mkdocstrings page per public module of ``rlx``.
+
+``docs/benchmarks.md`` is generated too, from ``benchmarks/results/*.json``, but committed (so
+it reads on the repository's front page as well); ``tests/docs/test_site.py`` fails when it
+differs from what the result files give.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ import dataclasses
 import importlib
 import inspect
 import io
+import json
 import os
 import pkgutil
 import re
+import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # -------------------------------------------------------------------------- field docs
@@ -95,7 +103,7 @@ def _default_text(f: dataclasses.Field) -> str:
 
 
 def choose_a_method() -> str:
-    """The cheat sheet's "Choose a method" table, from the chooser's own rows."""
+    """The "Choose a method" table, from the chooser's own rows."""
     from rlx.diagnostics.recommend import ROWS, is_available
 
     lines = [
@@ -105,17 +113,17 @@ def choose_a_method() -> str:
         "",
         "`rlx recommend TARGET` (or `rlx.recommend(target)`) reads a Gymnasium id or env, a",
         "GridWorld, a JSONL data file or a board game, finds the row below that fits it and prints",
-        "the command to run. The Method column is the cheat sheet's, verbatim; the rlx column is",
-        "the name to run.",
+        "the command to run. The Method column is the table's, verbatim; the rlx column is the",
+        "name to run.",
         "",
-        "| Situation | Method (cheat sheet) | rlx runs | Alternatives | Why |",
+        "| Situation | Method | rlx runs | Alternatives | Why |",
         "|---|---|---|---|---|",
     ]
     for row in ROWS:
         alternatives = "; ".join(f"`{name}`: {when}" for name, when in row.alternatives)
         ready = "" if is_available(row.method) else " (not installed)"
         lines.append(
-            f"| {_cell(row.situation)} | {_cell(row.cheat_sheet)} | `{row.method}`{ready} "
+            f"| {_cell(row.situation)} | {_cell(row.table_method)} | `{row.method}`{ready} "
             f"| {_cell(alternatives)} | {_cell(row.why)} |"
         )
     lines += [
@@ -144,10 +152,10 @@ def defaults() -> str:
         "`rlx.train(NAME, env, field=value)`. Presets are tuned overrides applied for one",
         "environment before your own flags.",
         "",
-        *_cheat_sheet_numbers(),
+        *_standard_numbers(),
     ]
-    for name in registry.names():
-        algorithm = registry.get(name)
+    for algorithm in registry.all_algorithms():
+        name = algorithm.name
         config = algorithm.config
         docs = field_docs(config)
         lines += [
@@ -168,8 +176,8 @@ def defaults() -> str:
     return "\n".join(lines)
 
 
-# The cheat sheet's "Defaults and numbers" rows: (setting, its value, note, [(algo, field)]).
-CHEAT_SHEET_DEFAULTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
+# The standard values of the usual settings: (setting, its value, note, [(algo, field)]).
+STANDARD_DEFAULTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Discount γ",
         "0.99",
@@ -211,17 +219,17 @@ CHEAT_SHEET_DEFAULTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], .
 )
 
 
-def _cheat_sheet_numbers() -> list[str]:
+def _standard_numbers() -> list[str]:
     from rlx import registry
 
     lines = [
-        "## The cheat sheet's numbers",
+        "## Standard values",
         "",
-        "| Setting | Cheat sheet | Note | rlx field = default |",
+        "| Setting | Standard | Note | rlx field = default |",
         "|---|---|---|---|",
     ]
     names = set(registry.names())
-    for setting, value, note, fields in CHEAT_SHEET_DEFAULTS:
+    for setting, value, note, fields in STANDARD_DEFAULTS:
         found = []
         for algo, field_name in fields:
             if algo not in names:
@@ -243,20 +251,121 @@ def troubleshooting() -> str:
         "",
         "`rlx doctor RUN_DIR` checks every rule below against a run's metrics (rlx's own runs,",
         "Stable-Baselines3 or TRL logs, TensorBoard event files) and prints the findings with",
-        "the config change to try; `rlx train` checks the live rules while it trains.",
+        "the config change to try; `rlx train` checks the live rules while it trains. The",
+        "Changes column lists the fields a fix may name, in order: a finding names the first",
+        "one the run's own config has.",
         "",
         "| Symptom | Cause | Fix | Rule | Metric | Changes | Applies to |",
         "|---|---|---|---|---|---|---|",
     ]
     for rule in RULES:
         where = ", ".join(sorted(rule.algos)) if rule.algos else "any run with the metric"
-        changes = f"`{rule.config_field}`" if rule.config_field else ""
+        changes = " or ".join(f"`{name}`" for name in rule.fields)
         lines.append(
             f"| {_cell(rule.symptom)} | {_cell(rule.cause)} | {_cell(rule.fix)} "
             f"| `{rule.id}` ({rule.severity}{'' if rule.live else ', end of run'}) "
-            f"| `{rule.metric}` | {changes} | {_cell(where)} |"
+            f"| {', '.join(f'`{m}`' for m in rule.metrics)} | {changes} | {_cell(where)} |"
         )
     return "\n".join([*lines, ""])
+
+
+def field_names() -> str:
+    """Every config field name, and the algorithms that have it: one name for one idea."""
+    from rlx import registry
+
+    fields: dict[str, list[str]] = {}
+    meaning: dict[str, str] = {}
+    for algorithm in registry.all_algorithms():
+        docs = field_docs(algorithm.config)
+        for f in dataclasses.fields(algorithm.config):
+            fields.setdefault(f.name, []).append(algorithm.name)
+            meaning.setdefault(f.name, docs.get(f.name, ""))
+    lines = [
+        "# Field names across algorithms",
+        "",
+        "_Generated from the config dataclasses on every docs build._",
+        "",
+        "One idea has one name in every algorithm that has it: the step size is `learning_rate`",
+        "(`actor_learning_rate` and `critic_learning_rate` where there are two; the tabular",
+        "step size keeps its textbook name `alpha`), the passes over a batch `num_epochs`, the",
+        "budget `total_steps`, `episodes`, `iterations` or `steps` by family. A flag is the",
+        "field with dashes: `--learning-rate`.",
+        "",
+        "| Field | Algorithms | Meaning (from the first algorithm that has it) |",
+        "|---|---|---|",
+    ]
+    for name in sorted(fields):
+        algos = ", ".join(fields[name])
+        lines.append(f"| `{name}` | {_cell(algos)} | {_cell(meaning[name])} |")
+    return "\n".join([*lines, ""])
+
+
+# ------------------------------------------------------------------------- benchmarks
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+BENCHMARKS_PAGE = Path(__file__).resolve().parent / "benchmarks.md"
+
+
+def benchmarks_page(results: Path = RESULTS) -> str:
+    """The benchmark page, from the result files the benchmarks write (one section each:
+    what was measured, the table, the command, the date, the machine, the seeds)."""
+    records = sorted(
+        (json.loads(path.read_text()) for path in results.glob("*.json")),
+        key=lambda r: r["name"],
+    )
+    lines = [
+        "# Benchmarks",
+        "",
+        "_Generated from `benchmarks/results/*.json` by `python docs/gen_pages.py benchmarks`:",
+        "every figure here is one a benchmark wrote, with the command that reproduces it._",
+        "",
+        "Each benchmark runs rlx and the library a user would otherwise pick on the same work, in",
+        "one process run on the same machine, and prints ratios. `make bench` runs them all and",
+        "rewrites this page; `.venv/bin/python benchmarks/bench_NAME.py --help` shows the",
+        "options of one.",
+        "",
+    ]
+    if not records:
+        lines += ["No result files yet: run `make bench`.", ""]
+    for record in records:
+        lines += _benchmark_section(record)
+    return "\n".join(lines)
+
+
+def _benchmark_section(record: dict[str, Any]) -> list[str]:
+    machine = record.get("machine", {})
+    lines = [f"## {record['title']}", ""]
+    if record.get("notes"):
+        lines += [record["notes"], ""]
+    columns = record["columns"]
+    lines += ["| " + " | ".join(_cell(c) for c in columns) + " |"]
+    lines += ["|" + "---|" * len(columns)]
+    for row in record["rows"]:
+        lines.append("| " + " | ".join(_cell(_figure(v)) for v in row) + " |")
+    lines.append("")
+    if record.get("figures"):
+        lines.append(
+            "Figures: " + "; ".join(f"{k} {_figure(v)}" for k, v in record["figures"].items()) + "."
+        )
+        lines.append("")
+    seeds = record.get("seeds")
+    threads = record.get("torch_threads")
+    lines += [
+        f"Command: `{record['command']}`; {record['date'][:10]}; "
+        f"{machine.get('cpu', '?')} ({machine.get('cores', '?')} cores)"
+        + (f"; torch threads {threads}" if threads else "")
+        + (f"; seeds {', '.join(str(x) for x in seeds)}" if seeds else "")
+        + ".",
+        "",
+    ]
+    return lines
+
+
+def _figure(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
 
 
 # `rlx` commands whose --help the CLI reference shows, in the order of `rlx --help`.
@@ -375,9 +484,18 @@ def pages() -> dict[str, Callable[[], str] | str]:
         "reference/defaults.md": defaults,
         "reference/troubleshooting.md": troubleshooting,
         "reference/cli.md": cli_reference,
+        "reference/field-names.md": field_names,
     }
     modules = api_modules()
     generated["reference/api/index.md"] = api_index(modules)
     for module in modules:
         generated[f"reference/api/{module}.md"] = api_page(module)
     return generated
+
+
+if __name__ == "__main__":
+    # `python docs/gen_pages.py benchmarks`: rewrite docs/benchmarks.md from the result files
+    if sys.argv[1:] != ["benchmarks"]:
+        sys.exit("usage: python docs/gen_pages.py benchmarks")
+    BENCHMARKS_PAGE.write_text(benchmarks_page())
+    print(f"wrote {BENCHMARKS_PAGE}")

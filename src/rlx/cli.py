@@ -665,7 +665,10 @@ def _eval(argv: list[str]) -> int:
         return 0
     if isinstance(agent, TextAgent):
         if args.data is None:
-            raise ConfigError(f"{args.run_dir} holds a language model: give --data FILE.")
+            raise ConfigError(
+                f"{args.run_dir} holds a language model: give --data FILE (rows {{prompt, "
+                f"answer}}), or run rlx align eval --model {args.run_dir}/model --data FILE."
+            )
         from rlx import llm
 
         accuracy = llm.exact_match((agent.model, agent.tokenizer), args.data)

@@ -125,7 +125,7 @@ class Algorithm:
 
     Attributes:
         name: the CLI and API name, e.g. ``"q-learning"``.
-        config: its frozen config dataclass (defaults from the cheat sheet).
+        config: its frozen config dataclass (standard defaults, docs: Reference > Defaults).
         train: ``train(config, env, run) -> agent``; ``run`` is an open :class:`rlx.runs.Run`.
         load: ``load(config, env_id, state) -> agent`` from a checkpoint's state.
         summary: one line for ``rlx list`` and ``--help`` (a built-in's comes from

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import rlx
+from rlx import metrics as M
 from rlx.agents import a2c
 from rlx.core.on_policy import Batch
 from rlx.core.policies import ActorCritic
-from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 from tests.agents.pg_helpers import (
     last_returns,

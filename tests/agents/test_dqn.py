@@ -22,7 +22,7 @@ CHAIN = dict(
     total_steps=4000,
     num_envs=4,
     learning_starts=200,
-    lr=3e-3,
+    learning_rate=3e-3,
     train_freq=2,
     sync_every=100,
     exploration_fraction=0.5,
@@ -115,7 +115,7 @@ def test_dqn_learns_the_chain_values_and_policy(tmp_path):
 def test_double_dqn_overestimates_less_than_vanilla_on_noisy_rewards(tmp_path):
     # every action pays N(-0.05, 1): Q* < 0 everywhere, so max over noisy estimates is biased
     config = dict(
-        total_steps=8000, num_envs=4, learning_starts=500, lr=3e-3, train_freq=2,
+        total_steps=8000, num_envs=4, learning_starts=500, learning_rate=3e-3, train_freq=2,
         sync_every=200, exploration_fraction=0.2, batch_size=32, eval_episodes=0,
         log_every=200,
     )  # fmt: skip

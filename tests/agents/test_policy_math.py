@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 
+from rlx import metrics as M
 from rlx.core.advantages import discounted_returns, explained_variance, gae, td_residuals
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import (
@@ -31,7 +32,6 @@ from rlx.core.policy_losses import (
     policy_gradient_loss,
     value_loss,
 )
-from rlx.diagnostics import metrics as M
 
 GAMMA, LAM = 0.9, 0.8
 REWARDS = np.array([1.0, 2.0, 3.0, 4.0, 5.0])

@@ -12,7 +12,7 @@ from rlx import cli, registry
 from rlx.agents.a2c import A2CConfig
 from rlx.agents.dqn import DQNConfig
 from rlx.agents.ppo import PPOConfig
-from rlx.distributed.env_runners import env_seed, runner_seeds
+from rlx.core.seeding import env_seed, runner_seeds
 from rlx.distributed.netns import isolated
 from rlx.distributed.ray_runtime import check_reachable, parse_address
 from rlx.errors import ConfigError

@@ -14,14 +14,10 @@ import pytest
 import torch
 
 import rlx
+from rlx.core.envs import env_spaces
+from rlx.core.on_policy import RolloutWorker
 from rlx.core.policies import ActorCritic
-from rlx.distributed.env_runners import (
-    RUNNER_NODES,
-    RUNNER_RESTARTS,
-    OnPolicyWorker,
-    RunnerPool,
-    env_spaces,
-)
+from rlx.distributed.env_runners import RUNNER_NODES, RUNNER_RESTARTS, RunnerPool
 from tests.agents.pg_helpers import interrupt_at, last_returns, metric_rows, summary, train
 from tests.conftest import RLX
 
@@ -42,7 +38,7 @@ def cartpole_policy() -> ActorCritic:
 
 def one_round(seed: int, policy: ActorCritic) -> list:
     options = {**CARTPOLE_OPTIONS, "architecture": policy.architecture}
-    pool = RunnerPool(OnPolicyWorker, options, 2, seed)
+    pool = RunnerPool(RolloutWorker, options, 2, seed)
     try:
         return pool.run({"policy": policy.state_dict(), "normalizer": None})
     finally:

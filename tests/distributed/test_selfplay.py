@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 
 import rlx
+from rlx import registry
 from rlx.distributed.env_runners import RunnerPool
+from rlx.distributed.selfplay import remote_self_play
 from rlx.games import make
 from rlx.games.alphazero import (
     AlphaZeroConfig,
     PolicyValueNet,
     SelfPlayPool,
-    _worker_self_play,
     merge,
+    play_share,
 )
 
 pytestmark = pytest.mark.ray
@@ -27,7 +29,7 @@ TINY = {"games_per_iteration": 6, "simulations": 8, "eval_simulations": 8, "trai
 def play_with_ray(config: AlphaZeroConfig, seed: int):
     game = make("tictactoe")
     net = PolicyValueNet(game, config)
-    pool = SelfPlayPool(game, config)
+    pool = SelfPlayPool(game, config, remote_self_play(registry.get("alphazero")))
     try:
         return pool.play(net, np.random.default_rng(seed)), net
     finally:
@@ -41,7 +43,7 @@ def play_here(config: AlphaZeroConfig, net: PolicyValueNet, seed: int, k: int):
     shares = [n // k + (i < n % k) for i in range(k)]
     seeds = rng.integers(0, 2**63 - 1, size=k)
     weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
-    return merge([_worker_self_play("tictactoe", config, weights, int(s), g)
+    return merge([play_share("tictactoe", config, weights, int(s), g)
                   for s, g in zip(seeds, shares, strict=True)])  # fmt: skip
 
 

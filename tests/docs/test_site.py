@@ -49,17 +49,17 @@ def test_defaults_page_reads_attribute_sections_too():
     assert "| `c_puct` | `1.5` | exploration weight of the network prior in PUCT. |" in page
 
 
-def test_cheat_sheet_numbers_are_the_code_defaults():
+def test_standard_numbers_are_the_code_defaults():
     from rlx import registry
 
-    for _, value, _, fields in gen_pages.CHEAT_SHEET_DEFAULTS:
+    for _, value, _, fields in gen_pages.STANDARD_DEFAULTS:
         low, _, high = value.partition("-")
         for algo, name in fields:
             default = {f.name: f.default for f in dataclasses.fields(registry.get(algo).config)}
             assert float(low) <= default[name] <= float(high or low), (algo, name, default[name])
 
 
-def test_troubleshooting_page_has_every_rule_and_every_cheat_sheet_row():
+def test_troubleshooting_page_has_every_rule_and_every_table_row():
     from rlx.diagnostics.rules import RULES
 
     page = gen_pages.troubleshooting()
@@ -76,7 +76,7 @@ def test_choose_a_method_page_has_every_row():
 
     page = gen_pages.choose_a_method()
     for row in ROWS:
-        assert f"| {row.situation} | {row.cheat_sheet} | `{row.method}` |" in page
+        assert f"| {row.situation} | {row.table_method} | `{row.method}` |" in page
 
 
 def test_cli_reference_is_the_help_text():
@@ -91,3 +91,51 @@ def test_every_public_module_has_an_api_page():
         modules
     )
     assert "rlx.cli" not in modules
+
+
+def test_the_benchmark_page_is_what_the_result_files_give():
+    """docs/benchmarks.md is committed; regenerate it (python docs/gen_pages.py benchmarks)
+    whenever a benchmark writes a result file, or this fails."""
+    assert gen_pages.BENCHMARKS_PAGE.read_text() == gen_pages.benchmarks_page()
+
+
+def test_the_benchmark_page_shows_a_result_file_whole(tmp_path):
+    record = {
+        "name": "bench_x", "title": "X per second", "command": "python benchmarks/bench_x.py",
+        "date": "2026-12-02T10:00:00+00:00", "machine": {"cpu": "Some CPU", "cores": 2},
+        "torch_threads": 1, "seeds": [0, 1], "columns": ["library", "steps/s"],
+        "rows": [["rlx", 1234.5], ["other", 617.25]], "figures": {"ratio": 2.0},
+        "notes": "What was measured.",
+    }  # fmt: skip
+    (tmp_path / "bench_x.json").write_text(__import__("json").dumps(record))
+    page = gen_pages.benchmarks_page(tmp_path)
+    for text in ("## X per second", "What was measured.", "| rlx | 1,234 |", "ratio 2",
+                 "python benchmarks/bench_x.py", "2026-12-02", "Some CPU (2 cores)",
+                 "seeds 0, 1", "torch threads 1"):  # fmt: skip
+        assert text in page, text
+
+
+def test_every_rlx_name_on_the_coming_from_page_is_a_field_of_its_algorithm():
+    """docs/coming-from.md maps SB3 and TRL names to rlx fields; each rlx name must exist in
+    the config of every algorithm its section names."""
+    import re
+
+    from rlx import registry
+    from rlx.cli import ALIGN_STAGES
+
+    text = (DOCS / "coming-from.md").read_text()
+    checked = 0
+    for section in re.split(r"^### ", text, flags=re.M)[1:]:
+        heading, _, body = section.partition("\n")
+        names = re.findall(r"`rlx (?:train|align) ([\w-]+)`", heading)
+        names += re.findall(r"`(rm|dpo|grpo|rlhf)`", heading)
+        algorithms = [registry.get(ALIGN_STAGES.get(n, n)) for n in names]
+        assert algorithms, heading
+        for row in re.findall(r"^\|(.+)\|$", body, flags=re.M)[2:]:
+            rlx_cell = row.split("|")[-1]
+            for field_name in re.findall(r"`(\w+)`", rlx_cell):
+                for algorithm in algorithms:
+                    fields = {f.name for f in dataclasses.fields(algorithm.config)}
+                    assert field_name in fields, f"{algorithm.name} has no field {field_name}"
+                    checked += 1
+    assert checked > 80

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -17,12 +18,12 @@ from rlx.games.alphazero import (
     PolicyValueNet,
     SampleBuffer,
     alphazero_loss,
-    learning_rate,
+    learning_rate_at,
     search_copy,
     self_play,
 )
 from rlx.games.evaluation import arena
-from rlx.games.mcts import visit_policy
+from rlx.games.search import visit_policy
 
 TINY = {"iterations": 2, "games_per_iteration": 8, "simulations": 8, "eval_simulations": 8,
         "train_steps": 5, "batch_size": 32, "eval_every": 1, "eval_games": 4}  # fmt: skip
@@ -161,12 +162,12 @@ def test_playout_cap_records_the_full_searches_only(monkeypatch):
     searched = []
 
     def recording_search(game, states, evaluate, config, rng, kept=None):
-        counts, values, trees = search_trees(game, states, evaluate, config, rng, kept)
-        searched.append((config, [game.encode(s) for s in states], counts))
-        return counts, values, trees
+        result = search(game, states, evaluate, config, rng, kept)
+        searched.append((config, [game.encode(s) for s in states], result.counts))
+        return result
 
-    search_trees = az.search_trees
-    monkeypatch.setattr(az, "search_trees", recording_search)
+    search = az.search
+    monkeypatch.setattr(az, "search", recording_search)
     game = TicTacToe()
     config = AlphaZeroConfig(games_per_iteration=40, simulations=12, fast_simulations=3,
                              full_search_fraction=0.25, augment=False)  # fmt: skip
@@ -272,12 +273,12 @@ def test_sample_buffer_is_a_ring():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("simulations", 0, "simulations must be at least 1, not 0"),
-        ("noise_fraction", 1.5, r"noise_fraction must be in \[0, 1\]"),
-        ("net", "transformer", "net must be mlp or resnet"),
-        ("lr", 0.0, "lr must be > 0"),
-        ("value_target_q", 1.5, r"value_target_q must be in \[0, 1\]"),
-        ("lr_final", 0.01, r"lr_final must be in \(0, lr=0.002\]"),
+        ("simulations", 0, "simulations=0 must be >= 1"),
+        ("noise_fraction", 1.5, r"noise_fraction=1.5 must be in \[0.0, 1.0\]"),
+        ("net", "transformer", "net='transformer' must be one of 'mlp', 'resnet'"),
+        ("learning_rate", 0.0, "learning_rate=0.0 must be > 0"),
+        ("value_target_q", 1.5, r"value_target_q=1.5 must be in \[0.0, 1.0\]"),
+        ("learning_rate_end", 0.01, r"learning_rate_end must be in \(0, learning_rate=0.002\]"),
     ],
 )
 def test_bad_config_values(field, value, message):
@@ -285,22 +286,23 @@ def test_bad_config_values(field, value, message):
         AlphaZeroConfig(**{field: value})
 
 
-def test_learning_rate_decays_by_cosine_from_lr_to_lr_final(tmp_path):
-    config = AlphaZeroConfig(iterations=5, lr=1e-3, lr_final=1e-4)
-    # lr_final + (lr - lr_final) (1 + cos(pi i / 4)) / 2, worked out for i = 0..4
+def test_learning_rate_decays_by_cosine_from_learning_rate_to_learning_rate_end(tmp_path):
+    config = AlphaZeroConfig(iterations=5, learning_rate=1e-3, learning_rate_end=1e-4)
+    # end + (start - end) (1 + cos(pi i / 4)) / 2, worked out for i = 0..4
     half_span = 0.45e-3
     expected = [1e-3, 1e-4 + half_span * (1 + 2**-0.5), 5.5e-4, 1e-4 + half_span * (1 - 2**-0.5),
                 1e-4]  # fmt: skip
-    assert [learning_rate(config, i) for i in range(5)] == pytest.approx(expected, rel=1e-12)
-    assert learning_rate(AlphaZeroConfig(lr=1e-3), 7) == 1e-3  # no lr_final: constant
+    assert [learning_rate_at(config, i) for i in range(5)] == pytest.approx(expected, rel=1e-12)
+    # no learning_rate_end: constant
+    assert learning_rate_at(AlphaZeroConfig(learning_rate=1e-3), 7) == 1e-3
     agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "r", progress=False,
-                      **{**TINY, "iterations": 3, "eval_games": 0, "lr": 1e-3,
-                         "lr_final": 1e-4})  # fmt: skip
+                      **{**TINY, "iterations": 3, "eval_games": 0, "learning_rate": 1e-3,
+                         "learning_rate_end": 1e-4})  # fmt: skip
     logged = [
         json.loads(x)["lr"] for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()
     ]
     assert logged == pytest.approx([1e-3, 5.5e-4, 1e-4], rel=1e-12)
-    assert agent.config.lr_final == 1e-4
+    assert agent.config.learning_rate_end == 1e-4
 
 
 def test_bad_opponent_fails_before_training(tmp_path):
@@ -399,12 +401,13 @@ def _drop_key(tree, key: str) -> bool:
 def test_learns_tictactoe_perfect_play_with_the_defaults(tmp_path):
     """With no argument but the game, AlphaZero must not lose one of 100 games to the perfect
     solver (50 as X, 50 as O), and must never lose to random play. Budget: the default 30
-    iterations, about 80 s on one CPU core."""
+    iterations."""
     agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "az", progress=False)
     results = arena(agent.game, agent, ("solver", "random"), games=100, seed=123)
     assert results["solver"].losses == 0, str(results["solver"])
-    # perfect play itself (the solver, random among its best moves) wins 85-90 of 100 games
-    # against random play and draws the rest; a random agent wins about 40 and loses 45
+    # perfect play itself (the solver, random among its best moves) draws some games against
+    # random play, so the bar is below every game won; a random agent loses about as often as
+    # it wins
     assert results["random"].win_rate >= 0.8 and results["random"].losses == 0
     # and it knows the game: the network's own value of the empty board is near a draw
     _, value = agent.policy_value(TicTacToe().initial_state())
@@ -422,3 +425,98 @@ def test_self_play_workers_give_the_same_kind_of_run_and_repeat(tmp_path):
         runs.append({k: v for k, v in metrics.items() if not k.endswith("_s")})
     assert runs[0] == runs[1]
     assert 5 <= runs[0]["game_length"] <= 9
+
+
+def test_a_run_saved_with_lr_and_lr_final_loads_and_resumes(tmp_path):
+    """Runs saved before the rename have ``lr`` and ``lr_final`` in their config: they load
+    and resume with the values under ``learning_rate`` and ``learning_rate_end``."""
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "old", progress=False,
+              **{**TINY, "iterations": 1, "eval_games": 0, "learning_rate": 1e-3,
+                 "learning_rate_end": 5e-4})  # fmt: skip
+    path = tmp_path / "old" / "config.json"
+    text = path.read_text()
+    assert '"learning_rate"' in text and '"learning_rate_end"' in text
+    path.write_text(text.replace('"learning_rate_end"', '"lr_final"').replace(
+        '"learning_rate"', '"lr"'))  # fmt: skip
+    loaded = rlx.load(tmp_path / "old")
+    assert (loaded.config.learning_rate, loaded.config.learning_rate_end) == (1e-3, 5e-4)
+    assert loaded.act(TicTacToe().initial_state()) in range(9)
+    resumed = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "old", resume=True,
+                        progress=False, iterations=2)  # fmt: skip
+    assert resumed.config.learning_rate_end == 5e-4
+
+
+def test_agent_follows_the_agent_protocol():
+    from rlx.core.agent import Agent, GameAgent
+
+    game = TicTacToe()
+    config = AlphaZeroConfig(eval_simulations=16)
+    torch.manual_seed(0)
+    agent = AlphaZeroAgent(game, PolicyValueNet(game, config).eval(), config)
+    assert isinstance(agent, Agent) and isinstance(agent, GameAgent)
+    states = [game.initial_state(), game.apply(game.initial_state(), 4)]
+    batch = agent.act_batch(states)
+    agent.rng = np.random.default_rng(0)
+    one_by_one = [agent.act(s) for s in states]
+    agent.rng = np.random.default_rng(0)
+    assert agent.act_batch(states) == batch
+    assert all(game.legal_mask(s)[a] for s, a in zip(states, one_by_one, strict=True))
+    sampled = agent.act_batch(states, deterministic=False, simulations=8)
+    assert all(game.legal_mask(s)[a] for s, a in zip(states, sampled, strict=True))
+    assert agent(states[1]) in game.legal_actions(states[1])
+
+
+class LocalRemote:
+    """A ``RemoteSelfPlay`` that plays every share in this process, as Ray's workers would."""
+
+    started: ClassVar[list[LocalRemote]] = []
+
+    def __init__(self, work, options, config):
+        self.work, self.options, self.calls, self.closed = work, options, [], False
+        LocalRemote.started.append(self)
+
+    def play(self, weights, seeds, shares):
+        self.calls.append(list(shares))
+        return [self.work(**self.options, weights=weights, seed=seed, games=games)
+                for seed, games in zip(seeds, shares, strict=True) if games]  # fmt: skip
+
+    def stats(self):
+        return {"runner_restarts": 0.0}
+
+    def close(self):
+        self.closed = True
+
+
+def test_runners_play_through_the_remote_that_train_is_given(tmp_path, monkeypatch):
+    """``runners=K``: rlx.train hands train() the remote workers from above
+    (``rlx.distributed.scaled_out``); they play the shares and seeds ``workers=K`` processes
+    would, so both runs log the same games, and they are closed at the end."""
+    import functools
+
+    import rlx.distributed
+
+    monkeypatch.setattr(rlx.distributed, "scaled_out",
+                        lambda spec: functools.partial(spec.train, remote=LocalRemote))  # fmt: skip
+    LocalRemote.started.clear()
+    config = {**TINY, "iterations": 2, "eval_games": 0}
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "ray", progress=False, runners=2,
+              **config)  # fmt: skip
+    (remote,) = LocalRemote.started
+    assert remote.calls == [[4, 4], [4, 4]] and remote.closed
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "procs", progress=False, workers=2,
+              **config)  # fmt: skip
+    logged = {}
+    for name in ("ray", "procs"):
+        lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        logged[name] = [json.loads(x) for x in lines]
+    assert [row.pop("runner_restarts") for row in logged["ray"]] == [0.0, 0.0]
+    rows = {name: [{k: v for k, v in row.items() if not k.endswith("_s")} for row in run]
+            for name, run in logged.items()}  # fmt: skip
+    assert rows["ray"] == rows["procs"]
+
+
+def test_runners_without_a_remote_is_a_clear_error():
+    from rlx.games.alphazero import SelfPlayPool
+
+    with pytest.raises(ConfigError, match="runners=2 needs Ray's self-play workers"):
+        SelfPlayPool(TicTacToe(), AlphaZeroConfig(runners=2))

@@ -8,7 +8,24 @@ import numpy as np
 import pytest
 
 from rlx.games import GameState, TicTacToe, solver
-from rlx.games.mcts import SearchConfig, add_root_noise, choose, puct_select, search, visit_policy
+from rlx.games.search import (
+    SearchConfig,
+    add_root_noise,
+    choose,
+    puct_select,
+    search,
+    visit_policy,
+)
+
+
+def counts_of(*args, **kwargs) -> np.ndarray:
+    """The visit counts of a search."""
+    return search(*args, **kwargs).counts
+
+
+def python_search(*args, **kwargs):
+    """The search in the Python tree, for every game: the reference of the kernels."""
+    return search(*args, **kwargs, use_kernels=False)
 
 
 def uniform(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +76,7 @@ def test_root_noise_stays_on_legal_moves_and_sums_to_one():
 def test_counts_sum_to_simulations_and_respect_legal_moves():
     g = TicTacToe()
     state = play(g, [4, 0])
-    counts = search(
+    counts = counts_of(
         g, [state, g.initial_state()], uniform, SearchConfig(50), np.random.default_rng(0)
     )
     assert counts.shape == (2, 9)
@@ -80,7 +97,7 @@ def test_search_finds_wins_and_blocks_with_a_know_nothing_network(moves, best):
     must block) through the tree alone."""
     g = TicTacToe()
     state = play(g, moves)
-    counts = search(g, [state], uniform, SearchConfig(400), np.random.default_rng(0))[0]
+    counts = counts_of(g, [state], uniform, SearchConfig(400), np.random.default_rng(0))[0]
     assert int(np.argmax(counts)) in best
     assert set(solver.best_actions(state)) >= best
 
@@ -103,7 +120,7 @@ def test_search_with_a_perfect_value_network_never_picks_a_losing_move():
         state = g.initial_state()
         while not state.is_terminal:
             if state.to_play == (1 if game % 2 else -1):
-                counts = search(g, [state], solver_network, SearchConfig(30), rng)[0]
+                counts = counts_of(g, [state], solver_network, SearchConfig(30), rng)[0]
                 move = int(np.argmax(counts))
                 assert move in solver.best_actions(state)
             else:
@@ -143,21 +160,22 @@ def test_kernel_search_gives_the_python_searchs_counts(game_name):
     lost and drawn games (tic-tac-toe's late positions, 300 simulations). With threat planes
     the kernels encode the leaves themselves: the network sees what ``Game.encode`` gives."""
     from rlx.games import ConnectFour, make
-    from rlx.games.mcts import python_search_with_values
-    from rlx.games.puct_kernel import has_kernel
-    from rlx.games.puct_kernel import search_with_values as kernel_search
+    from rlx.games.bitboards import kind_of
 
     threats = game_name == "connect4-threats"
     game = ConnectFour(threat_planes=True) if threats else make(game_name)
-    assert has_kernel(game)
+    assert kind_of(game) is not None
     states = _random_positions(game, 12, 8 if game_name == "tictactoe" else 20, seed=3)
     evaluate = _network_evaluator(game, seed=0)
     if threats:  # some leaves hold threats, so a wrong threat plane changes the counts
         assert any(game.encode(s)[3:].any() for s in states)
     for config in (SearchConfig(300, 1.5, 1.0, 0.25), SearchConfig(50, 4.0, 0.3, 0.0, fpu=-1.0)):
-        fast, fast_q = kernel_search(game, states, evaluate, config, np.random.default_rng(7))
-        slow, slow_q = python_search_with_values(
+        fast, fast_q, fast_trees = search(game, states, evaluate, config, np.random.default_rng(7))
+        slow, slow_q, slow_trees = python_search(
             game, states, evaluate, config, np.random.default_rng(7)
+        )
+        assert (
+            type(fast_trees).__name__ == "ArrayTrees" and type(slow_trees).__name__ == "NodeTrees"
         )
         np.testing.assert_array_equal(fast, slow)
         assert (fast.sum(axis=1) == config.simulations).all()
@@ -172,7 +190,6 @@ def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
     ends one ply down (unvisited moves first: their fpu of +1 beats any Q), so Q(root) = -0.3;
     a won move backs up +1 (the mover's win) instead."""
     from rlx.games import make
-    from rlx.games.mcts import python_search_with_values, search_with_values
 
     game = make(game_name)
 
@@ -181,8 +198,8 @@ def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
 
     start = game.initial_state()
     config = SearchConfig(game.num_actions, 1.0, 1.0, 0.0, fpu=1.0)
-    for run in (search_with_values, python_search_with_values):
-        counts, q = run(game, [start], constant, config, np.random.default_rng(0))
+    for run in (search, python_search):
+        counts, q, _ = run(game, [start], constant, config, np.random.default_rng(0))
         assert counts[0].tolist() == [1.0] * game.num_actions
         assert q[0] == pytest.approx(-0.3)
     # tic-tac-toe, X to move with a win at 2: one of the 9 - 4 = 5 walks wins (+1), the others
@@ -190,8 +207,8 @@ def test_root_value_is_the_mean_backed_up_value_worked_by_hand(game_name):
     if game_name == "tictactoe":
         state = play(game, [0, 3, 1, 4])
         config = SearchConfig(5, 1.0, 1.0, 0.0, fpu=1.0)
-        for run in (search_with_values, python_search_with_values):
-            _, q = run(game, [state], constant, config, np.random.default_rng(0))
+        for run in (search, python_search):
+            _, q, _ = run(game, [state], constant, config, np.random.default_rng(0))
             assert q[0] == pytest.approx((1 - 4 * 0.3) / 5)
 
 
@@ -202,8 +219,6 @@ def test_tree_reuse_keeps_the_played_subtree_and_kernel_and_python_agree(game_na
     played move's visits less the one that expanded it and searches up to ``simulations``
     visits (at least a quarter new); the kept games ask the network for fewer positions."""
     from rlx.games import make
-    from rlx.games.mcts import python_search_trees
-    from rlx.games.puct_kernel import search_trees as kernel_search_trees
 
     game = make(game_name)
     config = SearchConfig(40, 1.5, 1.0, 0.25)
@@ -224,10 +239,10 @@ def test_tree_reuse_keeps_the_played_subtree_and_kernel_and_python_agree(game_na
         expected_visits = np.full(len(states), config.simulations)
         key = "kept" if kept_trees else "fresh"
         for _ in range(4):
-            counts, q, kernel_trees = kernel_search_trees(
+            counts, q, kernel_trees = search(
                 game, states, counting(key), config, rng_kernel, kernel_kept
             )
-            slow, slow_q, python_trees = python_search_trees(
+            slow, slow_q, python_trees = python_search(
                 game, states, network, config, rng_python, python_kept
             )
             np.testing.assert_array_equal(counts, slow)
@@ -250,10 +265,8 @@ def test_tree_reuse_keeps_the_played_subtree_and_kernel_and_python_agree(game_na
 @pytest.mark.parametrize("implementation", ["kernel", "python"])
 def test_kept_trees_must_match_the_positions_searched(implementation):
     from rlx.games import EnvError
-    from rlx.games.mcts import python_search_trees
-    from rlx.games.puct_kernel import search_trees as kernel_search_trees
 
-    run = kernel_search_trees if implementation == "kernel" else python_search_trees
+    run = search if implementation == "kernel" else python_search
     game = TicTacToe()
     config = SearchConfig(10)
     start = game.initial_state()
@@ -267,9 +280,9 @@ def test_kept_trees_must_match_the_positions_searched(implementation):
 
 def test_kernel_search_rejects_a_finished_game():
     from rlx.games import IllegalMoveError
-    from rlx.games.puct_kernel import search_with_values as kernel_search
 
     game = TicTacToe()
     won = play(game, [0, 3, 1, 4, 2])
-    with pytest.raises(IllegalMoveError, match="game is over"):
-        kernel_search(game, [won], uniform, SearchConfig(10), np.random.default_rng(0))
+    for run in (search, python_search):
+        with pytest.raises(IllegalMoveError, match="game is over"):
+            run(game, [won], uniform, SearchConfig(10), np.random.default_rng(0))

@@ -15,6 +15,19 @@ import rlx.games.muzero as mz
 from rlx.errors import CheckpointError, ConfigError, EnvError
 from rlx.games import ConnectFour, TicTacToe
 from rlx.games.evaluation import arena, arena_metrics
+from rlx.games.search import MinMaxStats, Node, SearchConfig, backup, search
+
+
+def latent_search(net, game, states, config, rng):
+    """The search in a learned model: the visit counts and root values."""
+    counts, values, _ = search(game, states, mz.LatentModel(net), config, rng)
+    return counts, values
+
+
+def latent_config(simulations, **settings) -> SearchConfig:
+    """MuZero's search settings (c_puct 1.25, Q scaled from the known bounds [-1, 1])."""
+    return SearchConfig(simulations, **{"c_puct": 1.25, "value_bounds": (-1.0, 1.0), **settings})
+
 
 # a few seconds per run: two iterations of a handful of games
 TINY = {
@@ -69,8 +82,8 @@ def test_latent_search_counts_sum_to_simulations_and_respect_the_legal_mask():
     for move in (4, 0, 8):
         state = game.apply(state, move)
     states = [game.initial_state(), state]
-    config = mz.LatentSearch(simulations=40, noise_fraction=0.25, dirichlet_alpha=0.5)
-    counts, values = mz.latent_search(_net(), game, states, config, np.random.default_rng(0))
+    config = latent_config(40, noise_fraction=0.25, dirichlet_alpha=0.5)
+    counts, values = latent_search(_net(), game, states, config, np.random.default_rng(0))
     assert counts.shape == (2, 9) and values.shape == (2,)
     assert counts.sum(axis=1).tolist() == [40, 40]
     assert counts[1, [0, 4, 8]].sum() == 0  # occupied cells are never searched at the root
@@ -98,8 +111,8 @@ class _ThreatModel:
 def test_latent_search_blocks_a_threat_it_sees_in_the_model():
     """q(5) = 0 + (-0) = 0; any other move lets the opponent win: 0 + (-(1 + 0)) = -1."""
     game = TicTacToe()
-    counts, value = mz.latent_search(
-        _ThreatModel(), game, [game.initial_state()], mz.LatentSearch(200),
+    counts, value = latent_search(
+        _ThreatModel(), game, [game.initial_state()], latent_config(200),
         np.random.default_rng(0),
     )  # fmt: skip
     assert np.argmax(counts[0]) == 5 and counts[0, 5] > 0.5 * counts[0].sum()
@@ -109,33 +122,33 @@ def test_latent_search_blocks_a_threat_it_sees_in_the_model():
 def test_backup_uses_the_two_player_sign_convention():
     """Root (player A) -a=1-> n1 (B) -a=2-> leaf (A), rewards 0.5 then 1, leaf value 0.25:
     G(n1, 2) = 1 + (-0.25) = 0.75, G(root, 1) = 0.5 + (-0.75) = -0.25."""
-    root = mz.LatentNode(np.zeros(2), np.full(3, 1 / 3), np.ones(3, bool))
-    n1 = mz.LatentNode(np.zeros(2), np.full(3, 1 / 3), np.ones(3, bool))
+    root = Node(np.zeros(2), np.full(3, 1 / 3), np.ones(3, bool))
+    n1 = Node(np.zeros(2), np.full(3, 1 / 3), np.ones(3, bool))
     root.children[1], root.reward[1] = n1, 0.5
     n1.reward[2] = 1.0
-    stats = mz.MinMaxStats()
-    mz.backup([(root, 1), (n1, 2)], 0.25, stats, discount=1.0)
+    stats = MinMaxStats()
+    backup([(root, 1), (n1, 2)], 0.25, stats, discount=1.0)
     assert n1.n.tolist() == [0, 0, 1] and n1.w[2] == pytest.approx(0.75)
     assert root.n.tolist() == [0, 1, 0] and root.w[1] == pytest.approx(-0.25)
     assert (stats.low, stats.high) == (pytest.approx(-0.25), pytest.approx(0.75))
     # Q normalised by the tree's min-max [-0.25, 0.75]; unvisited actions get the fpu
     assert root.q(stats, fpu=0.0).tolist() == [0.25, 0.0, 0.25]
     assert n1.q(stats, fpu=-0.25).tolist() == [0.0, 0.0, 1.0]
-    mz.backup([(root, 1), (n1, 2)], 0.25, stats, discount=0.5)  # G = 1 - 0.125; 0.5 - 0.4375
+    backup([(root, 1), (n1, 2)], 0.25, stats, discount=0.5)  # G = 1 - 0.125; 0.5 - 0.4375
     assert n1.w[2] == pytest.approx(0.75 + 0.875)
     assert root.w[1] == pytest.approx(-0.25 + 0.0625)
 
 
 def test_min_max_stats_start_from_the_known_bounds():
-    stats = mz.MinMaxStats((-1.0, 1.0))
+    stats = MinMaxStats((-1.0, 1.0))
     assert stats.normalize(np.array([-1.0, 0.0, 1.0])).tolist() == [0.0, 0.5, 1.0]
     stats.update(3.0)  # a value outside the bounds widens the range
     assert stats.normalize(np.array([-1.0, 3.0])).tolist() == [0.0, 1.0]
-    empty = mz.MinMaxStats()
+    empty = MinMaxStats()
     assert empty.normalize(np.array([0.3])).tolist() == [0.3]  # no range yet: unchanged
-    node = mz.LatentNode(np.zeros(2), np.full(2, 0.5), np.ones(2, bool))
+    node = Node(np.zeros(2), np.full(2, 0.5), np.ones(2, bool))
     node.n[0], node.w[0] = 2.0, 1.0  # Q = 0.5
-    assert node.q(mz.MinMaxStats((-1.0, 1.0)), fpu=0.0).tolist() == [0.75, 0.5]
+    assert node.q(MinMaxStats((-1.0, 1.0)), fpu=0.0).tolist() == [0.75, 0.5]
 
 
 def test_config_search_settings():
@@ -152,6 +165,26 @@ def test_agent_plays_a_legal_move():
     move = agent(state)
     assert game.legal_mask(state)[move]
     assert agent.search(state).sum() == 10
+
+
+def test_agent_follows_the_agent_protocol():
+    from rlx.core.agent import Agent, GameAgent
+
+    game = TicTacToe()
+    agent = mz.MuZeroAgent(game, _net(), mz.MuZeroConfig(eval_simulations=10))
+    assert isinstance(agent, Agent) and isinstance(agent, GameAgent)
+    states = [game.initial_state(), game.apply(game.initial_state(), 4)]
+    moves = agent.act_batch(states)
+    assert all(game.legal_mask(s)[a] for s, a in zip(states, moves, strict=True))
+    sampled = agent.act_batch(states, deterministic=False, simulations=6)
+    assert all(game.legal_mask(s)[a] for s, a in zip(states, sampled, strict=True))
+    assert agent.act(states[1], simulations=5) in game.legal_actions(states[1])
+    assert agent.search_batch(states, simulations=7).sum(axis=1).tolist() == [7, 7]
+
+
+def test_the_search_settings_scale_q_from_a_board_games_bounds():
+    config = mz.MuZeroConfig(c_puct=1.1, discount=0.9).search(selfplay=True)
+    assert (config.c_puct, config.discount, config.value_bounds) == (1.1, 0.9, (-1.0, 1.0))
 
 
 # ============================================================================ targets
@@ -278,7 +311,7 @@ def test_unroll_shapes_and_a_training_step_changes_every_parameter():
         ("iterations", 0),
         ("simulations", 0),
         ("unroll_steps", 0),
-        ("lr", 0.0),
+        ("learning_rate", 0.0),
         ("noise_fraction", 1.5),
         ("discount", 0.0),
         ("weight_decay", -1.0),
@@ -357,12 +390,29 @@ def test_load_gives_an_agent_and_rejects_another_games_checkpoint(tmp_path):
         mz.load(agent.config, "tictactoe", {"game": "tictactoe", "net": {}})
 
 
+def test_a_run_saved_with_lr_loads_and_resumes(tmp_path):
+    """Runs saved before the rename have ``lr`` in their config: it becomes learning_rate."""
+    _train(tmp_path / "old", iterations=1, learning_rate=1e-3)
+    path = tmp_path / "old" / "config.json"
+    text = path.read_text()
+    assert '"learning_rate"' in text
+    path.write_text(text.replace('"learning_rate"', '"lr"'))
+    loaded = rlx.load(tmp_path / "old")
+    assert loaded.config.learning_rate == 1e-3
+    assert TicTacToe().legal_mask(TicTacToe().initial_state())[
+        loaded.act(TicTacToe().initial_state())
+    ]
+    resumed = rlx.train("muzero", "tictactoe", run_dir=tmp_path / "old", resume=True,
+                        progress=False, doctor=False, iterations=2)  # fmt: skip
+    assert resumed.config.learning_rate == 1e-3
+
+
 # ============================================================================ learning
 @pytest.mark.slow
 def test_learns_tictactoe_with_the_defaults(tmp_path):
     """The defaults, given nothing but the game, must reach: at most 5 of 100 games lost to
     perfect play, and at least 90 of 100 won against a random player (seats alternating).
-    Budget: about 6 minutes on one CPU thread (measured: see the module's defaults)."""
+    Budget: the defaults' 100 iterations (marked slow)."""
     agent = rlx.train("muzero", "tictactoe", run_dir=tmp_path / "r", progress=False)
     results = arena_metrics(arena(agent.game, agent, ("solver", "random"), 100, seed=123))
     assert results["vs_solver_loss"] <= 0.05, results

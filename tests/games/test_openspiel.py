@@ -11,12 +11,21 @@ import pytest
 from rlx import games
 from rlx.errors import EnvError
 from rlx.games import ConnectFour, Game, IllegalMoveError, RandomPlayer, TicTacToe, play_match
-from rlx.games.rollout_mcts import MCTSPlayer, search
+from rlx.games.evaluators import RandomRollouts
+from rlx.games.rollout_mcts import MCTSPlayer
+from rlx.games.search import SearchConfig
+from rlx.games.search import search as tree_search
 from rlx.games.solver import SolverPlayer
 
 pytest.importorskip("pyspiel")
 
 from rlx.games.openspiel import OpenSpielGame, OpenSpielState
+
+
+def search(game: Game, state, simulations: int, seed: int) -> np.ndarray:
+    """The visit counts of pure MCTS (UCT, random rollouts) from ``state``."""
+    config, rng = SearchConfig(simulations, c_uct=2.0), np.random.default_rng(seed)
+    return tree_search(game, [state], RandomRollouts(), config, rng).counts[0]
 
 
 @pytest.mark.parametrize(
@@ -102,6 +111,42 @@ def test_python_search_on_openspiel_states() -> None:
     assert np.array_equal(counts, search(game, state, 400, 0))
     assert counts.argmax() == 2
     assert MCTSPlayer(game, 400, seed=1)(state) == 2
+
+
+@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", "breakthrough"])
+def test_the_lazy_board_is_the_board_read_from_the_observation(name: str) -> None:
+    """The game's states read their board when it is first asked for: the board a state made
+    with its board (the dataclass's constructor) has, the same at each read."""
+    game = OpenSpielGame(name)
+    rng = np.random.default_rng(0)
+    state = game.initial_state()
+    for _ in range(6):
+        assert "board" not in vars(state)  # not read by the rules
+        eager = OpenSpielState(
+            game.board_of(state.native), state.to_play, state.result, state.moves, state.native
+        )
+        assert np.array_equal(state.board, eager.board) and state.board is state.board
+        assert state.board.shape[-2:] == game.board_shape and state.key() == eager.key()
+        state = game.apply(state, int(rng.choice(game.legal_actions(state))))
+
+
+def test_pure_mcts_gives_the_pinned_visit_counts_for_a_seed() -> None:
+    """UCT with random rollouts on OpenSpiel's games, two positions searched together: the
+    counts and root values of one seed stay what they were (the rollouts' draws included)."""
+    pinned = {
+        "tic_tac_toe": ([4], [[32, 8, 24, 14, 27, 17, 13, 29, 36],
+                              [35, 19, 29, 25, 0, 16, 27, 16, 33]], [0.32, -0.51]),
+        "connect_four": ([3, 3], [[15, 33, 33, 39, 42, 26, 12], [28, 39, 48, 37, 5, 21, 22]],
+                         [0.195, 0.265]),
+    }  # fmt: skip
+    for name, (moves, counts, values) in pinned.items():
+        game = OpenSpielGame(name)
+        state = game.initial_state()
+        for move in moves:
+            state = game.apply(state, move)
+        result = tree_search(game, [game.initial_state(), state], RandomRollouts(),
+                             SearchConfig(200), np.random.default_rng(7))  # fmt: skip
+        assert result.counts.tolist() == counts and result.values.tolist() == values
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,18 @@ import pytest
 
 from rlx.errors import ConfigError, EnvError
 from rlx.games import ConnectFour, Game, GameState, IllegalMoveError, TicTacToe, play_match
-from rlx.games import rollout_mcts as rm
-from rlx.games.rollout_mcts import MCTSPlayer, search
+from rlx.games import bitboards as bb
+from rlx.games import search as one_search
+from rlx.games.evaluators import RandomRollouts
+from rlx.games.rollout_mcts import MCTSPlayer
 from rlx.games.solver import SolverPlayer
+
+
+def search(game: Game, state: GameState, simulations: int, seed: int = 0) -> np.ndarray:
+    """The visit counts of pure MCTS (UCT, random rollouts) from ``state``."""
+    config = one_search.SearchConfig(simulations, c_uct=2.0)
+    rng = np.random.default_rng(seed)
+    return one_search.search(game, [state], RandomRollouts(), config, rng).counts[0]
 
 
 def play(game: Game, moves: list[int]) -> GameState:
@@ -41,20 +50,21 @@ def test_bitboard_rules_agree_with_the_game_classes(game: Game, games: int) -> N
     rng = np.random.default_rng(0)
     for _ in range(games):
         state = game.initial_state()
-        kind, position, mask = rm._bitboards(game, state)
+        kind = bb.kind_of(game)
+        position, mask = bb.from_state(kind, state)
         while not state.is_terminal:
             legal = game.legal_actions(state)
             kernel_legal = [
-                a for a in range(game.num_actions) if rm._is_legal.py_func(kind, mask, a)
+                a for a in range(game.num_actions) if bb.is_legal.py_func(kind, mask, a)
             ]
             assert kernel_legal == list(legal)
             action = int(rng.choice(legal))
             mover = state.to_play
             state = game.apply(state, action)
-            position, mask = rm._play.py_func(kind, position, mask, action)
-            assert rm._bitboards(game, state)[1:] == (position, mask)
+            position, mask = bb.play.py_func(kind, position, mask, action)
+            assert bb.from_state(kind, state) == (position, mask)
             stones = mask ^ position
-            won = rm._TTT_WON[stones] if kind == rm._TICTACTOE else rm._c4_won.py_func(stones)
+            won = bb.TICTACTOE_WON[stones] if kind == bb.TICTACTOE else bb.c4_won.py_func(stones)
             assert bool(won) == (state.result == mover)
 
 

@@ -199,7 +199,7 @@ def test_connect_four_threat_planes_match_trying_every_empty_cell():
     """The bitboard threat cells equal the cells where a stone, placed by hand on a copy of the
     board, makes a line of four (the rules' own line count), on 60 random games' positions,
     including threats in the air above empty cells."""
-    from rlx.games.connect4 import _DIRECTIONS, _line_length
+    from rlx.games.connect4 import DIRECTIONS, line_length
 
     g = ConnectFour(threat_planes=True)
     rng = np.random.default_rng(0)
@@ -213,7 +213,7 @@ def test_connect_four_threat_planes_match_trying_every_empty_cell():
                 for r, c in np.argwhere(state.board == 0):
                     board = state.board.copy()
                     board[r, c] = player
-                    if any(_line_length(board, r, c, dr, dc) >= 4 for dr, dc in _DIRECTIONS):
+                    if any(line_length(board, r, c, dr, dc) >= 4 for dr, dc in DIRECTIONS):
                         expected[r, c] = 1.0
                 np.testing.assert_array_equal(planes[3 + k], expected)
                 found += int(expected.sum())

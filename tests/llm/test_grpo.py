@@ -1,5 +1,5 @@
 """GRPO: group advantages and the token loss against hand-worked numbers, the zero-spread
-group gives no gradient, the shared clipped loss equals PPO's surrogate, bad input."""
+group gives no gradient, the token loss is PPO's surrogate on the masked tokens, bad input."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import torch
 from rlx import llm
 from rlx.core.policy_losses import clipped_surrogate
 from rlx.errors import ConfigError
+from rlx.llm.online import RewardFunctionError, frozen_copy
 from rlx.llm.stages import grpo as G
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "max_length": 32}
@@ -36,8 +37,8 @@ def test_a_group_with_identical_rewards_gives_no_gradient():
     logp = torch.randn(4, 5, requires_grad=True)
     adv = G.group_advantages(torch.full((4,), 3.0), 4)
     mask = torch.ones(4, 5, dtype=torch.bool)
-    loss, _ = G.clipped_token_loss(logp, logp.detach(), adv, mask, clip_low=0.2, clip_high=0.2,
-                                   aggregation="sequence")  # fmt: skip
+    loss, _ = clipped_surrogate(logp, logp.detach(), adv, 0.2, mask=mask,
+                                aggregation="sequence")  # fmt: skip
     loss.backward()
     assert torch.equal(logp.grad, torch.zeros_like(logp))
 
@@ -48,8 +49,8 @@ def test_token_loss_equals_ppo_clipped_surrogate_on_the_masked_tokens():
     old = logp.detach() + 0.3 * torch.randn(3, 6)
     adv = torch.tensor([1.5, -0.7, 0.2])
     mask = torch.tensor([[0, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1], [0, 1, 1, 0, 0, 0]]).bool()
-    ours, metrics = G.clipped_token_loss(logp, old, adv, mask, clip_low=0.2, clip_high=0.2,
-                                         aggregation="token")  # fmt: skip
+    ours, metrics = clipped_surrogate(logp, old, adv, 0.2, mask=mask,
+                                      aggregation="token")  # fmt: skip
     flat_adv = adv.unsqueeze(-1).expand(3, 6)[mask]
     ppo, ppo_metrics = clipped_surrogate(logp[mask], old[mask], flat_adv, 0.2)
     torch.testing.assert_close(ours, ppo)
@@ -62,8 +63,8 @@ def test_token_loss_equals_ppo_clipped_surrogate_on_the_masked_tokens():
 def test_sequence_aggregation_weighs_each_completion_equally():
     logp = torch.zeros(2, 4, requires_grad=True)
     mask = torch.tensor([[1, 0, 0, 0], [1, 1, 1, 1]]).bool()
-    loss, _ = G.clipped_token_loss(logp, logp.detach(), torch.tensor([1.0, 1.0]), mask,
-                                   clip_low=0.2, clip_high=0.2, aggregation="sequence")  # fmt: skip
+    loss, _ = clipped_surrogate(logp, logp.detach(), torch.tensor([1.0, 1.0]), 0.2, mask=mask,
+                                aggregation="sequence")  # fmt: skip
     loss.backward()
     # d/dlogp of -(1/2) sum_i mean_t(r_it A_i): 1/2 for the lone token, 1/8 for the others
     assert logp.grad[0, 0] == pytest.approx(-0.5) and logp.grad[1, 0] == pytest.approx(-0.125)
@@ -123,7 +124,7 @@ def test_bad_input_is_one_clear_error(tiny, tmp_path):
 
     for fn, message in ((broken, "broken raised ValueError: boom"), (short, "one number"),
                         (nan, "NaN")):  # fmt: skip
-        with pytest.raises(G.RewardFunctionError, match=message):
+        with pytest.raises(RewardFunctionError, match=message):
             llm.grpo(model, data, reward=fn, run_dir=tmp_path / fn.__name__, steps=1,
                      batch_size=2, group_size=2, max_new_tokens=3, progress=False)  # fmt: skip
     with pytest.raises(ConfigError, match="not a known reward"):
@@ -208,6 +209,34 @@ def test_resume_keeps_the_runs_reward_and_never_reuses_an_old_callable(tiny, tmp
     assert config["reward"] == "numeric" and config["steps"] == 2
 
 
+def test_a_callable_reward_reaches_its_own_run_only_and_resumes_when_given_again(tiny, tmp_path):
+    """The callable travels with its run (no module state): it scores that run's samples, not
+    a later run's, is recorded by name only, and a resumed run takes it again."""
+    root, model = tiny
+    data = root / "prompts.jsonl"
+    common = dict(batch_size=2, group_size=2, max_new_tokens=3, eval_exact_match=False,
+                  progress=False)  # fmt: skip
+    calls = []
+
+    def counting(prompts, completions, **kw):
+        calls.append(len(completions))
+        return [float(len(c)) for c in completions]
+
+    llm.grpo(model, data, reward=counting, run_dir=tmp_path / "c", steps=1, **common)
+    assert calls == [4]
+    config = json.loads((tmp_path / "c" / "config.json").read_text())["config"]
+    assert config["reward"] == "callable:counting"
+    llm.grpo(model, data, reward="numeric", run_dir=tmp_path / "n", steps=1, **common)
+    assert calls == [4]  # the next run never sees it
+    llm.grpo("", data, reward=counting, run_dir=tmp_path / "c", resume=True, steps=2,
+             progress=False)  # fmt: skip
+    assert calls == [4, 4]
+    assert not any(value is counting for value in vars(G).values())
+    with pytest.raises(ConfigError, match="pass reward= again"):
+        G.reward_function("callable:counting")
+    assert G.reward_function("callable:x", G.RewardedPrompts(str(data), counting)) is counting
+
+
 def test_packed_groups_score_exactly_as_separate_rows(tiny):
     """Each prompt's G completions in one row (prompt computed once) give the log-probs and
     entropies of separate prompt + completion rows, completions of different lengths."""
@@ -245,7 +274,7 @@ def test_a_packed_step_trains_the_same_weights_as_separate_rows(tiny):
         m = copy.deepcopy(model)
         optimizer = torch.optim.SGD(m.parameters(), lr=1.0)  # moves only by the gradient
         torch.manual_seed(7)  # the same samples both times
-        metrics = G.grpo_step(m, G._frozen_copy(model), tokenizer, optimizer, rows,
+        metrics = G.grpo_step(m, frozen_copy(model), tokenizer, optimizer, rows,
                               longer_is_better, config, packing)  # fmt: skip
         assert metrics["reward_std"] > 0 and math.isfinite(metrics["policy_loss"])
         weights.append([p.detach().clone() for p in m.parameters()])

@@ -8,7 +8,7 @@ and DPO with a sign error or a moving reference lowers the accuracy it starts fr
 
 DPO runs with ``rpo_alpha=1.0`` (an NLL term on the chosen answer): on these pairs, whose
 chosen and rejected answers share all but a digit or two, the DPO loss alone lowers the
-likelihood of both and exact match falls (measured here, and TRL's DPOTrainer does the same:
+likelihood of both and exact match falls (TRL's DPOTrainer does the same,
 ``benchmarks/bench_llm.py``).
 """
 
@@ -44,8 +44,8 @@ def test_sft_lifts_exact_match_far_above_its_start(arithmetic):
 
 def test_reward_model_separates_correct_sums_on_held_out_pairs(arithmetic):
     root = arithmetic["root"]
-    # 4,000 pairs and 600 steps: 97% held out (2,000 and 300 reached 89.5-93% on one CPU and
-    # over 90% on another, too close to the bar for a test)
+    # 4,000 pairs and 600 steps: with half of either, some CPUs' rounding lands too close to
+    # the bar for a test
     llm.write_jsonl(root / "gold.jsonl", llm.arithmetic_preferences(4000, seed=1, mistake="random"))
     rm = llm.reward_model(arithmetic["sft"].model_dir, root / "gold.jsonl", run_dir=root / "rm",
                           steps=600, batch_size=32, learning_rate=1e-4, **QUIET)  # fmt: skip
@@ -71,11 +71,12 @@ def test_dpo_on_its_own_mistakes_raises_exact_match_over_sft(arithmetic):
     assert accuracy >= arithmetic["sft_accuracy"] + 0.05, (arithmetic["sft_accuracy"], accuracy)
 
 
+@pytest.mark.slow  # a full default run, minutes long: `make test-slow`
 def test_grpo_with_its_defaults_raises_exact_match_by_20_points(arithmetic):
     """GRPO called with only the SFT model, 2,000 prompts and the exact-match verifier: its
     defaults (64 prompts x G = 8 per step, 2e-4, steps from the data size) must lift held-out
     exact match by at least 20 points. A sign error or a misaligned mask lowers it; too few
-    prompts per step or a 10x smaller step size leaves it within a few points (measured)."""
+    prompts per step or a much smaller step size leaves it nearly flat."""
     root = arithmetic["root"]
     llm.write_jsonl(root / "prompts.jsonl", llm.arithmetic(2000, seed=5))
     result = llm.grpo(arithmetic["sft"].model_dir, root / "prompts.jsonl", reward="exact-match",
@@ -87,14 +88,12 @@ def test_grpo_with_its_defaults_raises_exact_match_by_20_points(arithmetic):
 def test_rlhf_against_a_reward_model_of_its_mistakes_is_named_and_stopped_by_the_doctor(
     arithmetic,
 ):
-    """The issue's fallback: where RLHF-PPO cannot raise exact match against a learned reward
-    model, the doctor must say so. `rlx align rlhf --task arithmetic` with its defaults (a
-    reward model fitted to the SFT model's own mistakes, 77% held-out pair accuracy; PPO at
-    1e-5 on 64 prompts a step) lowers exact match (measured: 48% -> 25.5% of 200 held-out
-    prompts by step 6) while ``rm_score`` rises, where the same PPO with the exact-match
-    verifier as its reward dips to 38.5% at step 15 and ends at 49% after 150 steps. With
-    ``stop_on=("reward-hacking",)`` the doctor must name it from the logged gold reward and
-    end the run (at step 10 here)."""
+    """Where RLHF-PPO cannot raise exact match against a learned reward model, the doctor must
+    say so. `rlx align rlhf --task arithmetic` with its defaults (a reward model fitted to the
+    SFT model's own mistakes; PPO at 1e-5 on 64 prompts a step) lowers exact match within a
+    few steps while ``rm_score`` rises, where the same PPO with the exact-match verifier as its
+    reward keeps it. With ``stop_on=("reward-hacking",)`` the doctor must name it from the
+    logged gold reward and end the run early."""
     import rlx
 
     root = arithmetic["root"] / "rlhf-sums"
@@ -110,10 +109,8 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers: PPO
     must raise the reward model's score (a sign error lowers it) while the answers lengthen and
     the gold reward (exact match) falls, and the doctor must name the reward hacking and the
-    length bias from the run folder alone. Measured over 50 steps (first 5 -> last 5 steps):
-    rm_score -0.1 -> 3.2, length 3.85 -> 5.0 tokens, gold 0.08 -> 0. (With 30 steps one CPU
-    gave rm_score -1.1 -> 2.8 and length 3.7 -> 5.0, another length 3.84 -> 4.3 only: the
-    float rounding of the CPU's kernels moves such short runs.)"""
+    length bias from the run folder alone. 50 steps, because the float rounding of a CPU's
+    kernels moves shorter runs enough to blur the length trend."""
     import json
 
     import rlx

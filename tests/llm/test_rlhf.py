@@ -13,6 +13,7 @@ pytest.importorskip("transformers")
 import torch
 
 from rlx import llm
+from rlx.core.policy_losses import value_loss
 from rlx.errors import ConfigError
 from rlx.llm.stages import rlhf as R
 
@@ -48,7 +49,7 @@ def test_token_gae_equals_the_direct_sum():
     for row, (a, b) in enumerate(spans):
         mask[row, a:b] = True
     gamma, lam = 0.9, 0.8
-    adv, ret = R.token_gae(rewards * mask, values, mask, gamma, lam)
+    adv, ret = R.token_advantages(rewards * mask, values, mask, gamma, lam)
     for row, (a, b) in enumerate(spans):
         r, v = rewards[row].numpy(), values[row].numpy()
         for t in range(a, b):
@@ -61,7 +62,7 @@ def test_token_gae_equals_the_direct_sum():
             assert ret[row, t].item() == pytest.approx(direct + v[t], abs=1e-12)
         assert adv[row, ~mask[row]].abs().sum() == 0
     # lambda = 1, gamma = 1: the advantage is the return-to-go minus V
-    adv1, _ = R.token_gae(rewards * mask, values, mask, 1.0, 1.0)
+    adv1, _ = R.token_advantages(rewards * mask, values, mask, 1.0, 1.0)
     a, b = spans[0]
     togo = rewards[0, a:b].flip(0).cumsum(0).flip(0)
     torch.testing.assert_close(adv1[0, a:b], togo - values[0, a:b])
@@ -73,11 +74,11 @@ def test_clipped_value_loss_by_hand():
     returns = torch.tensor([[0.0, 2.0]])
     mask = torch.tensor([[True, True]])
     # token 0: (1-0)^2 = 1 vs clipped V 0.7 -> 0.49: max 1. token 1: (0-2)^2 = 4 both ways
-    loss = R.clipped_value_loss(values, old, returns, mask, clip=0.2)
+    loss, _ = value_loss(values, returns, old, 0.2, mask=mask)
     assert loss.item() == pytest.approx(0.5 * (1.0 + 4.0) / 2)
     # when clipping makes the error bigger it is the one taken (the pessimistic bound)
     one = torch.tensor([[1.0]])
-    loss = R.clipped_value_loss(0.1 * one, one, 0.0 * one, one.bool(), clip=0.2)
+    loss, _ = value_loss(0.1 * one, 0.0 * one, one, 0.2, mask=one.bool())
     assert loss.item() == pytest.approx(0.5 * 0.8**2)
 
 

@@ -116,6 +116,33 @@ def test_sft_writes_a_run_folder_and_a_model_plain_transformers_loads(files, tmp
     assert isinstance(loaded.greedy(["12+34="], max_new_tokens=3)[0], str)
 
 
+def test_loaded_models_are_agents_a_language_model_completes_a_reward_model_scores(files, tmp_path):
+    from rlx.core.agent import Agent, TextAgent
+
+    llm.sft(files["model"], files["root"] / "sft.jsonl", run_dir=tmp_path / "s", steps=2,
+            eval_exact_match=False, **FAST)  # fmt: skip
+    loaded = rlx.load(tmp_path / "s")
+    assert isinstance(loaded, TextAgent)
+    assert loaded.run_dir == tmp_path / "s" and loaded.config.steps == 2
+    prompts = ["12+34=", "5+6="]
+    assert loaded.act_batch(prompts) == loaded.greedy(prompts, loaded.max_new_tokens)
+    assert loaded.act(prompts[1]) == loaded.act_batch(prompts)[1]
+    torch.manual_seed(0)
+    sampled = loaded.act_batch(prompts * 4, deterministic=False)
+    assert len(sampled) == 8 and all(isinstance(text, str) for text in sampled)
+
+    llm.reward_model(files["model"], files["root"] / "prefs.jsonl", run_dir=tmp_path / "rm",
+                     steps=2, kind="bow", **FAST)  # fmt: skip
+    scorer = rlx.load(tmp_path / "rm")
+    assert isinstance(scorer, Agent) and scorer.run_dir == tmp_path / "rm"
+    assert scorer.config.kind == "bow"
+    pairs = [("12+34=", "46"), ("12+34=", "47")]
+    scores = scorer(["12+34=", "12+34="], ["46", "47"])
+    assert scorer.act_batch(pairs) == pytest.approx(scores)
+    assert scorer.act(pairs[1]) == pytest.approx(scores[1])
+    assert scorer.act("46") == pytest.approx(scorer([""], ["46"])[0])
+
+
 def test_rlx_train_takes_the_data_file_as_its_env(files, tmp_path):
     """rlx.train("sft", FILE, model=...) trains on FILE, as llm.sft(model, FILE) does."""
     data = files["root"] / "sft.jsonl"

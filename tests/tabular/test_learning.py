@@ -36,7 +36,7 @@ def _train(algo: str, env, **fields) -> TabularLearner:
 
 @pytest.mark.parametrize("algo", TD_CONTROL)
 def test_td_control_finds_the_optimal_policy_on_gridworld(gridworld, algo):
-    # the cheat sheet's defaults: alpha 0.1, epsilon 0.1
+    # the standard tabular defaults: alpha 0.1, epsilon 0.1
     report = check(_train(algo, gridworld, episodes=2000, seed=0).result(), gridworld)
     assert report.optimal_action_share == 1.0, report
     assert report.policy_value_gap == pytest.approx(0.0, abs=1e-9)

@@ -9,8 +9,9 @@
 
 With ``gae_lambda = 1`` (the default) the advantage is the n-step return minus ``V``: the
 rewards to the end of the rollout plus the discounted value of where it stopped.
-Collection, GAE, the losses and checkpoints are shared with PPO (:mod:`rlx.core`); with
-``runners=K`` the rollouts come from K Ray env runners (:mod:`rlx.distributed.env_runners`).
+The loop (collection, checkpoints, evaluation), GAE and the losses are shared with PPO
+(:func:`rlx.core.on_policy.train_on_policy`); with ``runners=K`` the rollouts come from K Ray
+env runners, handed in as ``remote``.
 """
 
 from __future__ import annotations
@@ -18,43 +19,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx import registry
+from rlx.core.fields import RunFields, RunnerFields
 from rlx.core.on_policy import (
     Batch,
+    OnPolicyMethod,
     PolicyAgent,
-    annealed,
-    build_policy,
-    check_config,
-    end_training,
-    episode_metrics,
+    Rollout,
+    check_learner_fields,
     gradient_step,
-    make_collector,
     policy_shift,
     prepare_batch,
-    restore_training,
-    training_state,
+    train_on_policy,
 )
 from rlx.core.optim import RMSprop
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
-from rlx.core.seeding import seed_everything
-from rlx.diagnostics import metrics as M
+from rlx.core.runners import EnvRunners
 
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class A2CConfig:
-    """A2C's knobs; defaults from the cheat sheet (c_v 0.5, c_e 0.01, gamma 0.99) and
-    Stable-Baselines3 (T = 5, RMSprop with lr 7e-4)."""
+class A2CConfig(RunnerFields, RunFields):
+    """A2C's knobs; defaults: c_v 0.5, c_e 0.01, gamma 0.99 (``docs/reference/defaults.md``)
+    and Stable-Baselines3's T = 5 and RMSprop at a step size of 7e-4."""
 
     total_steps: int = 500_000
-    """env steps to train for (transitions, over all env copies)"""
-    seed: int = 0
-    """seeds the networks, the envs and the actions"""
-    num_envs: int = 8
-    """N: env copies stepped together"""
+    num_envs: int = 8  # N, the env copies of a rollout
     num_steps: int = 5
     """T: steps per env copy per update (the n of the n-step returns)"""
     gamma: float = 0.99
@@ -85,16 +80,10 @@ class A2CConfig:
     """scale rewards by the running std of the discounted return"""
     log_std_init: float = 0.0
     """initial log std of a Gaussian policy"""
-    eval_episodes: int = 20
-    """evaluation episodes at the end, deterministic policy (0: none)"""
-    runners: int | None = None
-    """Ray env runners collecting in parallel, num_envs copies each, so an update learns from
-    runners x num_envs x num_steps samples (None: collect in this process; extra ray)"""
-    ray_address: str | None = None
-    """with runners: join the Ray cluster at HOST:PORT (None: start a local Ray for the run)"""
 
     def __post_init__(self) -> None:
-        check_config(self)
+        super().__post_init__()
+        check_learner_fields(self)
 
 
 # ============================================================================ the loss
@@ -111,53 +100,37 @@ def a2c_loss(
     return loss, {**pg_metrics, **v_metrics, **ent_metrics}
 
 
-# ============================================================================ training
-def train(config: A2CConfig, env: Any, run: Any) -> PolicyAgent:
+# ============================================================================ one update
+def learn(
+    policy: ActorCritic,
+    optimizer: RMSprop,
+    rollout: Rollout,
+    config: A2CConfig,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """A2C's part of each update of :func:`rlx.core.on_policy.train_on_policy`: ``V``,
+    ``log pi_old`` and n-step (or GAE) advantages, then one gradient step on the whole
+    rollout; ``approx_kl`` between the policy before and after it."""
+    batch = prepare_batch(rollout.buffer, policy, rollout.last_obs, config.gamma, config.gae_lambda)
+    loss, metrics = a2c_loss(policy, batch, config)
+    metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, optimizer.params, config.max_grad_norm)
+    metrics[M.APPROX_KL] = policy_shift(policy, batch)
+    return {**metrics, M.EXPLAINED_VARIANCE: batch.explained_variance}
+
+
+def optimizer(policy: ActorCritic, config: A2CConfig) -> RMSprop:
+    """RMSprop over the policy and the critic, at ``learning_rate``."""
+    return RMSprop(policy.parameters(), config.learning_rate, alpha=config.rmsprop_alpha)
+
+
+METHOD = OnPolicyMethod(name="a2c", optimizer=optimizer, learn=learn)
+
+
+def train(
+    config: A2CConfig, env: Any, run: Any, *, remote: EnvRunners | None = None
+) -> PolicyAgent:
     """Train A2C on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
-    rng = seed_everything(config.seed)
-    with make_collector(config, env, run.env_id, algo="A2C") as collector:
-        policy = build_policy(config, collector)
-        params = list(policy.parameters())
-        optimizer = RMSprop(params, config.learning_rate, alpha=config.rmsprop_alpha)
-        buffer = collector.new_buffer(config.num_steps)
-        step = 0
-        if run.resumed_state is not None:
-            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
-
-        def save() -> None:
-            state = training_state(step, policy, optimizer, collector, rng)
-            run.save_checkpoint(step, state)
-
-        while step < config.total_steps and not run.stop_requested:
-            lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
-            optimizer.lr = lr
-            # 1. collect N x T steps with the current policy (in this process, or on K runners)
-            step, episodes = collector.collect(policy, buffer, rng, step)
-            if len(episodes.returns):  # logged as they end, before the update
-                run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
-            # 2. V, log pi_old and n-step (or GAE) advantages
-            batch = prepare_batch(
-                buffer, policy, collector.last_obs, config.gamma, config.gae_lambda
-            )
-            # 3. one gradient step on the whole rollout
-            loss, metrics = a2c_loss(policy, batch, config)
-            metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
-            # 4. diagnostics, read once per update
-            metrics[M.APPROX_KL] = policy_shift(policy, batch)
-            run.log(
-                step,
-                {
-                    **metrics,
-                    M.EXPLAINED_VARIANCE: batch.explained_variance,
-                    M.LR: lr,
-                    **episode_metrics(episodes),
-                    **collector.stats(),
-                },
-            )
-            if run.checkpoint_due():
-                save()
-        save()
-        return end_training("a2c", run, env, config, step, policy, collector)
+    return train_on_policy(METHOD, config, env, run, remote)
 
 
 # ============================================================================ load, register
@@ -177,7 +150,7 @@ registry.register(
         config=A2CConfig,
         train=train,
         load=load,
-        summary="A2C: one step of -A log pi + c_v (V - R)^2 / 2 - c_e H per N x T rollout",
         presets=PRESETS,
+        remote="env-runners",
     )
 )

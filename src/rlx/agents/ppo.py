@@ -1,4 +1,4 @@
-"""PPO (Schulman et al., 2017): the cheat sheet's training loop, top to bottom.
+"""PPO (Schulman et al., 2017): the clipped surrogate over epochs of minibatches, top to bottom.
 
     N parallel envs x T steps  ->  buffer (s, a, r, terminated, truncated, log_pi_old, v_old)
     GAE (lambda 0.95, gamma 0.99)  ->  advantages A_t and value targets R_t = A_t + V_old(s_t)
@@ -9,11 +9,12 @@
     explained_variance, lr, grad_norm, and the episodes that finished.
 
 ``Discrete`` actions get a softmax policy; ``Box`` actions a Gaussian with a state-independent
-log std and normalised observations. ``hidden_sizes=()`` is the cheat sheet's annotated case:
-a linear softmax policy over the features with a linear critic. The shared parts (collection,
-GAE, the losses, checkpoints) live in :mod:`rlx.core`; this file is the algorithm. With
-``runners=K`` the rollouts come from K Ray env runners of N copies each
-(:mod:`rlx.distributed.env_runners`): the learner sees one rollout of K x N copies.
+log std and normalised observations. ``hidden_sizes=()`` gives the linear case: a softmax
+policy linear in the features with a linear critic (``docs/concepts/policy-formulas.md``).
+The loop (collection, checkpoints, evaluation), GAE and the losses live in :mod:`rlx.core`
+(:func:`rlx.core.on_policy.train_on_policy`); this file is the algorithm: its config, its
+loss and its update. With ``runners=K`` the rollouts come from K Ray env runners of N copies
+each, handed in as ``remote``: the learner sees one rollout of K x N copies.
 """
 
 from __future__ import annotations
@@ -25,43 +26,36 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx import registry
 from rlx.core import manual_grad
+from rlx.core.fields import RunFields, RunnerFields
 from rlx.core.on_policy import (
     Batch,
+    OnPolicyMethod,
     PolicyAgent,
+    Rollout,
     annealed,
-    build_policy,
-    check_config,
-    end_training,
-    episode_metrics,
+    check_learner_fields,
     gradient_step,
-    make_collector,
     mean_metrics,
     prepare_batch,
-    restore_training,
-    training_state,
+    train_on_policy,
 )
 from rlx.core.optim import Adam
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import clipped_surrogate, entropy_bonus, normalize, value_loss
-from rlx.core.seeding import seed_everything
-from rlx.diagnostics import metrics as M
+from rlx.core.runners import EnvRunners
 from rlx.errors import ConfigError
 
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class PPOConfig:
-    """PPO's knobs; defaults from the cheat sheet (gamma 0.99, eps 0.2, c_v 0.5, c_e 0.01,
-    lambda 0.95, K = 10 epochs, minibatches of 64)."""
+class PPOConfig(RunnerFields, RunFields):
+    """PPO's knobs; defaults: gamma 0.99, eps 0.2, c_v 0.5, c_e 0.01, lambda 0.95, K = 10
+    epochs, minibatches of 64 (``docs/reference/defaults.md``)."""
 
-    total_steps: int = 100_000
-    """env steps to train for (transitions, over all env copies)"""
-    seed: int = 0
-    """seeds the networks, the envs, the actions and the minibatch shuffles"""
-    num_envs: int = 8
-    """N: env copies stepped together"""
+    num_envs: int = 8  # N, the env copies of a rollout
     num_steps: int = 128
     """T: steps per env copy per rollout; one update learns from N x T samples"""
     gamma: float = 0.99
@@ -102,16 +96,10 @@ class PPOConfig:
     """scale rewards by the running std of the discounted return"""
     log_std_init: float = 0.0
     """initial log std of a Gaussian policy"""
-    eval_episodes: int = 20
-    """evaluation episodes at the end, deterministic policy (0: none)"""
-    runners: int | None = None
-    """Ray env runners collecting in parallel, num_envs copies each, so a rollout is runners x
-    num_envs x num_steps samples (None: collect in this process; extra ray)"""
-    ray_address: str | None = None
-    """with runners: join the Ray cluster at HOST:PORT (None: start a local Ray for the run)"""
 
     def __post_init__(self) -> None:
-        check_config(self)
+        super().__post_init__()
+        check_learner_fields(self)
         if self.clip_eps <= 0:
             raise ConfigError(
                 f"PPOConfig: clip_eps={self.clip_eps} must be > 0 (default 0.2; 0.1 is timid, "
@@ -232,51 +220,36 @@ def minibatches(
     return parts
 
 
-# ============================================================================ training
-def train(config: PPOConfig, env: Any, run: Any) -> PolicyAgent:
+# ============================================================================ one update
+def learn(
+    policy: ActorCritic,
+    optimizer: Adam,
+    rollout: Rollout,
+    config: PPOConfig,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """PPO's part of each update of :func:`rlx.core.on_policy.train_on_policy`: ``V_old``,
+    ``log pi_old`` and GAE advantages of the rollout, then K epochs of the clipped surrogate
+    (``clip_eps`` annealed from where the rollout began, if asked)."""
+    clip_eps = annealed(config.clip_eps, rollout.step, config.total_steps, config.anneal_clip)
+    batch = prepare_batch(rollout.buffer, policy, rollout.last_obs, config.gamma, config.gae_lambda)
+    metrics = update(policy, optimizer, batch, config, rng, clip_eps)
+    return {**metrics, M.EXPLAINED_VARIANCE: batch.explained_variance}
+
+
+def optimizer(policy: ActorCritic, config: PPOConfig) -> Adam:
+    """Adam over the policy and the critic, at ``learning_rate``."""
+    return Adam(policy.parameters(), config.learning_rate)
+
+
+METHOD = OnPolicyMethod(name="ppo", optimizer=optimizer, learn=learn)
+
+
+def train(
+    config: PPOConfig, env: Any, run: Any, *, remote: EnvRunners | None = None
+) -> PolicyAgent:
     """Train PPO on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
-    rng = seed_everything(config.seed)
-    with make_collector(config, env, run.env_id, algo="PPO") as collector:
-        policy = build_policy(config, collector)
-        optimizer = Adam(policy.parameters(), config.learning_rate)
-        buffer = collector.new_buffer(config.num_steps)
-        step = 0
-        if run.resumed_state is not None:
-            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
-
-        def save() -> None:
-            state = training_state(step, policy, optimizer, collector, rng)
-            run.save_checkpoint(step, state)
-
-        while step < config.total_steps and not run.stop_requested:
-            lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
-            clip_eps = annealed(config.clip_eps, step, config.total_steps, config.anneal_clip)
-            optimizer.lr = lr
-            # 1. collect N x T steps with the current policy (in this process, or on K runners)
-            step, episodes = collector.collect(policy, buffer, rng, step)
-            if len(episodes.returns):  # logged as they end, before the update
-                run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
-            # 2. V_old, log pi_old and GAE advantages of the whole rollout
-            batch = prepare_batch(
-                buffer, policy, collector.last_obs, config.gamma, config.gae_lambda
-            )
-            # 3. K epochs x minibatches of the clipped surrogate
-            metrics = update(policy, optimizer, batch, config, rng, clip_eps)
-            # 4. diagnostics, read once per update
-            run.log(
-                step,
-                {
-                    **metrics,
-                    M.EXPLAINED_VARIANCE: batch.explained_variance,
-                    M.LR: lr,
-                    **episode_metrics(episodes),
-                    **collector.stats(),
-                },
-            )
-            if run.checkpoint_due():
-                save()
-        save()
-        return end_training("ppo", run, env, config, step, policy, collector)
+    return train_on_policy(METHOD, config, env, run, remote)
 
 
 # ============================================================================ load, register
@@ -287,10 +260,9 @@ def load(config: PPOConfig, env_id: str, state: dict) -> PolicyAgent:
 
 PRESETS: dict[str, dict[str, Any]] = {
     # rl-baselines3-zoo's CartPole-v1 settings (8 x 32 steps, full-batch updates, gamma 0.98,
-    # lambda 0.8, annealed LR and clip), re-tuned for wall time and samples: 16 epochs at 5e-3
-    # instead of the zoo's 20 at 1e-3 reach 475 in 22k env steps (median of seeds 20-39; 12
-    # epochs at 3e-3: 28k) with a fifth fewer gradient steps, and seeds 0-9 all end at 500
-    # (benchmarks/bench_policy_gradient.py)
+    # lambda 0.8, annealed LR and clip), re-tuned for wall time and samples: fewer epochs at a
+    # larger step size than the zoo's reach the solved return in fewer env steps and fewer
+    # gradient steps (benchmarks/bench_policy_gradient.py measures it)
     "CartPole-v1": {
         "num_envs": 8,
         "num_steps": 32,
@@ -324,7 +296,7 @@ registry.register(
         config=PPOConfig,
         train=train,
         load=load,
-        summary="PPO: min(r A, clip(r, 1-eps, 1+eps) A) over K epochs of minibatches, GAE",
         presets=PRESETS,
+        remote="env-runners",
     )
 )

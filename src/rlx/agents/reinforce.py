@@ -9,7 +9,8 @@
 The policy gradient is ``grad J = E[sum_t G_t grad log pi(a_t|s_t)]``; subtracting a baseline
 keeps it unbiased and cuts its variance. Only steps whose episode ends inside the batch have
 a Monte Carlo return; the steps of each copy after its last episode end are left out (the
-copy continues that episode in the next batch).
+copy continues that episode in the next batch). The loop (collection, checkpoints,
+evaluation) is :func:`rlx.core.on_policy.train_on_policy`, collecting whole episodes.
 """
 
 from __future__ import annotations
@@ -20,30 +21,27 @@ from typing import Any, Literal
 import numpy as np
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx import registry
 from rlx.core.advantages import discounted_returns
 from rlx.core.buffers import RolloutBuffer
+from rlx.core.checks import at_least
+from rlx.core.fields import RunFields
 from rlx.core.on_policy import (
     Batch,
-    Collector,
+    OnPolicyMethod,
     PolicyAgent,
-    annealed,
-    build_policy,
-    check_config,
-    end_training,
-    episode_metrics,
+    Rollout,
+    check_learner_fields,
     evaluate_rollout,
     flat_batch,
     gradient_step,
     policy_shift,
-    restore_training,
-    training_state,
+    train_on_policy,
 )
 from rlx.core.optim import Adam
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
-from rlx.core.seeding import seed_everything
-from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 
 BASELINES = ("learned", "mean", "none")
@@ -51,15 +49,12 @@ BASELINES = ("learned", "mean", "none")
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class ReinforceConfig:
-    """REINFORCE's knobs; gamma 0.99 and c_v 0.5 from the cheat sheet."""
+class ReinforceConfig(RunFields):
+    """REINFORCE's knobs; gamma 0.99 and c_v 0.5 (``docs/reference/defaults.md``). Each batch
+    holds at least one whole episode of every env copy."""
 
     total_steps: int = 200_000
-    """env steps to train for (transitions, over all env copies)"""
-    seed: int = 0
-    """seeds the networks, the envs and the actions"""
     num_envs: int = 8
-    """env copies; each batch holds at least one whole episode of each"""
     max_steps: int = 1000
     """cap on the steps per copy in one batch (episodes still running then wait)"""
     gamma: float = 0.99
@@ -86,17 +81,15 @@ class ReinforceConfig:
     """normalise observations by running statistics (None: for Box actions only)"""
     log_std_init: float = 0.0
     """initial log std of a Gaussian policy"""
-    eval_episodes: int = 20
-    """evaluation episodes at the end, deterministic policy (0: none)"""
 
     def __post_init__(self) -> None:
-        check_config(self)
+        super().__post_init__()
+        check_learner_fields(self)
         if self.baseline not in BASELINES:
             raise ConfigError(
                 f"ReinforceConfig: baseline={self.baseline!r} is not one of {', '.join(BASELINES)}."
             )
-        if self.max_steps < 1:
-            raise ConfigError(f"ReinforceConfig: max_steps={self.max_steps} must be >= 1.")
+        at_least(self, "max_steps", 1)
 
 
 # ============================================================================ returns, loss
@@ -143,51 +136,44 @@ def reinforce_loss(
     return loss, {**metrics, **ent_metrics}
 
 
-# ============================================================================ training
+# ============================================================================ one update
+def learn(
+    policy: ActorCritic,
+    optimizer: Adam,
+    rollout: Rollout,
+    config: ReinforceConfig,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """REINFORCE's part of each update of :func:`rlx.core.on_policy.train_on_policy`: Monte
+    Carlo returns and baseline-subtracted weights, then one policy-gradient step (and the
+    baseline's regression); ``approx_kl`` between the policy before and after it."""
+    batch = monte_carlo_batch(rollout.buffer, policy, rollout.last_obs, config)
+    loss, metrics = reinforce_loss(policy, batch, config)
+    metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, optimizer.params, config.max_grad_norm)
+    metrics[M.APPROX_KL] = policy_shift(policy, batch)
+    if policy.has_critic:
+        metrics[M.EXPLAINED_VARIANCE] = batch.explained_variance
+    return metrics
+
+
+def optimizer(policy: ActorCritic, config: ReinforceConfig) -> Adam:
+    """Adam over the policy (and the learned baseline), at ``learning_rate``."""
+    return Adam(policy.parameters(), config.learning_rate)
+
+
+METHOD = OnPolicyMethod(
+    name="reinforce",
+    optimizer=optimizer,
+    learn=learn,
+    rollout_steps="max_steps",
+    whole_episodes=True,
+    critic=lambda config: config.baseline == "learned",
+)
+
+
 def train(config: ReinforceConfig, env: Any, run: Any) -> PolicyAgent:
     """Train REINFORCE on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
-    rng = seed_everything(config.seed)
-    collector = Collector(
-        env,
-        config.num_envs,
-        config.seed,
-        algo="REINFORCE",
-        env_id=run.env_id,
-        normalize_obs=config.normalize_obs,
-    )
-    policy = build_policy(config, collector, critic=config.baseline == "learned")
-    params = list(policy.parameters())
-    optimizer = Adam(params, config.learning_rate)
-    buffer = collector.new_buffer(config.max_steps)
-    step = 0
-    if run.resumed_state is not None:
-        step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
-
-    def save() -> None:
-        state = training_state(step, policy, optimizer, collector, rng)
-        run.save_checkpoint(step, state)
-
-    while step < config.total_steps and not run.stop_requested:
-        lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
-        optimizer.lr = lr
-        # 1. collect until every copy has ended an episode
-        step, episodes = collector.collect(policy, buffer, rng, step, until_every_copy_done=True)
-        if len(episodes.returns):  # logged as they end, before the update
-            run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
-        # 2. Monte Carlo returns and baseline-subtracted weights
-        batch = monte_carlo_batch(buffer, policy, collector.last_obs, config)
-        # 3. one policy-gradient step (and baseline regression)
-        loss, metrics = reinforce_loss(policy, batch, config)
-        metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
-        # 4. diagnostics, read once per update
-        metrics[M.APPROX_KL] = policy_shift(policy, batch)
-        if policy.has_critic:
-            metrics[M.EXPLAINED_VARIANCE] = batch.explained_variance
-        run.log(step, {**metrics, M.LR: lr, **episode_metrics(episodes)})
-        if run.checkpoint_due():
-            save()
-    save()
-    return end_training("reinforce", run, env, config, step, policy, collector)
+    return train_on_policy(METHOD, config, env, run)
 
 
 # ============================================================================ load, register
@@ -202,7 +188,6 @@ registry.register(
         config=ReinforceConfig,
         train=train,
         load=load,
-        summary="REINFORCE: grad J = E[(G_t - b(s_t)) grad log pi(a_t|s_t)], whole episodes",
         presets={},
     )
 )

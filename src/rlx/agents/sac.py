@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rlx import metrics as M
 from rlx import registry
+from rlx.core.checks import positive
 from rlx.core.continuous import (
     polyak_update,
     sac_actor_loss,
@@ -46,53 +48,37 @@ from rlx.core.continuous import (
     twin_critic_loss,
 )
 from rlx.core.critics import EnsembleQ
+from rlx.core.fields import ReplayFields
 from rlx.core.nets import mlp
 from rlx.core.off_policy import (
     Batch,
     ContinuousAgent,
-    check_config,
+    ContinuousLearner,
+    ContinuousMethod,
+    check_learner_fields,
     descend,
-    load_off_policy,
+    load_continuous,
     train_off_policy,
 )
 from rlx.core.optim import Adam
-from rlx.diagnostics import metrics as M
-from rlx.errors import ConfigError
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # keep sigma in [2e-9, 7.4]: finite log-probs
 
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class SACConfig:
+class SACConfig(ReplayFields):
     """SAC hyperparameters (defaults: Stable-Baselines3's and CleanRL's common choices)."""
 
-    total_steps: int = 100_000
-    """env steps to train for, over all env copies"""
-    seed: int = 0
-    """seed of the networks, the replay sampling, exploration and the envs"""
-    num_envs: int = 1
-    """env copies stepped together as one vector env"""
-    vectorization: Literal["auto", "sync", "async"] = "auto"
-    """auto: the env's native vector version if it has one, else sync; async: subprocesses"""
-    actor_lr: float = 3e-4
-    """Adam learning rate of the policy"""
-    critic_lr: float = 1e-3
-    """Adam learning rate of the twin critics (and of the temperature)"""
+    eval_episodes: int = 10
+    actor_learning_rate: float = 3e-4
+    """Adam's step size for the policy"""
+    critic_learning_rate: float = 1e-3
+    """Adam's step size for the twin critics (and for the temperature)"""
     gamma: float = 0.99
     """discount factor, in [0, 1]"""
     tau: float = 0.005
     """Polyak step of the target critics, phi' <- tau phi + (1 - tau) phi', in (0, 1]"""
-    buffer_size: int = 1_000_000
-    """replay buffer capacity in transitions"""
-    batch_size: int = 256
-    """transitions per gradient step"""
-    learning_starts: int = 5_000
-    """env steps of uniformly random actions, and transitions stored before the first update"""
-    train_freq: int = 1
-    """env steps (over all copies) between rounds of gradient steps"""
-    gradient_steps: int = 1
-    """gradient steps per round"""
     hidden_sizes: tuple[int, ...] = (256, 256)
     """hidden layer widths of the actor and of each critic"""
     alpha: float = 0.2
@@ -101,28 +87,24 @@ class SACConfig:
     """tune alpha toward target_entropy; False: keep alpha fixed"""
     target_entropy: float | None = None
     """entropy the temperature aims at (None: -dim(A))"""
-    save_replay_buffer: bool = False
-    """also save the replay buffer in checkpoints (large), so a resume continues exactly"""
-    log_every: int = 1_000
-    """env steps between metric logs"""
-    eval_episodes: int = 10
-    """deterministic evaluation episodes after training, for summary.json (0: none)"""
 
     def __post_init__(self) -> None:
-        check_config(self)
-        if self.alpha <= 0:
-            raise ConfigError(f"SACConfig: alpha={self.alpha} must be > 0.")
+        super().__post_init__()
+        check_learner_fields(self)
+        positive(self, "actor_learning_rate")
+        positive(self, "critic_learning_rate")
+        positive(self, "alpha")
 
 
 # Tuned per environment, as rl-baselines3-zoo keeps them; explicit flags override these.
 PRESETS: dict[str, dict[str, Any]] = {
-    # the zoo's budget and learning rate; small networks (a few times cheaper per gradient
-    # step than SB3's 256x256), a short warm-up, a faster target (tau) and a shorter horizon
-    # (gamma): a last-10-episode mean of -200 after about 3,800 env steps (median of 3 seeds)
+    # the zoo's budget and learning rate; small networks (cheaper per gradient step than
+    # SB3's 256x256), a short warm-up, a faster target (tau) and a shorter horizon (gamma)
+    # reach the solved return in a fraction of the budget (benchmarks/bench_continuous.py)
     "Pendulum-v1": {
         "total_steps": 20_000,
-        "actor_lr": 1e-3,
-        "critic_lr": 1e-3,
+        "actor_learning_rate": 1e-3,
+        "critic_learning_rate": 1e-3,
         "gamma": 0.98,
         "tau": 0.02,
         "buffer_size": 20_000,
@@ -156,11 +138,11 @@ class SquashedGaussianActor(nn.Module):
 
 
 # ============================================================================ the learner
-class SACLearner:
+class SACLearner(ContinuousLearner):
     """The actor, twin critics, their targets, the temperature and their optimisers."""
 
     def __init__(self, config: SACConfig, obs_dim: int, act_dim: int) -> None:
-        self.config = config
+        super().__init__(config, act_dim)
         self.actor = SquashedGaussianActor(obs_dim, act_dim, config.hidden_sizes)
         self.critic = EnsembleQ(obs_dim, act_dim, config.hidden_sizes, n_critics=2)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
@@ -168,11 +150,11 @@ class SACLearner:
         self.target_entropy = (
             -float(act_dim) if config.target_entropy is None else float(config.target_entropy)
         )
-        self.actor_opt = Adam(self.actor.parameters(), lr=config.actor_lr, eps=1e-8)
-        self.critic_opt = Adam(self.critic.parameters(), lr=config.critic_lr, eps=1e-8)
-        self.alpha_opt = (
-            Adam([self.log_alpha], lr=config.critic_lr, eps=1e-8) if config.autotune else None
-        )
+        self.actor_opt = Adam(self.actor.parameters(), lr=config.actor_learning_rate, eps=1e-8)
+        self.critic_opt = Adam(self.critic.parameters(), lr=config.critic_learning_rate, eps=1e-8)
+        self.alpha_opt = None
+        if config.autotune:
+            self.alpha_opt = Adam([self.log_alpha], lr=config.critic_learning_rate, eps=1e-8)
         self._critic_params = list(self.critic.parameters())
         self._target_params = list(self.critic_target.parameters())
 
@@ -252,15 +234,18 @@ class SACLearner:
 
 
 # ============================================================================ training
+METHOD = ContinuousMethod("sac", SACLearner)
+
+
 def train(config: SACConfig, env: Any, run: Any) -> ContinuousAgent:
     """Train SAC on ``env`` inside an open :class:`rlx.runs.Run` (the shared loop of
     :func:`rlx.core.off_policy.train_off_policy` around :class:`SACLearner`)."""
-    return train_off_policy("sac", SACLearner, config, env, run)
+    return train_off_policy(METHOD, config, env, run)
 
 
 def load(config: SACConfig, env_id: str, state: dict) -> ContinuousAgent:
     """The agent of a checkpoint (``rlx.load``), acting deterministically."""
-    return load_off_policy("sac", SACLearner, config, env_id, state)
+    return load_continuous("sac", SACLearner, config, env_id, state)
 
 
 registry.register(
@@ -269,7 +254,7 @@ registry.register(
         config=SACConfig,
         train=train,
         load=load,
-        summary="SAC: y = r + gamma (min_k Q_k'(s',a') - alpha log pi(a'|s')), squashed Gaussian",
         presets=PRESETS,
+        renamed={"actor_lr": "actor_learning_rate", "critic_lr": "critic_learning_rate"},
     )
 )

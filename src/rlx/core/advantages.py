@@ -1,4 +1,5 @@
-"""Returns and advantages of on-policy rollouts, as small pure functions on ``[T, N]`` arrays.
+"""Returns and advantages of on-policy rollouts, as small pure functions on ``[T, N]`` arrays
+(:func:`masked_gae`: on padded ``[B, T]`` sequences, such as a language model's completions).
 
 A rollout is ``T`` steps of ``N`` env copies, time first. Every function keeps the two ways an
 episode ends apart (STYLE.md, rule 5):
@@ -97,6 +98,39 @@ def gae(
         following = delta[t] + carry[t] * following
         advantages[t] = following
     return advantages
+
+
+def masked_gae(
+    rewards: np.ndarray, values: np.ndarray, mask: np.ndarray, gamma: float, lam: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gae` over padded sequences: ``[B, T]`` rows, ``mask`` True on each row's steps.
+
+    Each row's steps (one contiguous run of True, e.g. a completion's tokens) are one episode
+    that terminates at its last step, so the value after it is 0:
+    ``delta_t = r_t + gamma V_{t+1} - V_t`` with ``V_{T+1} = 0``, and
+    ``A_t = sum_l (gamma lambda)^l delta_{t+l}`` to the row's last step. Padding is cut off by
+    the same termination and contributes nothing.
+
+    Returns ``(advantages, returns = advantages + values)``, float64 ``[B, T]``, 0 off the mask.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    rewards = np.asarray(rewards, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    shapes = {rewards.shape, values.shape, mask.shape}
+    if len(shapes) != 1 or mask.ndim != 2:
+        raise ValueError(
+            f"rewards, values and mask must share one shape [B, T], got {sorted(shapes)}."
+        )
+    rewards, values = np.where(mask, rewards, 0.0), np.where(mask, values, 0.0)
+    # a step whose successor is not in the row ends the episode: nothing is bootstrapped past it
+    ends = ~np.concatenate([mask[:, 1:], np.zeros_like(mask[:, :1])], axis=1)
+    next_values = np.concatenate([values[:, 1:], np.zeros_like(values[:, :1])], axis=1)
+    terminated = ends | ~mask  # padding: one-step episodes of its own, zeroed below
+    advantages = gae(
+        rewards.T, values.T, next_values.T, terminated.T, np.zeros_like(mask.T), gamma, lam
+    ).T
+    advantages = np.where(mask, advantages, 0.0)
+    return advantages, np.where(mask, advantages + values, 0.0)
 
 
 def explained_variance(predicted: np.ndarray, target: np.ndarray) -> float:

@@ -105,6 +105,13 @@ class ReplayBuffer:
         self.pos[envs] = (rows + 1) % self.rows
         self.count[envs] = np.minimum(self.count[envs] + 1, self.rows)
 
+    def end_episodes(self, columns: np.ndarray) -> None:
+        """Mark the last stored transition of each of ``columns`` truncated: what those
+        columns hold next comes from other episodes (new envs), so no n-step return spans
+        the cut."""
+        columns = columns[self.count[columns] > 0] if len(columns) else columns
+        self.truncated[(self.pos[columns] - 1) % self.rows, columns] = True
+
     def sample(self, batch_size: int, rng: np.random.Generator) -> ReplaySample:
         """``batch_size`` transitions drawn uniformly (with replacement) from all stored ones."""
         if len(self) == 0:

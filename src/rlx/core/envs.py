@@ -150,6 +150,18 @@ def _unknown_env_message(env_id: str, exc: Exception) -> str:
     return f"cannot make Gymnasium env {env_id!r}: {exc}.{hint}"
 
 
+def env_spaces(env: Any) -> tuple[Any, Any]:
+    """The single-copy observation and action spaces of an env id or env object (an id is
+    made, read and closed)."""
+    if not isinstance(env, str):
+        return env.observation_space, env.action_space
+    probe = make_env(env)
+    try:
+        return probe.observation_space, probe.action_space
+    finally:
+        probe.close()
+
+
 def require_discrete_actions(space: Any, algo: str, env_id: str, instead: str) -> int:
     """The number of actions of a ``Discrete`` space; anything else raises :class:`EnvError`."""
     import gymnasium as gym

@@ -3,6 +3,9 @@
 Tabular agents step a TabularMDP or a Gymnasium env one episode at a time. Deep agents (those
 with ``act_batch(obs_batch, deterministic)``) run up to ``MAX_EVAL_ENVS`` copies of the env as one
 vector env and choose all their actions in one batched call per step.
+
+:func:`final_evaluation` is how every deep agent's run ends: the trained agent's figures for
+``summary.json``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import numpy as np
 from rlx.errors import ConfigError
 
 MAX_EVAL_ENVS = 16
+EVAL_SEED_OFFSET = 10_000
+"""A run's final evaluation resets its envs from ``seed + EVAL_SEED_OFFSET``: other episodes
+than the ones training began with, and the same ones for every run of that seed."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,26 @@ def evaluate(
     return EvalStats(
         float(r.mean()), float(r.std()), float(n.mean()), float(n.std()), episodes, tuple(r)
     )
+
+
+def final_evaluation(agent: Any, env: Any, run: Any, episodes: int, seed: int) -> dict[str, Any]:
+    """The figures ``summary.json`` gets from a deep agent's run: ``episodes`` deterministic
+    evaluation episodes of the trained ``agent`` on ``env``, seeded from
+    ``seed + EVAL_SEED_OFFSET``.
+
+    Empty when ``episodes`` is 0, and when the run was stopped early (Ctrl-C, SIGTERM, a
+    doctor rule in ``stop_on``): a stopped run's policy is unfinished, and its figures would
+    read as the result of a whole run; ``rlx eval RUN_DIR`` evaluates it on request.
+    """
+    if episodes == 0 or run.stop_requested:
+        return {}
+    stats = evaluate(agent, env, episodes=episodes, seed=seed + EVAL_SEED_OFFSET)
+    return {
+        "eval_return_mean": stats.mean_return,
+        "eval_return_std": stats.std_return,
+        "eval_length_mean": stats.mean_length,
+        "eval_episodes": stats.episodes,
+    }
 
 
 def _rollouts_mdp(agent, mdp, episodes, seed, deterministic, max_steps):

@@ -1,14 +1,14 @@
-"""PPO's loss and its gradient written out by hand for a softmax policy over a tanh or ReLU
-MLP with an MLP critic: no autograd graph.
+"""The clipped-surrogate loss ``L = L_CLIP + c_v L_V - c_e H`` and its gradient written out by
+hand for a softmax policy over a tanh or ReLU MLP with an MLP critic: no autograd graph.
 
-On CartPole's full-batch update (256 samples, two 64-64 networks) autograd's graph building
-and per-node dispatch were most of a 1.1 ms gradient step; the same arithmetic written out
-takes 0.6 ms as torch operations and 0.52 ms in numpy, on views of the parameters (the
-optimizer and the gradient clipping stay torch's). The gradients equal autograd's up to
-float rounding (``tests/agents/test_policy_math.py`` checks it).
+On small networks and minibatches of a few hundred samples, autograd's graph building and
+per-node dispatch are most of a gradient step; the same arithmetic written out in numpy, on
+views of the parameters, skips them (the optimizer and the gradient clipping stay torch's).
+The gradients equal autograd's up to float rounding (``tests/agents/test_policy_math.py``
+checks it).
 
 :func:`supports` says whether a policy and config can take this path; the others go through
-autograd (:func:`rlx.agents.ppo.ppo_loss`).
+autograd (the losses of :mod:`rlx.core.policy_losses`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx.core.nets import MLP
-from rlx.diagnostics import metrics as M
 
 
 def supports(policy: Any, config: Any) -> bool:
@@ -54,9 +54,8 @@ def _array(t: Tensor) -> np.ndarray:
     return t.detach().numpy()
 
 
-# numpy (OpenBLAS) over torch for these shapes, one thread: a 256 x 64 x 64 product takes 15 us
-# against torch's 26 us, a 256 x 64 x 2 one 2 us against 6-8 us, and elementwise calls on a
-# few thousand floats cost ~1 us against ~4 us
+# numpy (OpenBLAS) over torch for these shapes, one thread: at a few hundred rows torch's
+# per-call dispatch costs more than the products and the elementwise calls themselves
 def _tanh_(x: np.ndarray) -> np.ndarray:
     return np.tanh(x, out=x)
 
@@ -86,8 +85,8 @@ Weights = list[tuple[np.ndarray, np.ndarray]]
 def weights_of(policy: Any) -> tuple[Weights, Weights]:
     """The actor's and the critic's ``(W, b)`` per layer as numpy views of the parameters.
 
-    The optimizer updates the parameters in place, so one call serves a whole update (a view
-    costs about 3 us; a step needs twelve).
+    The optimizer updates the parameters in place, so one call serves a whole update (making
+    the views once, not at each of its steps).
     """
     return _views(policy.actor), _views(policy.critic)
 
@@ -135,7 +134,8 @@ def loss_and_grads(
     policy: Any, mb: PreparedBatch, clip_eps: float, vf_coef: float, ent_coef: float
 ) -> tuple[list[Tensor], dict[str, Tensor]]:
     """Gradients of ``L = L_CLIP + c_v L_V - c_e H`` for ``policy.parameters()`` in order
-    (actor, then critic), and the metrics :func:`rlx.agents.ppo.ppo_loss` returns."""
+    (actor, then critic), and the metrics of the same loss through autograd
+    (:mod:`rlx.core.policy_losses`)."""
     grads, terms = grads_and_terms(policy, mb, clip_eps, vf_coef, ent_coef)
     return grads, metrics_of([terms])
 
@@ -153,7 +153,7 @@ class LossTerms(NamedTuple):
 
 
 def metrics_of(steps: list[LossTerms]) -> dict[str, Tensor]:
-    """The mean over ``steps`` of each step's :func:`rlx.agents.ppo.ppo_loss` metrics (one
+    """The mean over ``steps`` of each step's loss metrics (one
     stacked reduction each when the steps have equal sizes)."""
     if len({len(t.surrogate) for t in steps}) > 1:  # unequal minibatches: mean of the means
         rows = [metrics_of([t]) for t in steps]

@@ -1,177 +1,161 @@
-"""What SAC and TD3 share, written once: collect into replay, minibatches, logs, checkpoints.
+"""The off-policy loop DQN, SAC and TD3 share, written once, and what it is made of.
 
-- :class:`ReplayCollector` steps ``num_envs`` copies of a continuous-action env, rescales the
-  policy's ``[-1, 1]`` actions to the env's bounds, stores each vector step in a
-  :class:`~rlx.core.buffers.ReplayBuffer` and tracks episodes (``mc_return`` against
-  ``Q(s_0, a_0)``).
-- :func:`replay_batches` turns one large replay sample into ``n`` minibatch tensors;
-  :func:`descend` is one optimizer step on a loss.
+    the learner, an empty replay buffer, the envs (or K Ray env runners)
+    every vector step of the N env copies (or every round of the runners):
+        collect with the learner's exploring policy; store the transitions in the replay
+        every train_freq env steps: gradient_steps updates on uniform replay minibatches
+        every log_every env steps: log the means since the last log; checkpoint when due
+    the last checkpoint, the final evaluation, the summary
+
+An algorithm hands the loop an :class:`OffPolicyMethod` (how its transitions look, its
+learner, its agent, what its env runners act with) and writes its learner on
+:class:`ReplayLearner`: the networks, the targets, one gradient step, and a few hooks where an
+algorithm's schedule lives (epsilon, the learning rate, a target network's sync). Where the
+transitions come from (a vector env here, or env runners handed in as ``remote``) is the
+collector's business (:mod:`rlx.core.transitions`); the loop is the same.
+
 - :class:`LogWindow` keeps what happened since the last log: the update metrics as tensors
   (stacked and read once per log, never synchronised per step) and the finished episodes.
 - :func:`training_state` / :func:`restore_training` checkpoint what a resumed run needs.
-- :class:`ContinuousAgent` is what ``rlx.train`` returns and ``rlx.load(run_dir)`` restores.
-
-Under Gymnasium's NEXT_STEP autoreset the step after a done only resets that copy: it is
-neither stored nor counted as an env step.
+- :class:`ContinuousLearner`, :class:`ContinuousMethod` and :class:`ContinuousAgent` are what
+  SAC and TD3 share: actions in ``[-1, 1]^d`` mapped onto the env's box, a uniformly random
+  warm-up, the trained agent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx.core.buffers import ReplayBuffer, ReplaySample
+from rlx.core.checks import in_range
 from rlx.core.continuous import ActionScaler, box_action_bounds
-from rlx.core.env_state import env_state, restore_env_state
-from rlx.core.envs import EpisodeTracker, FinishedEpisodes, make_vec_env
+from rlx.core.envs import FinishedEpisodes, env_spaces, make_vec_env
+from rlx.core.evaluation import final_evaluation
 from rlx.core.policies import observation_dim
+from rlx.core.runners import EnvRunners
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
-from rlx.diagnostics import metrics as M
+from rlx.core.transitions import (
+    ActingCopy,
+    ReplayLayout,
+    RunnerTransitions,
+    Transitions,
+    VectorCollector,
+)
 from rlx.errors import CheckpointError, ConfigError
 
 
-class Learner(Protocol):
-    """The two networks-and-optimisers objects (SAC's, TD3's) the shared parts rely on."""
+# ============================================================================ the algorithm's part
+class ReplayLearner:
+    """What the off-policy loop asks of a learner, in the order it asks; the defaults do
+    nothing, an algorithm overrides what it needs.
 
-    def act(self, obs: np.ndarray, deterministic: bool, rng: np.random.Generator) -> np.ndarray: ...
-
-    def start_value(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray: ...
-
-    def state_dict(self) -> dict[str, Any]: ...
-
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-# ---------------------------------------------------------------------------- config checks
-def check_config(config: Any) -> None:
-    """The checks SAC's and TD3's configs share; one clear sentence each.
-
-    Also turns ``hidden_sizes`` into a tuple (a run's config.json stores it as a list).
+    A learner holds the networks and optimisers and is the exploring policy the envs are
+    stepped with (:meth:`explore`). ``self.config`` is its algorithm's config.
     """
+
+    config: Any
+
+    def begin_collection(self, step: int) -> None:
+        """Set the exploration of the collection that starts at env step ``step``."""
+
+    def explore(
+        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Actions for a batch of observations, and ``Q(s, a)`` of them where ``starts``
+        (copies starting an episode, for the overestimation check), or None."""
+        raise NotImplementedError
+
+    def acting_state(self) -> dict[str, Any]:
+        """What an env runner's copy of the policy needs to act as :meth:`explore` does (its
+        weights as :func:`rlx.core.runners.numpy_state`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not act on env runners.")
+
+    def update_statistics(self, transitions: Transitions) -> None:
+        """Take in the transitions just stored (running statistics of observations, rewards)."""
+
+    @property
+    def value_scale(self) -> float:
+        """What a reward is multiplied by before the learner sees it: ``Q(s_0, a_0)`` is
+        divided by it for the log, so that it reads in the env's reward units."""
+        return 1.0
+
+    def begin_updates(self, step: int) -> None:
+        """Set the schedules of the gradient steps about to be taken at env step ``step``."""
+
+    def minibatches(self, sample: ReplaySample, count: int) -> Sequence[Any]:
+        """One replay sample of ``count`` minibatches, as the tensors :meth:`update` takes."""
+        return replay_batches(sample, count, self.config.batch_size)
+
+    def update(self, batch: Any) -> dict[str, Tensor]:
+        """One gradient step on a minibatch; its metrics, as tensors."""
+        raise NotImplementedError
+
+    def end_step(self, previous: int, step: int) -> None:
+        """After a collection took the count from ``previous`` to ``step`` and its updates."""
+
+    def log_values(self) -> dict[str, float]:
+        """The learner's own values for the log row (e.g. the exploration rate)."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class OffPolicyMethod(Protocol):
+    """An off-policy algorithm as :func:`train_off_policy` sees it."""
+
+    name: str  # the registered name, e.g. "dqn"
+
+    def layout(self, config: Any, obs_space: Any, action_space: Any, env_id: str) -> ReplayLayout:
+        """How the algorithm's transitions look for these spaces; refuses spaces it cannot
+        take (:class:`~rlx.errors.EnvError`, naming what to use instead)."""
+        ...
+
+    def learner(self, config: Any, layout: ReplayLayout) -> ReplayLearner:
+        """A fresh learner (the networks are initialised from torch's seeded generator)."""
+        ...
+
+    def agent(self, learner: Any, layout: ReplayLayout, env_id: str, config: Any) -> Any:
+        """The trained agent ``rlx.train`` returns."""
+        ...
+
+    def actor(self, config: Any, layout: ReplayLayout) -> Callable[[], ActingCopy]:
+        """What builds an env runner's copy of the exploring policy (sent to the runners, so
+        it must pickle)."""
+        ...
+
+
+def check_learner_fields(config: Any) -> None:
+    """The checks of the hyperparameters every off-policy config has besides its replay
+    fields: ``gamma``, ``tau``, ``hidden_sizes``. Turns ``hidden_sizes`` into a tuple (a
+    run's config.json stores it as a list)."""
     name = type(config).__name__
     object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in config.hidden_sizes))
-    for field in ("total_steps", "num_envs", "batch_size", "buffer_size", "train_freq",
-                  "gradient_steps", "log_every"):  # fmt: skip
-        value = getattr(config, field)
-        if value < 1:
-            raise ConfigError(f"{name}: {field}={value} must be a whole number >= 1.")
-    for field in ("learning_starts", "eval_episodes"):
-        if getattr(config, field) < 0:
-            raise ConfigError(f"{name}: {field}={getattr(config, field)} must be >= 0.")
-    if not 0.0 <= config.gamma <= 1.0:
-        raise ConfigError(f"{name}: gamma={config.gamma} must be in [0, 1] (default 0.99).")
+    in_range(config, "gamma", 0.0, 1.0)
     if not 0.0 < config.tau <= 1.0:
         raise ConfigError(
-            f"{name}: tau={config.tau} must be in (0, 1]: the Polyak step toward the online "
-            "critics (0.005 is usual, 1 copies them)."
+            f"{name}: tau={config.tau} must be in (0, 1]: the step of the target networks "
+            "toward the online ones (1 copies them)."
         )
-    for field in ("actor_lr", "critic_lr"):
-        if getattr(config, field) <= 0:
-            raise ConfigError(f"{name}: {field}={getattr(config, field)} must be > 0.")
     if not config.hidden_sizes or min(config.hidden_sizes) < 1:
         raise ConfigError(
             f"{name}: hidden_sizes={list(config.hidden_sizes)} needs at least one layer, "
             "each width >= 1."
         )
-    if config.buffer_size < config.batch_size:
-        raise ConfigError(
-            f"{name}: buffer_size={config.buffer_size} is smaller than "
-            f"batch_size={config.batch_size}; use buffer_size >= {config.batch_size}."
-        )
-    if config.vectorization not in ("auto", "sync", "async"):
-        raise ConfigError(
-            f"{name}: vectorization={config.vectorization!r} must be 'auto', 'sync' or 'async'."
-        )
 
 
-# ---------------------------------------------------------------------------- collecting
-class ReplayCollector:
-    """``num_envs`` copies of a continuous-action env, stepped together into a replay buffer.
-
-    The policy works in ``[-1, 1]^d``; :attr:`scaler` maps its actions onto the env's box.
-    Replay stores the ``[-1, 1]`` actions and flat float32 observations.
-    """
-
-    def __init__(self, env: Any, config: Any, *, algo: str, env_id: str) -> None:
-        self.vec = make_vec_env(env, config.num_envs, vectorization=config.vectorization)
-        try:
-            low, high = box_action_bounds(self.vec.single_action_space, algo, env_id)
-            self.obs_dim = observation_dim(self.vec.single_observation_space, env_id)
-        except Exception:
-            self.vec.close()
-            raise
-        self.scaler = ActionScaler(low, high)
-        self.act_dim = len(low)
-        self.num_envs = config.num_envs
-        self.buffer = ReplayBuffer(
-            config.buffer_size, (self.obs_dim,), np.float32, num_envs=config.num_envs,
-            action_shape=(self.act_dim,), action_dtype=np.float32, gamma=config.gamma,
-        )  # fmt: skip
-        self.tracker = EpisodeTracker(config.num_envs, config.gamma)
-        self.obs = self._flat(self.vec.reset(seed=config.seed)[0])
-        self.after_done = np.zeros(config.num_envs, dtype=bool)
-
-    def _flat(self, obs: np.ndarray) -> np.ndarray:
-        return np.asarray(obs, dtype=np.float32).reshape(self.num_envs, self.obs_dim)
-
-    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """Uniform actions over the whole box, for the warm-up before learning starts."""
-        return rng.uniform(-1.0, 1.0, (self.num_envs, self.act_dim)).astype(np.float32)
-
-    def episode_starts(self) -> np.ndarray:
-        """Copies whose next step is the first of an episode (where ``Q(s_0, a_0)`` is read)."""
-        return ~self.after_done & (self.tracker.lengths == 0)
-
-    def step(
-        self, actions: np.ndarray, start_values: np.ndarray | None = None
-    ) -> tuple[int, FinishedEpisodes]:
-        """Step every copy with ``actions`` (``[num_envs, d]`` in ``[-1, 1]``) and store it.
-
-        Returns the number of transitions stored (the env steps that count) and the episodes
-        that ended. ``start_values`` are recorded for copies starting an episode.
-        """
-        next_obs, rewards, terminated, truncated, _ = self.vec.step(self.scaler.to_env(actions))
-        next_obs = self._flat(next_obs)
-        stored = ~self.after_done  # False: this step only reset a copy that was done
-        self.buffer.add(self.obs, actions, rewards, next_obs, terminated, truncated, where=stored)
-        finished = self.tracker.step(rewards, terminated, truncated, stored, start_values)
-        self.after_done = terminated | truncated
-        self.obs = next_obs
-        return int(stored.sum()), finished
-
-    # ------------------------------------------------------------------ checkpoints
-    def state_dict(self, with_replay: bool) -> dict[str, Any]:
-        state = {
-            "env": env_state(self.vec),
-            "obs": self.obs.copy(),
-            "after_done": self.after_done.copy(),
-            "tracker": {
-                k: v.copy() for k, v in vars(self.tracker).items() if isinstance(v, np.ndarray)
-            },
-        }
-        if with_replay:
-            state["replay"] = self.buffer.state_dict()
-        return state
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        # without the env's own state (physics engines) the run goes on from the fresh reset
-        if state["env"] is not None:
-            restore_env_state(self.vec, state["env"])
-            self.obs = state["obs"].copy()
-            self.after_done = state["after_done"].copy()
-            for name, value in state["tracker"].items():
-                setattr(self.tracker, name, value.copy())
-        if "replay" in state:
-            self.buffer.load_state_dict(state["replay"])
-
-    def close(self) -> None:
-        self.vec.close()
-
-
+# ============================================================================ minibatches
 class Batch(NamedTuple):
     """A replay minibatch as tensors; ``discounts`` is ``gamma`` per sample."""
 
@@ -209,25 +193,26 @@ def descend(optimizer: Any, loss: Tensor) -> None:
     optimizer.step()
 
 
-# ---------------------------------------------------------------------------- logging
+# ============================================================================ logging
 class LogWindow:
     """The update metrics and finished episodes since the last log."""
 
     def __init__(self) -> None:
         self.updates: list[dict[str, Tensor]] = []
         self.episodes: list[FinishedEpisodes] = []
-        self.gradient_steps = 0
 
     def add_update(self, metrics: dict[str, Tensor]) -> None:
         # kept as tensors: stacked and read once per log, never synchronised per step
         self.updates.append(metrics)
-        self.gradient_steps += 1
 
-    def add_episodes(self, finished: FinishedEpisodes) -> None:
+    def add_episodes(self, finished: FinishedEpisodes, value_scale: float = 1.0) -> None:
+        """Episodes that ended; their start values are divided by ``value_scale``."""
         if len(finished.envs):
-            self.episodes.append(finished)
+            start_values = finished.start_values / value_scale
+            self.episodes.append(finished._replace(start_values=start_values))
 
     def flush(self) -> dict[str, float]:
+        """Each update metric's mean and the episodes' means, then an empty window."""
         out: dict[str, float] = {}
         if self.updates:
             keys = {k for row in self.updates for k in row}
@@ -246,71 +231,237 @@ class LogWindow:
         return out
 
 
-# ---------------------------------------------------------------------------- checkpoints
+# ============================================================================ checkpoints
 def training_state(
     step: int,
-    learner: Learner,
-    collector: ReplayCollector,
-    rng: np.random.Generator,
     gradient_steps: int,
+    learner: ReplayLearner,
+    buffer: ReplayBuffer,
+    collector: Any,
+    rng: np.random.Generator,
+    layout: ReplayLayout,
     with_replay: bool,
 ) -> dict[str, Any]:
-    """Networks, optimisers, step, RNG, env and (optionally) replay; plus the agent's spec."""
-    return {
+    """The learner, the step, the RNGs, the envs mid-episode, the agent's spec; with
+    ``with_replay`` also the replay buffer (large)."""
+    state = {
         "step": step,
         "gradient_steps": gradient_steps,
         "learner": learner.state_dict(),
-        "collector": collector.state_dict(with_replay),
+        "collector": collector.state_dict(),
         "rng": rng_state(rng),
-        "spec": agent_spec(collector),
+        "spec": layout.spec,
     }
+    if with_replay:
+        state["replay"] = buffer.state_dict()
+    return state
 
 
 def restore_training(
     state: dict[str, Any],
-    learner: Learner,
-    collector: ReplayCollector,
+    learner: ReplayLearner,
+    buffer: ReplayBuffer,
+    collector: Any,
     rng: np.random.Generator,
     algo: str,
 ) -> tuple[int, int]:
-    """Load :func:`training_state` into freshly built objects; returns (step, gradient steps)."""
+    """Load :func:`training_state` (after :func:`with_current_layout`) into freshly built
+    objects, the envs aside (``collector.load_state_dict`` once they are started); returns
+    (step, gradient steps)."""
     try:
         learner.load_state_dict(state["learner"])
-        collector.load_state_dict(state["collector"])
         set_rng_state(state["rng"], rng)
     except (KeyError, RuntimeError, ValueError) as exc:
         raise CheckpointError(
             f"the checkpoint does not match this {algo} config ({type(exc).__name__}: {exc}); "
             "resume with the run's own config."
         ) from exc
+    replay = collector.fitting_replay(state.get("replay"), buffer)
+    if replay is not None:
+        buffer.load_state_dict(replay)
     return int(state["step"]), int(state.get("gradient_steps", 0))
 
 
-def agent_spec(collector: ReplayCollector) -> dict[str, Any]:
-    """What building the agent again needs: observation size and the action box."""
-    return {
-        "obs_dim": collector.obs_dim,
-        "low": collector.scaler.low.tolist(),
-        "high": collector.scaler.high.tolist(),
-    }
+def with_current_layout(state: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint in :func:`training_state`'s layout, also when it was written before the
+    off-policy loops were one: DQN's kept the envs under ``collection`` (``envs``), SAC's
+    and TD3's kept the replay buffer inside ``collector``."""
+    state = dict(state)
+    if "collection" in state:
+        old = state.pop("collection")
+        kept = {k: v for k, v in old.items() if k != "envs"}
+        state["collector"] = {"env": old.get("envs"), **kept}
+    if "replay" in state.get("collector", {}):
+        state["collector"] = dict(state["collector"])
+        state["replay"] = state["collector"].pop("replay")
+    return state
 
 
-def final_figures(agent: Any, env: Any, run: Any, eval_episodes: int, seed: int) -> dict[str, Any]:
-    """Greedy evaluation for summary.json (skipped when stopped early or not asked)."""
-    from rlx.core.evaluation import evaluate
+# ============================================================================ the training loop
+def train_off_policy(
+    method: OffPolicyMethod, config: Any, env: Any, run: Any, remote: EnvRunners | None = None
+) -> Any:
+    """The off-policy loop, inside an open :class:`rlx.runs.Run`; returns the trained agent.
 
-    if eval_episodes == 0 or run.stop_requested:
-        return {}
-    stats = evaluate(agent, env, episodes=eval_episodes, seed=seed + 10_000)
-    return {
-        "eval_return_mean": stats.mean_return,
-        "eval_return_std": stats.std_return,
-        "eval_length_mean": stats.mean_length,
-        "eval_episodes": stats.episodes,
-    }
+    Collect one vector step (or, with ``config.runners``, one round of the env runners that
+    ``remote`` starts) with the learner's exploring policy and store it; every ``train_freq``
+    env steps take ``gradient_steps`` updates on replay minibatches (once ``learning_starts``
+    transitions are stored); log every ``log_every`` env steps; checkpoint only what passed
+    the NaN check. At the end the last checkpoint, the final evaluation and the summary.
+    """
+    algo = method.name.upper()
+    collector, layout = _open_collector(method, config, env, run.env_id, remote)
+    try:
+        rng = seed_everything(config.seed)
+        learner = method.learner(config, layout)
+        buffer = layout.replay_buffer(config.buffer_size, collector.num_envs, config.gamma)
+        step = gradient_steps = 0
+        saved = None if run.resumed_state is None else with_current_layout(run.resumed_state)
+        if saved is not None:
+            step, gradient_steps = restore_training(saved, learner, buffer, collector, rng, algo)
+        collector.start(config.seed, step)
+        if saved is not None:
+            collector.load_state_dict(saved["collector"])
+        window = LogWindow()
+
+        def checkpoint() -> None:
+            state = training_state(step, gradient_steps, learner, buffer, collector, rng, layout,
+                                   config.save_replay_buffer)  # fmt: skip
+            run.save_checkpoint(step, state)
+
+        next_log = (step // config.log_every + 1) * config.log_every
+        while step < config.total_steps and not run.stop_requested:
+            # ---- collect and store
+            learner.begin_collection(step)
+            previous = step
+            got = collector.collect(learner, step, rng)
+            if len(got.restarted):
+                buffer.end_episodes(got.restarted)
+            got.transitions.store_in(buffer)
+            learner.update_statistics(got.transitions)
+            step = got.step
+            if len(got.episodes.envs):
+                window.add_episodes(got.episodes, learner.value_scale)
+                run.log_episodes(got.episode_steps, got.episodes.returns, got.episodes.lengths)
+
+            # ---- gradient_steps updates per train_freq env steps, on replay minibatches
+            rounds = step // config.train_freq - previous // config.train_freq
+            if rounds and len(buffer) >= max(config.learning_starts, 1):
+                learner.begin_updates(step)
+                n = rounds * config.gradient_steps
+                sample = buffer.sample(n * config.batch_size, rng)
+                for batch in learner.minibatches(sample, n):
+                    window.add_update(learner.update(batch))
+                gradient_steps += n
+            learner.end_step(previous, step)
+
+            # ---- log, then checkpoint: only what passed the NaN check is saved
+            if step >= next_log or step >= config.total_steps or run.stop_requested:
+                run.log(
+                    step,
+                    {
+                        **learner.log_values(),
+                        **window.flush(),
+                        M.GRADIENT_STEPS: gradient_steps,
+                        **collector.stats(),
+                    },
+                )
+                next_log = (step // config.log_every + 1) * config.log_every
+                if run.checkpoint_due():
+                    checkpoint()
+        checkpoint()
+    finally:
+        collector.close()
+    agent = method.agent(learner, layout, run.env_id, config)
+    run.finish(step, final_evaluation(agent, env, run, config.eval_episodes, config.seed))
+    return agent
 
 
-# ---------------------------------------------------------------------------- the agent
+def _open_collector(
+    method: OffPolicyMethod, config: Any, env: Any, env_id: str, remote: EnvRunners | None
+) -> tuple[Any, ReplayLayout]:
+    """The collector a config asks for (a vector env here, or env runners) and the layout
+    of its transitions; the spaces are checked before anything starts."""
+    if getattr(config, "runners", None) is None:
+        vec = make_vec_env(env, config.num_envs, vectorization=config.vectorization)
+        try:
+            spaces = vec.single_observation_space, vec.single_action_space
+            layout = method.layout(config, *spaces, env_id)
+        except Exception:
+            vec.close()
+            raise
+        return VectorCollector(vec, layout, config.gamma), layout
+    if remote is None:
+        raise ConfigError(
+            f"{method.name.upper()}: runners={config.runners} needs the Ray env runners that "
+            "rlx.train builds (rlx.distributed); train through rlx.train or rlx train, or "
+            "leave runners out."
+        )
+    layout = method.layout(config, *env_spaces(env), env_id)
+    actor = method.actor(config, layout)
+    return RunnerTransitions(remote, env, config, layout, actor, config.runner_steps), layout
+
+
+# ============================================================================ SAC's and TD3's parts
+class ContinuousLearner(ReplayLearner):
+    """What SAC's and TD3's learners share: they act in ``[-1, 1]^d``, uniformly at random
+    before ``learning_starts`` and with their exploring policy after, and read
+    ``min_k Q_k(s_0, a_0)`` at episode starts; :meth:`act` and :meth:`start_value` are theirs.
+    """
+
+    def __init__(self, config: Any, act_dim: int) -> None:
+        self.config, self.act_dim = config, act_dim
+        self.warming_up = True
+
+    def begin_collection(self, step: int) -> None:
+        self.warming_up = step < self.config.learning_starts
+
+    def explore(
+        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.warming_up:
+            actions = rng.uniform(-1.0, 1.0, (len(obs), self.act_dim)).astype(np.float32)
+        else:
+            actions = self.act(obs, False, rng)
+        return actions, self.start_value(obs, actions) if starts.any() else None
+
+    def act(self, obs: np.ndarray, deterministic: bool, rng: np.random.Generator) -> np.ndarray:
+        """Actions in ``[-1, 1]^d``: the policy's mean when deterministic, else exploring."""
+        raise NotImplementedError
+
+    def start_value(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """``min_k Q_k(s, a)``, read at episode starts for the overestimation check."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ContinuousMethod:
+    """SAC or TD3 as :func:`train_off_policy` sees it: flat float32 observations, actions in
+    ``[-1, 1]^d`` stored as they are and mapped onto the env's box when stepping it."""
+
+    name: str
+    learner_cls: type
+
+    def layout(self, config: Any, obs_space: Any, action_space: Any, env_id: str) -> ReplayLayout:
+        low, high = box_action_bounds(action_space, self.name.upper(), env_id)
+        obs_dim = observation_dim(obs_space, env_id)
+        scaler = ActionScaler(low, high)
+        return ReplayLayout(
+            (obs_dim,), np.float32, (len(low),), np.float32, action_scaler=scaler,
+            spec={"obs_dim": obs_dim, "low": scaler.low.tolist(), "high": scaler.high.tolist()},
+        )  # fmt: skip
+
+    def learner(self, config: Any, layout: ReplayLayout) -> ReplayLearner:
+        return self.learner_cls(config, layout.obs_shape[0], layout.action_shape[0])
+
+    def agent(self, learner: Any, layout: ReplayLayout, env_id: str, config: Any) -> Any:
+        assert layout.action_scaler is not None
+        return ContinuousAgent(self.name, learner, layout.action_scaler, env_id, config)
+
+    def actor(self, config: Any, layout: ReplayLayout) -> Callable[[], ActingCopy]:
+        raise ConfigError(f"{self.name.upper()} collects in one process; it takes no runners.")
+
+
 class ContinuousAgent:
     """A trained SAC or TD3 policy: ``act(obs)`` for one observation, ``act_batch`` for many.
 
@@ -319,7 +470,7 @@ class ContinuousAgent:
     """
 
     def __init__(
-        self, algo: str, learner: Learner, scaler: ActionScaler, env_id: str, config: Any
+        self, algo: str, learner: Any, scaler: ActionScaler, env_id: str, config: Any
     ) -> None:
         self.algo, self.learner, self.scaler = algo, learner, scaler
         self.env_id, self.config = env_id, config
@@ -342,72 +493,10 @@ class ContinuousAgent:
         )
 
 
-# ============================================================================ the training loop
-def train_off_policy(algo: str, learner_cls: type, config: Any, env: Any, run: Any) -> Any:
-    """The off-policy loop SAC and TD3 share, inside an open :class:`rlx.runs.Run`.
-
-    Collect one vector step (uniform actions before ``learning_starts``, then the learner's
-    exploring policy); every ``train_freq`` env steps do ``gradient_steps`` updates on replay
-    minibatches (the learner's own targets, critic, actor and Polyak steps); log; checkpoint
-    only what passed the NaN check. Returns the trained :class:`ContinuousAgent`.
-    """
-    name = algo.upper()
-    collector = ReplayCollector(env, config, algo=name, env_id=run.env_id)
-    rng = seed_everything(config.seed)
-    learner = learner_cls(config, collector.obs_dim, collector.act_dim)
-    window = LogWindow()
-    step = gradient_steps = 0
-    if run.resumed_state is not None:
-        step, gradient_steps = restore_training(run.resumed_state, learner, collector, rng, name)
-
-    def state() -> dict:
-        return training_state(
-            step, learner, collector, rng, gradient_steps, config.save_replay_buffer
-        )
-
-    try:
-        next_log = (step // config.log_every + 1) * config.log_every
-        while step < config.total_steps and not run.stop_requested:
-            if step < config.learning_starts:
-                actions = collector.random_actions(rng)
-            else:
-                actions = learner.act(collector.obs, False, rng)
-            starts = collector.episode_starts()
-            q_start = learner.start_value(collector.obs, actions) if starts.any() else None
-            previous = step
-            stored, finished = collector.step(actions, q_start)
-            step += stored
-            if len(finished.envs):
-                window.add_episodes(finished)
-                run.log_episodes(
-                    np.full(len(finished.envs), step), finished.returns, finished.lengths
-                )
-
-            rounds = step // config.train_freq - previous // config.train_freq
-            if rounds and len(collector.buffer) >= max(config.learning_starts, 1):
-                n = rounds * config.gradient_steps
-                sample = collector.buffer.sample(n * config.batch_size, rng)
-                for batch in replay_batches(sample, n, config.batch_size):
-                    window.add_update(learner.update(batch))
-                gradient_steps += n
-
-            if step >= next_log or step >= config.total_steps or run.stop_requested:
-                run.log(step, {**window.flush(), M.GRADIENT_STEPS: gradient_steps})
-                next_log = (step // config.log_every + 1) * config.log_every
-                if run.checkpoint_due():
-                    run.save_checkpoint(step, state())
-        run.save_checkpoint(step, state())
-    finally:
-        collector.close()
-    agent = ContinuousAgent(algo, learner, collector.scaler, run.env_id, config)
-    run.finish(step, final_figures(agent, env, run, config.eval_episodes, config.seed))
-    return agent
-
-
-def load_off_policy(
+def load_continuous(
     algo: str, learner_cls: type, config: Any, env_id: str, state: dict
 ) -> ContinuousAgent:
-    """The agent of a checkpoint (``rlx.load``), acting deterministically by default."""
+    """The agent of a SAC or TD3 checkpoint (``rlx.load``), acting deterministically."""
     spec = state["spec"]
     learner = learner_cls(config, int(spec["obs_dim"]), len(spec["low"]))
     learner.load_state_dict(state["learner"])

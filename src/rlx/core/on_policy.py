@@ -1,8 +1,17 @@
-"""What REINFORCE, A2C and PPO share, written once: collect, prepare, step, checkpoint, act.
+"""The on-policy loop REINFORCE, A2C and PPO share, written once, and what it is made of.
+
+    every update:
+        collect T vector steps of N env copies with the current policy (here, or on K Ray
+            env runners of N copies each, side by side as one rollout of K x N copies)
+        the algorithm's update on that rollout (V, log pi_old, advantages, gradient steps)
+        log the update's diagnostics and the episodes that ended; checkpoint when due
+    evaluate the final policy; write the run's summary
 
 - :class:`Collector` steps ``N`` env copies with the current policy into a
   :class:`~rlx.core.buffers.RolloutBuffer` (``T`` steps each), keeps the episode statistics,
-  the observation normalisation and the env state for checkpoints.
+  the observation normalisation and the env state for checkpoints;
+  :class:`RunnerCollector` is the same interface over Ray env runners
+  (:mod:`rlx.core.runners`), each running a :class:`RolloutWorker`.
 - :func:`prepare_batch` computes ``V(s)`` and ``log pi_old(a|s)`` of a whole rollout in one
   batched pass (the policy does not change while it collects), then GAE, and returns the
   valid samples as flat tensors.
@@ -11,6 +20,8 @@
 - :func:`training_state` / :func:`restore_training` checkpoint everything a resumed run needs
   to continue exactly: networks, optimizer, step, normalisation statistics, RNG states, and
   the envs mid-episode (:mod:`rlx.core.env_state`).
+- :class:`OnPolicyMethod` is what an algorithm adds to the loop (its optimizer, its update);
+  :func:`train_on_policy` is the loop.
 - :class:`PolicyAgent` is what ``rlx.train`` returns and ``rlx.load(run_dir)`` restores.
 
 Under Gymnasium's NEXT_STEP autoreset, the step after a done only resets that copy: its row in
@@ -22,7 +33,8 @@ produced is the true final observation, stored as the next row's observation, so
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,16 +42,18 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rlx import metrics as M
 from rlx.core.advantages import explained_variance, gae
 from rlx.core.buffers import RolloutBuffer
-from rlx.core.checks import check_runner_fields
+from rlx.core.checks import at_least, in_range, positive
 from rlx.core.env_state import env_state, restore_env_state
-from rlx.core.envs import make_vec_env
+from rlx.core.envs import env_spaces, make_vec_env
+from rlx.core.evaluation import final_evaluation
 from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.optim import Optimizer, clip_grad_norm
 from rlx.core.policies import ACTIVATIONS, ActorCritic, describe_action_space, observation_dim
-from rlx.core.seeding import rng_state, set_rng_state
-from rlx.diagnostics import metrics as M
+from rlx.core.runners import EnvRunners, RunnerGroup, numpy_state, torch_state
+from rlx.core.seeding import env_seed, rng_state, seed_everything, set_rng_state
 from rlx.errors import CheckpointError, ConfigError
 
 
@@ -68,8 +82,8 @@ class Collector:
     The statistics stay fixed during a collection and are updated after it, so every row of a
     rollout, and the log-probabilities of the policy that chose its action, see one
     normalisation. Episode returns and lengths are summed once per rollout from its arrays
-    (:meth:`_finished_episodes`), not per step: at 8 CartPole copies a per-step tracker cost
-    half as much again as the env step itself.
+    (:meth:`_finished_episodes`), not per step: for a cheap env a per-step tracker costs a
+    good part of the env step itself.
     """
 
     def __init__(
@@ -244,56 +258,266 @@ class Collector:
 
 
 def make_collector(
-    config: Any, env: Any, env_id: str, algo: str
+    config: Any, env: Any, env_id: str, algo: str, remote: EnvRunners | None = None
 ) -> contextlib.AbstractContextManager[Any]:
     """The collector a config asks for, as a context manager: a :class:`Collector` in this
-    process, or with ``config.runners`` Ray env runners
-    (:class:`rlx.distributed.env_runners.RemoteCollector`), which stop with the context."""
+    process, or with ``config.runners`` a :class:`RunnerCollector` on the env runners
+    ``remote`` starts (they stop with the context)."""
     options = {
         "algo": algo,
         "env_id": env_id,
         "normalize_obs": config.normalize_obs,
-        "reward_scale_gamma": config.gamma if config.normalize_rewards else None,
+        "reward_scale_gamma": config.gamma if getattr(config, "normalize_rewards", False) else None,
     }
     if getattr(config, "runners", None) is None:
         return contextlib.nullcontext(Collector(env, config.num_envs, config.seed, **options))
-    from rlx.distributed.env_runners import RemoteCollector
-
-    return RemoteCollector(
-        env, config.num_envs, config.seed, runners=config.runners,
-        ray_address=config.ray_address, **options,
+    if remote is None:
+        raise ConfigError(
+            f"{algo}: runners={config.runners} needs the Ray env runners that rlx.train builds "
+            "(rlx.distributed); train through rlx.train or rlx train, or leave runners out."
+        )
+    return RunnerCollector(
+        remote, env, config.num_envs, config.seed, runners=config.runners,
+        address=config.ray_address, **options,
     )  # fmt: skip
 
 
 _NO_EPISODES = Episodes(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64))
 
 
+# ---------------------------------------------------------------------------- env runners
+@dataclass
+class RolloutFragment:
+    """What one env runner returns: ``[T, N, ...]`` arrays, as its rollout buffer holds."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    valid: np.ndarray
+    last_obs: np.ndarray  # [N, obs_dim]: the bootstrap observation, normalised as the rollout
+    raw_obs: np.ndarray | None  # the raw observations, for the learner's running statistics
+    episode_returns: np.ndarray  # episodes that ended, in the order of np.nonzero(ends)
+    episode_lengths: np.ndarray
+
+
+class _BatchRecorder(ObsNormalizer):
+    """A runner's observation normaliser: uses the learner's statistics, loaded each round,
+    and keeps each collection's raw observations for the learner instead of merging them."""
+
+    batch: np.ndarray | None = None
+
+    def update(self, obs: np.ndarray) -> None:
+        self.batch = obs
+
+
+class RolloutWorker:
+    """Inside an env runner: a :class:`Collector` of ``num_envs`` copies and a copy of the
+    policy, rebuilt from ``architecture``; one ``num_steps`` fragment per round."""
+
+    def __init__(
+        self,
+        seed_seq: np.random.SeedSequence,
+        *,
+        env: Any,
+        num_envs: int,
+        num_steps: int,
+        architecture: dict[str, Any],
+        **collector_options: Any,
+    ) -> None:
+        self.collector = Collector(env, num_envs, env_seed(seed_seq), **collector_options)
+        if self.collector.normalizer is not None:
+            self.collector.normalizer = _BatchRecorder((self.collector.obs_dim,))
+        self.policy = ActorCritic(**architecture)
+        self.rng = np.random.default_rng(seed_seq)
+        self.buffer = self.collector.new_buffer(num_steps)
+
+    def collect(self, weights: dict[str, Any]) -> RolloutFragment:
+        """A fragment collected with ``weights`` (the policy's and the normaliser's)."""
+        self.policy.load_state_dict(torch_state(weights["policy"]))
+        normalizer = self.collector.normalizer
+        if normalizer is not None:
+            normalizer.load_state_dict(weights["normalizer"])
+        _, episodes = self.collector.collect(self.policy, self.buffer, self.rng, 0)
+        b = self.buffer  # the arrays are copied out when they leave this process
+        return RolloutFragment(
+            b.obs, b.actions, b.rewards, b.terminated, b.truncated, b.valid,
+            self.collector.last_obs, None if normalizer is None else normalizer.batch,
+            episodes.returns, episodes.lengths,
+        )  # fmt: skip
+
+
+class RunnerCollector:
+    """:class:`Collector`'s interface, collected by ``runners`` env runners of ``num_envs``
+    copies each (:mod:`rlx.core.runners`): to the learner it is one collector of
+    ``runners x num_envs`` copies. Use it as a context manager (it stops the runners).
+
+    Runner ``r``'s fragment fills columns ``r N .. (r + 1) N - 1`` of the rollout buffer, so
+    with ``K`` runners the buffer is exactly that of one process with ``K N`` copies, and GAE
+    and the update do not change. Log-probabilities and values are recomputed by the learner
+    in one batched pass, as in one process (the policy did not change while the runners
+    collected). A fragment that was dropped (its runner died) leaves its columns invalid;
+    episodes are dated by the count over all columns.
+
+    The observation statistics are the learner's: sent with the weights, merged from the
+    runners' raw observations after each round. Reward scaling (``reward_scale_gamma``) runs
+    in each runner on its own statistics, which restart with the runner. A checkpoint holds no
+    env state (the envs live in the runners), so a resume starts fresh episodes and may use
+    another number of runners.
+    """
+
+    def __init__(
+        self,
+        remote: EnvRunners,
+        env: Any,
+        num_envs: int,
+        seed: int,
+        *,
+        runners: int,
+        address: str | None,
+        algo: str,
+        env_id: str,
+        normalize_obs: bool | None = None,
+        reward_scale_gamma: float | None = None,
+    ) -> None:
+        obs_space, action_space = env_spaces(env)
+        self.obs_dim = observation_dim(obs_space, env_id)
+        self.actions = describe_action_space(action_space, algo, env_id)
+        if normalize_obs is None:
+            normalize_obs = "n" not in self.actions
+        self.normalizer = ObsNormalizer((self.obs_dim,)) if normalize_obs else None
+        self.remote, self.address = remote, address
+        self.runners, self.envs_per_runner, self.seed = runners, num_envs, seed
+        self.num_envs = runners * num_envs
+        self.reward_scale_gamma = reward_scale_gamma
+        self.last_obs = np.zeros((self.num_envs, self.obs_dim), dtype=np.float32)
+        self.options = {
+            "env": env, "num_envs": num_envs, "algo": algo, "env_id": env_id,
+            "normalize_obs": normalize_obs, "reward_scale_gamma": reward_scale_gamma,
+        }  # fmt: skip
+        self.group: RunnerGroup | None = None
+        self.assemble_s = 0.0  # the last round's assembly into the buffer (for benchmarks)
+
+    def new_buffer(self, steps: int) -> RolloutBuffer:
+        return Collector.new_buffer(self, steps)  # type: ignore[arg-type]  # the same layout
+
+    def collect(
+        self,
+        policy: ActorCritic,
+        buffer: RolloutBuffer,
+        rng: np.random.Generator,
+        step: int,
+        *,
+        until_every_copy_done: bool = False,
+    ) -> tuple[int, Episodes]:
+        """Every runner's fragment with the current policy, in ``buffer``; returns the step
+        count after them and the episodes that ended (``rng`` is unused: runners draw their
+        actions from their own generators). The runners start on the first call."""
+        if until_every_copy_done:
+            raise ConfigError(
+                "collecting whole episodes runs in one process; leave runners out (None)."
+            )
+        if self.group is None:
+            options = {**self.options, "num_steps": buffer.steps}
+            options["architecture"] = policy.architecture
+            self.group = self.remote.start(
+                RolloutWorker, options, count=self.runners, seed=self.seed, start_step=step,
+                address=self.address,
+            )  # fmt: skip
+        normalizer = None if self.normalizer is None else self.normalizer.state_dict()
+        payload = {"policy": numpy_state(policy.state_dict()), "normalizer": normalizer}
+        fragments, _ = self.group.run_some(payload)
+        t0 = time.perf_counter()
+        out = self._assemble(fragments, buffer, step)
+        self.assemble_s = time.perf_counter() - t0
+        return out
+
+    def _assemble(
+        self, fragments: list[RolloutFragment | None], buffer: RolloutBuffer, step: int
+    ) -> tuple[int, Episodes]:
+        """Runner ``r``'s fragment into columns ``r N .. (r + 1) N - 1``."""
+        T, N = buffer.steps, self.envs_per_runner
+        buffer.reset()
+        buffer.valid[:] = False
+        buffer.terminated[:] = buffer.truncated[:] = False
+        buffer.rewards[:] = 0.0
+        ends = np.zeros((T, self.num_envs), dtype=bool)
+        returns = np.zeros((T, self.num_envs))
+        lengths = np.zeros((T, self.num_envs), dtype=np.int64)
+        raw = []
+        for r, fragment in enumerate(fragments):
+            if fragment is None:
+                continue
+            cols = slice(r * N, (r + 1) * N)
+            for name in ("obs", "actions", "rewards", "terminated", "truncated", "valid"):
+                getattr(buffer, name)[:, cols] = getattr(fragment, name)
+            self.last_obs[cols] = fragment.last_obs
+            t, n = np.nonzero((fragment.terminated | fragment.truncated) & fragment.valid)
+            ends[t, r * N + n] = True
+            returns[t, r * N + n] = fragment.episode_returns
+            lengths[t, r * N + n] = fragment.episode_lengths
+            if fragment.raw_obs is not None:
+                raw.append(fragment.raw_obs)
+        buffer.t = T
+        if self.normalizer is not None and raw:
+            self.normalizer.update(np.concatenate(raw))
+        counted = step + np.cumsum(buffer.valid.sum(axis=1))
+        t, c = np.nonzero(ends)
+        return int(counted[-1]), Episodes(counted[t], returns[t, c], lengths[t, c])
+
+    def stats(self) -> dict[str, float]:
+        """For the update's log row: what the runners report (restarts, nodes)."""
+        return {} if self.group is None else self.group.stats()
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """What a :class:`Collector` checkpoint holds, with no env state (``env`` None)."""
+        scaler = None
+        if self.reward_scale_gamma is not None:  # per runner; a fresh one for a local resume
+            scaler = RewardScaler(self.envs_per_runner, self.reward_scale_gamma).state_dict()
+        return {
+            "env": None,
+            "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
+            "reward_scaler": scaler,
+            "runners": self.runners,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.normalizer is not None and state.get("normalizer") is not None:
+            self.normalizer.load_state_dict(state["normalizer"])
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.close()
+            self.group = None
+
+    def __enter__(self) -> RunnerCollector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 # ---------------------------------------------------------------------------- config checks
-def check_config(config: Any) -> None:
-    """The checks every on-policy config shares, on the fields it has; one clear sentence each.
+def check_learner_fields(config: Any) -> None:
+    """The checks of the hyperparameters the on-policy algorithms share, on the fields a
+    config has (its run and runner fields check themselves, :mod:`rlx.core.fields`).
 
     Also turns ``hidden_sizes`` into a tuple (a run's config.json stores it as a list).
     """
     name = type(config).__name__
     object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in config.hidden_sizes))
-    for field in ("total_steps", "num_envs", "num_steps", "num_epochs", "minibatch_size"):
-        value = getattr(config, field, 1)
-        if value < 1:
-            raise ConfigError(f"{name}: {field}={value} must be a whole number >= 1.")
-    if not 0.0 <= config.gamma <= 1.0:
-        raise ConfigError(f"{name}: gamma={config.gamma} must be in [0, 1] (default 0.99).")
-    lam = getattr(config, "gae_lambda", 0.0)
-    if not 0.0 <= lam <= 1.0:
-        raise ConfigError(
-            f"{name}: gae_lambda={lam} must be in [0, 1] (0 gives the TD advantage, 1 the Monte "
-            "Carlo return; default 0.95)."
-        )
-    if config.learning_rate <= 0:
-        raise ConfigError(f"{name}: learning_rate={config.learning_rate} must be > 0.")
+    for field in ("num_steps", "num_epochs", "minibatch_size"):
+        if hasattr(config, field):
+            at_least(config, field, 1)
+    in_range(config, "gamma", 0, 1)
+    if hasattr(config, "gae_lambda"):
+        in_range(config, "gae_lambda", 0, 1)
+    positive(config, "learning_rate")
     for field in ("vf_coef", "ent_coef"):
-        value = getattr(config, field, 0.0)
-        if value < 0:
-            raise ConfigError(f"{name}: {field}={value} must be >= 0.")
+        if hasattr(config, field):
+            at_least(config, field, 0)
     for field in ("max_grad_norm", "target_kl", "clip_value"):
         value = getattr(config, field, None)
         if value is not None and value <= 0:
@@ -307,9 +531,6 @@ def check_config(config: Any) -> None:
         raise ConfigError(
             f"{name}: activation={config.activation!r} is not one of {', '.join(ACTIVATIONS)}."
         )
-    if config.eval_episodes < 0:
-        raise ConfigError(f"{name}: eval_episodes={config.eval_episodes} must be >= 0.")
-    check_runner_fields(config)
 
 
 # ---------------------------------------------------------------------------- the batch
@@ -573,31 +794,91 @@ class PolicyAgent:
         return f"PolicyAgent({self.algo}, env={self.env_id}, {kind} policy)"
 
 
-def finish(
-    run: Any, agent: PolicyAgent, env: Any, step: int, eval_episodes: int, seed: int
-) -> PolicyAgent:
-    """Evaluate the final policy (unless stopped early) and write the run's summary."""
-    from rlx.core.evaluation import evaluate
-
-    figures: dict[str, Any] = {}
-    if eval_episodes > 0 and not run.stop_requested:
-        stats = evaluate(agent, env, eval_episodes, seed=seed + 10_000)
-        figures = {
-            "eval_return_mean": stats.mean_return,
-            "eval_return_std": stats.std_return,
-            "eval_length_mean": stats.mean_length,
-            "eval_episodes": stats.episodes,
-        }
-    run.finish(step, figures)
-    return agent
-
-
 def end_training(
-    algo: str, run: Any, env: Any, config: Any, step: int, policy: ActorCritic, collector: Collector
+    algo: str, run: Any, env: Any, config: Any, step: int, policy: ActorCritic, collector: Any
 ) -> PolicyAgent:
     """The common end of an on-policy run: close the envs rlx made, build the agent from the
-    final policy, evaluate it and write the summary."""
+    final policy, evaluate it (:func:`rlx.core.evaluation.final_evaluation`) and write the
+    summary."""
     if isinstance(env, str):
         collector.close()
     agent = PolicyAgent(algo, config, run.env_id, agent_state(policy, collector))
-    return finish(run, agent, env, step, config.eval_episodes, config.seed)
+    run.finish(step, final_evaluation(agent, env, run, config.eval_episodes, config.seed))
+    return agent
+
+
+# ============================================================================ the training loop
+@dataclass(frozen=True)
+class Rollout:
+    """What one collection hands the algorithm's update."""
+
+    buffer: RolloutBuffer  # T x N steps, filled
+    last_obs: np.ndarray  # the bootstrap observations [N, obs_dim]
+    step: int  # env steps done before it (where annealed settings are read)
+
+
+@dataclass(frozen=True)
+class OnPolicyMethod:
+    """What an on-policy algorithm adds to :func:`train_on_policy`.
+
+    Attributes:
+        name: the registered name (``"ppo"``), for the agent and error messages.
+        optimizer: ``optimizer(policy, config)``, with the config's ``learning_rate``.
+        learn: ``learn(policy, optimizer, rollout, config, rng)``: the algorithm's update on
+            one rollout (advantages, losses, gradient steps); returns the log row's metrics.
+        rollout_steps: the config field giving ``T``, the vector steps of a rollout.
+        whole_episodes: collect until every copy has ended an episode (at most ``T`` steps).
+        critic: whether the policy learns ``V(s)``, from the config (None: always).
+    """
+
+    name: str
+    optimizer: Callable[[ActorCritic, Any], Optimizer]
+    learn: Callable[[ActorCritic, Optimizer, Rollout, Any, np.random.Generator], dict[str, Any]]
+    rollout_steps: str = "num_steps"
+    whole_episodes: bool = False
+    critic: Callable[[Any], bool] | None = None
+
+
+def train_on_policy(
+    method: OnPolicyMethod, config: Any, env: Any, run: Any, remote: EnvRunners | None = None
+) -> PolicyAgent:
+    """The on-policy loop, inside an open :class:`rlx.runs.Run`; returns the trained agent.
+
+    Each update: the learning rate (annealed if asked), one rollout with the current policy
+    (in this process, or on ``config.runners`` env runners started by ``remote``), the
+    algorithm's ``learn`` on it, one log row (its metrics, ``lr``, the episodes that ended,
+    what the runners report); a checkpoint when due. At the end the last checkpoint, the
+    final evaluation and the summary.
+    """
+    rng = seed_everything(config.seed)
+    algo = method.name.upper()
+    with make_collector(config, env, run.env_id, algo, remote) as collector:
+        critic = True if method.critic is None else method.critic(config)
+        policy = build_policy(config, collector, critic=critic)
+        optimizer = method.optimizer(policy, config)
+        buffer = collector.new_buffer(getattr(config, method.rollout_steps))
+        step = 0
+        if run.resumed_state is not None:
+            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+
+        def save() -> None:
+            run.save_checkpoint(step, training_state(step, policy, optimizer, collector, rng))
+
+        collect_options = {"until_every_copy_done": True} if method.whole_episodes else {}
+        while step < config.total_steps and not run.stop_requested:
+            lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
+            optimizer.lr = lr
+            before = step
+            step, episodes = collector.collect(policy, buffer, rng, step, **collect_options)
+            if len(episodes.returns):  # logged as they end, before the update
+                run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
+            rollout = Rollout(buffer, collector.last_obs, before)
+            metrics = method.learn(policy, optimizer, rollout, config, rng)
+            run.log(
+                step,
+                {**metrics, M.LR: lr, **episode_metrics(episodes), **collector.stats()},
+            )
+            if run.checkpoint_due():
+                save()
+        save()
+        return end_training(method.name, run, env, config, step, policy, collector)

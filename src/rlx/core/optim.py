@@ -2,13 +2,12 @@
 
 Both apply torch's own update kernels (Adam: the fused CPU kernel that
 ``torch.optim.Adam(fused=True)`` calls; RMSprop: ``torch._foreach_*`` operations) and give the
-same numbers as ``torch.optim`` (tests check it step by step). What they leave out, measured on
-this machine with one thread:
+same numbers as ``torch.optim`` (tests check it step by step). What they leave out:
 
-- the first use of any ``torch.optim`` optimizer imports ``torch._dynamo``: about 1 s, which
-  is most of a 1.6 s PPO run on CartPole;
-- ``torch.optim``'s per-step Python layers: a fused Adam step costs 58 us through
-  ``Adam.step`` and 16 us called directly, and a PPO update takes thousands of steps.
+- the first use of any ``torch.optim`` optimizer imports ``torch._dynamo``, a fixed cost that
+  is a large part of a short run;
+- ``torch.optim``'s per-step Python layers, which cost several times the fused kernel itself
+  on small networks, and a PPO update takes thousands of steps.
 
 They keep the interface the agents use: ``zero_grad``, ``step``, ``lr``, ``state_dict`` and
 ``load_state_dict`` (a checkpoint restores the moments and the step count exactly).
@@ -80,10 +79,34 @@ class Adam:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`, or ``torch.optim.Adam``'s (older DQN checkpoints)."""
+        if "param_groups" in state:
+            state = self._from_torch_optim(state)
         self.lr = float(state["lr"])
         _copy_into(self.exp_avg, state["exp_avg"])
         _copy_into(self.exp_avg_sq, state["exp_avg_sq"])
         _copy_into(self.steps, state["steps"])
+
+    def _from_torch_optim(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``torch.optim.Adam``'s state of one parameter group in :meth:`state_dict`'s layout
+        (a parameter never stepped keeps its zero moments)."""
+        (group,) = state["param_groups"]
+        per_param = [state["state"].get(i, {}) for i in group["params"]]
+        if len(per_param) != len(self.params):
+            raise ValueError(
+                f"the saved optimizer state has {len(per_param)} parameters, this one "
+                f"{len(self.params)}; the network must be built with the same config."
+            )
+
+        def saved(name: str, current: list[Tensor]) -> list[Any]:
+            return [p.get(name, now) for p, now in zip(per_param, current, strict=True)]
+
+        return {
+            "lr": group["lr"],
+            "exp_avg": saved("exp_avg", self.exp_avg),
+            "exp_avg_sq": saved("exp_avg_sq", self.exp_avg_sq),
+            "steps": saved("step", self.steps),
+        }
 
 
 class RMSprop:
@@ -133,9 +156,9 @@ def clip_grad_norm(
     """Scale the gradients so their global L2 norm ``sqrt(sum_p ||g_p||**2)`` is at most
     ``max_norm`` (None: leave them); returns the norm before clipping, as a 0-d tensor.
 
-    ``torch.nn.utils.clip_grad_norm_``'s arithmetic in three kernel calls, at half its cost
-    on small networks (26 us against 52 us per step here). ``grads`` (scaled in place) stand
-    in for the parameters' ``.grad`` when given.
+    ``torch.nn.utils.clip_grad_norm_``'s arithmetic in three kernel calls, without its checks
+    (which cost as much as the arithmetic on small networks), and the norm stays a tensor (no
+    host sync). ``grads`` (scaled in place) stand in for the parameters' ``.grad`` when given.
     """
     if grads is None:
         grads = [p.grad for p in params if p.grad is not None]

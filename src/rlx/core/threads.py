@@ -1,10 +1,10 @@
 """The thread count of torch and of numpy's BLAS, chosen deliberately.
 
 On a small machine a second torch thread can make a small training step many times slower
-(measured here: 45x with another process on one core), so rlx uses one thread unless told
-otherwise through ``RLX_NUM_THREADS``. numpy's BLAS gets the same count: PPO's hand-written
-gradient multiplies its matrices with numpy (:mod:`rlx.core.manual_grad`), and OpenBLAS
-would otherwise start a thread per core for them.
+(the threads wait for each other when another process holds a core), so rlx uses one thread
+unless told otherwise through ``RLX_NUM_THREADS``. numpy's BLAS gets the same count: PPO's
+hand-written gradient multiplies its matrices with numpy (:mod:`rlx.core.manual_grad`), and
+OpenBLAS would otherwise start a thread per core for them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The method chooser: the cheat sheet's "Choose a method" table as code.
+"""The method chooser: the "Choose a method" table as code (docs: Reference > Choose a method).
 
-The table (``seed/rl-cheatsheet.txt``, from Lessons 09.02, 09.04, 09.05, 09.08, 09.09, 09.12)::
+The table::
 
     Situation                                  Method
     Small tabular MDP, known model             value iteration or policy iteration
@@ -50,22 +50,22 @@ from rlx.errors import ConfigError, EnvError
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the cheat sheet's "Choose a method" table.
+    """One row of the "Choose a method" table.
 
     Attributes:
         situation: the Situation cell, verbatim.
         method: rlx's name of the first choice (a registered algorithm, an ``rlx solve``
             method, or an ``rlx align`` name of :data:`ALIGN_NAMES`).
-        alternatives: ``(rlx name, when to prefer it)`` pairs, in the cheat sheet's order.
+        alternatives: ``(rlx name, when to prefer it)`` pairs, in the table's order.
         why: why the first choice fits the situation, in one or two sentences.
-        cheat_sheet: the Method cell, verbatim.
+        table_method: the table's Method cell, verbatim.
     """
 
     situation: str
     method: str
     alternatives: tuple[tuple[str, str], ...]
     why: str
-    cheat_sheet: str
+    table_method: str
 
 
 TABULAR_MODEL = Row(
@@ -76,7 +76,7 @@ TABULAR_MODEL = Row(
     ),
     why="P and R are known, so dynamic programming computes V* and an optimal policy exactly, "
     "with no sampling and no exploration.",
-    cheat_sheet="value iteration or policy iteration",
+    table_method="value iteration or policy iteration",
 )
 TABULAR_SAMPLES = Row(
     situation="Small tabular MDP, samples only",
@@ -88,7 +88,7 @@ TABULAR_SAMPLES = Row(
     why="Without a model the Q table is learned from sampled transitions; Q-learning's "
     "off-policy target r + gamma max_a' Q(s', a') converges to Q* under epsilon-greedy "
     "exploration.",
-    cheat_sheet="Q-learning",
+    table_method="Q-learning",
 )
 SAFETY_CRITICAL = Row(
     situation="On-policy, safety critical",
@@ -99,7 +99,7 @@ SAFETY_CRITICAL = Row(
     why="SARSA learns the value of the epsilon-greedy policy it actually follows, so it keeps "
     "away from states where an exploratory step is costly (the cliff-walking lesson: SARSA "
     "takes the safe path, Q-learning the cliff edge).",
-    cheat_sheet="SARSA or Expected SARSA",
+    table_method="SARSA or Expected SARSA",
 )
 DISCRETE_DEEP = Row(
     situation="High dimensional state, discrete actions",
@@ -108,7 +108,7 @@ DISCRETE_DEEP = Row(
     why="A Q network generalises over a state space too large for a table, and an argmax over "
     "a few discrete actions is cheap; rlx's dqn uses the Double DQN target by default "
     "(double=True).",
-    cheat_sheet="DQN, with Double DQN in production",
+    table_method="DQN, with Double DQN in production",
 )
 CONTINUOUS = Row(
     situation="Continuous control",
@@ -119,7 +119,7 @@ CONTINUOUS = Row(
     ),
     why="There is no argmax over a continuous action, so a policy-gradient method samples "
     "actions from a Gaussian policy (rlx's ppo picks it for Box actions).",
-    cheat_sheet="PPO with Gaussian policy, or SAC and TD3",
+    table_method="PPO with Gaussian policy, or SAC and TD3",
 )
 PREFERENCES = Row(
     situation="LLM alignment from preferences",
@@ -133,7 +133,7 @@ PREFERENCES = Row(
     ),
     why="DPO learns from the preference pairs directly, with no reward model and no "
     "generation during training: the simplest stable first step.",
-    cheat_sheet="DPO first, RLHF-PPO with KL penalty",
+    table_method="DPO first, RLHF-PPO with KL penalty",
 )
 VERIFIER = Row(
     situation="LLM math and code reasoning",
@@ -144,7 +144,7 @@ VERIFIER = Row(
     ),
     why="A verifier checks each completion against the answer, so GRPO scores a group of "
     "completions per prompt and needs no reward model and no value network.",
-    cheat_sheet="GRPO with a verifier reward",
+    table_method="GRPO with a verifier reward",
 )
 BOARD_GAMES = Row(
     situation="Two player board games",
@@ -152,7 +152,7 @@ BOARD_GAMES = Row(
     alternatives=(("muzero", "when search should use a learned model instead of the rules"),),
     why="Monte Carlo tree search guided by a policy-value network, trained by self-play, "
     "plays both sides of a two-player zero-sum game.",
-    cheat_sheet="AlphaZero or MuZero",
+    table_method="AlphaZero or MuZero",
 )
 
 ROWS: tuple[Row, ...] = (
@@ -165,9 +165,9 @@ ROWS: tuple[Row, ...] = (
     VERIFIER,
     BOARD_GAMES,
 )
-"""The cheat sheet's "Choose a method" rows, in its order."""
+"""The "Choose a method" rows, in the table's order."""
 
-# Not a row of the cheat sheet: demonstrations {"prompt", "completion"} are the SFT stage that
+# Not a row of the table: demonstrations {"prompt", "completion"} are the SFT stage that
 # precedes every alignment method, so a file of them gets this answer.
 DEMONSTRATIONS = Row(
     situation="Demonstrations for a language model",
@@ -175,7 +175,7 @@ DEMONSTRATIONS = Row(
     alternatives=(("dpo", "next, once preference pairs for the SFT model are collected"),),
     why="Supervised fine-tuning on demonstrations gives the reference model that DPO, "
     "RLHF-PPO and GRPO start from.",
-    cheat_sheet="SFT (before any alignment method)",
+    table_method="SFT (before any alignment method)",
 )
 
 # Not a row either: the "On-policy, safety critical" row names tabular learners; with too many
@@ -186,7 +186,7 @@ SAFETY_CRITICAL_DEEP = Row(
     alternatives=(("dqn", "off-policy Double DQN, when exploratory mistakes are cheap"),),
     why="The on-policy safety row names tabular SARSA; among deep agents the on-policy one is "
     "ppo, which learns the value of the stochastic policy it actually follows.",
-    cheat_sheet=SAFETY_CRITICAL.cheat_sheet,
+    table_method=SAFETY_CRITICAL.table_method,
 )
 
 # When to use the algorithms the table does not name, in the table's terms.
@@ -234,7 +234,7 @@ class Recommendation:
         command: the line to run: ``rlx train``, ``rlx solve`` or ``rlx align`` (a Python call
             when the target is an object with no id).
         available: whether rlx can run ``method`` now (registered, or an ``rlx solve`` method).
-        situation: the cheat-sheet row it comes from.
+        situation: the table row it comes from.
         note: anything the user must know before running ``command`` (e.g. not yet available).
     """
 
@@ -253,7 +253,7 @@ class Recommendation:
 
     def __str__(self) -> str:
         row = _ROW_BY_SITUATION.get(self.situation)
-        title = f"{self.situation}: {row.cheat_sheet}" if row else self.situation
+        title = f"{self.situation}: {row.table_method}" if row else self.situation
         lines = [
             f"Recommended: {self.method}  ({title})",
             f"Why: {self.reason}",
@@ -273,7 +273,7 @@ _ROW_BY_SITUATION = {row.situation: row for row in (*ROWS, DEMONSTRATIONS)}
 def recommend(
     target: Any, *, safety_critical: bool = False, has_model: bool | None = None
 ) -> Recommendation:
-    """The cheat sheet's method for ``target``, with the reason, alternatives and command.
+    """The table's method for ``target``, with the reason, alternatives and command.
 
     Args:
         target: a Gymnasium id (``"CartPole-v1"``) or env object, a ``GridWorld[-RxC]`` id or
@@ -553,6 +553,9 @@ def _answer(
     notes = [note] if note else []
     if not available:
         notes.append(_unavailable_note(row))
+    measured = measured_alternative(target_id, row.method)
+    if measured:
+        notes.append(measured)
     return Recommendation(
         method=row.method,
         reason=f"{facts}. {row.why}",
@@ -561,6 +564,49 @@ def _answer(
         available=available,
         situation=row.situation,
         note=" ".join(notes),
+    )
+
+
+# ---------------------------------------------------------------------------- measured speed
+
+RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+"""Where the benchmarks write their result files (in a source checkout of rlx)."""
+MEASURED_MARGIN = 1.5
+"""An alternative is named when it reached the env's goal this many times sooner."""
+
+
+def measured_alternative(env_id: str | None, method: str, results: Path = RESULTS) -> str:
+    """A sentence naming an algorithm that rlx's own benchmark measured reaching ``env_id``'s
+    goal at least :data:`MEASURED_MARGIN` times sooner than ``method``, with the figures and
+    the result file; "" when no result file says so (or none is installed).
+
+    The table's rule stays the recommendation: this says where measurement disagrees. A result
+    file counts when its ``figures`` hold ``env``, ``algo``, ``goal`` and
+    ``rlx_median_seconds_to_goal`` (the benchmarks of ``benchmarks/`` write them).
+    """
+    if not env_id or not results.is_dir():
+        return ""
+    seconds: dict[str, tuple[float, str, str]] = {}
+    for path in sorted(results.glob("*.json")):
+        try:
+            figures = json.loads(path.read_text()).get("figures", {})
+            if figures.get("env") != env_id:
+                continue
+            value = float(figures["rlx_median_seconds_to_goal"])
+            seconds[str(figures["algo"])] = (value, str(figures["goal"]), path.name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    if method not in seconds:
+        return ""
+    own, goal, own_file = seconds[method]
+    faster = [(t, name, f) for name, (t, _, f) in seconds.items() if t * MEASURED_MARGIN <= own]
+    if not faster:
+        return ""
+    best, name, path = min(faster)
+    return (
+        f"measured here: in rlx's benchmark {name} reached {goal} on {env_id} in {best:.3g} s "
+        f"(median over seeds) against {own:.3g} s for {method}, {own / best:.1f}x sooner "
+        f"(benchmarks/results/{path}, {own_file}; docs: Benchmarks)."
     )
 
 

@@ -480,6 +480,19 @@ def _at_least(name: str, value: float) -> Callable[[Mapping[str, Any]], Any]:
     return suggest
 
 
+def _raise_fixed_alpha(config: Mapping[str, Any]) -> Any:
+    """SAC with a fixed temperature: twice the entropy weight."""
+    return _scaled("alpha", 2.0)(config) if config.get("autotune") is False else None
+
+
+def _raise_target_entropy(config: Mapping[str, Any]) -> Any:
+    """SAC with a tuned temperature: a target one nat higher (0 from the default -dim(A))."""
+    if not config.get("autotune"):
+        return None
+    current = config.get("target_entropy")
+    return 0.0 if current is None else float(current) + 1.0
+
+
 def _scale_each(names: tuple[str, ...], factor: float, kind: type = float) -> tuple[Fix, ...]:
     return tuple(Fix(name, _scaled(name, factor, kind)) for name in names)
 
@@ -608,8 +621,16 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.ENTROPY,
         check=entropy_collapse(),
-        # policy gradients: the entropy bonus; language models: a warmer sampling temperature
-        fixes=(Fix("ent_coef", _at_least("ent_coef", 0.01)), *_scale_each(("temperature",), 1.5)),
+        # policy gradients: the entropy bonus; SAC: its temperature alpha (or, tuned, a higher
+        # target entropy); language models: a warmer sampling temperature
+        fixes=(
+            Fix("ent_coef", _at_least("ent_coef", 0.01)),
+            Fix(
+                "alpha", lambda c: _scaled("alpha", 2.0)(c) if c.get("autotune") is False else None
+            ),
+            Fix("target_entropy", _raise_target_entropy),
+            *_scale_each(("temperature",), 1.5),
+        ),
     ),
     Rule(
         id="kl-ref-drift",

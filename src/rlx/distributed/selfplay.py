@@ -4,9 +4,15 @@ Each worker is a Ray actor that plays its share of an iteration's games with the
 learner puts in the object store once per iteration, and returns the samples ``(s, pi, z)``
 with the games' lengths and results. The learner merges the shares in worker order and adds
 them to its replay buffer, exactly as with ``workers`` processes on one machine: the shares
-and their seeds are drawn from the learner's generator the same way
-(:func:`rlx.games.alphazero._worker_self_play` plays each share), so ``runners=K`` on Ray and
-``workers=K`` locally play the same games for the same run seed.
+and their seeds are drawn from the learner's generator the same way and each share is played
+by the function the learner hands down (:func:`rlx.games.alphazero.play_share`), so
+``runners=K`` on Ray and ``workers=K`` locally play the same games for the same run seed.
+Nothing here knows a game: the work and its options travel through the seam.
+
+This module wraps AlphaZero from above: :func:`remote_self_play` gives the factory that
+:func:`rlx.distributed.scaled_out` hands to AlphaZero's ``train`` as ``remote``, and
+:class:`RaySelfPlay` has the interface AlphaZero declares for it
+(:class:`rlx.games.alphazero.RemoteSelfPlay`).
 
 A worker that dies is replaced (:class:`~rlx.distributed.env_runners.RunnerPool`) and its
 share is played again by the new one with the same seed, so a fault costs time, not data.
@@ -14,6 +20,7 @@ share is played again by the new one with the same seed, so a fault costs time, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,29 +29,29 @@ from rlx.distributed.env_runners import RunnerPool
 from rlx.distributed.ray_runtime import RaySession
 
 
-class SelfPlayWorker:
-    """Inside a runner: plays a share of games with the weights of the round."""
+class ShareWorker:
+    """Inside a runner: plays a share of games with the weights of the round, by calling the
+    ``work`` the learner handed down (AlphaZero's :func:`~rlx.games.alphazero.play_share`)."""
 
-    def __init__(self, seed_seq: np.random.SeedSequence, *, game_name: str, config: Any) -> None:
-        self.game_name, self.config = game_name, config
+    def __init__(
+        self, seed_seq: np.random.SeedSequence, *, work: Callable[..., Any], options: dict
+    ) -> None:
+        self.work, self.options = work, options
 
     def collect(self, weights: dict[str, Any], seed: int, games: int) -> Any:
-        from rlx.games.alphazero import _worker_self_play
-
-        return _worker_self_play(self.game_name, self.config, weights, seed, games)
+        return self.work(**self.options, weights=weights, seed=seed, games=games)
 
 
 class RaySelfPlay:
     """``config.runners`` self-play workers on Ray for one run (closes its Ray session)."""
 
-    def __init__(self, game_name: str, config: Any) -> None:
+    def __init__(self, work: Callable[..., Any], options: dict[str, Any], config: Any) -> None:
         self.count = config.runners
         self.session = RaySession(config.ray_address, self.count, f"runners={self.count}")
         self.session.start()
         try:
-            options = {"game_name": game_name, "config": config}
-            self.pool = RunnerPool(SelfPlayWorker, options, self.count, config.seed,
-                                   label="self-play worker",
+            self.pool = RunnerPool(ShareWorker, {"work": work, "options": options}, self.count,
+                                   config.seed, label="self-play worker",
                                    note="its games are played again")  # fmt: skip
         except BaseException:
             self.session.close()
@@ -64,8 +71,20 @@ class RaySelfPlay:
 
     @property
     def restarts(self) -> int:
+        """Workers replaced since the run (or its resume) began."""
         return self.pool.restarts
+
+    def stats(self) -> dict[str, float]:
+        """``runner_restarts`` and ``runner_nodes`` (the Ray nodes the workers are on)."""
+        return self.pool.stats()
 
     def close(self) -> None:
         self.pool.close()
         self.session.close()
+
+
+def remote_self_play(spec: Any) -> type[RaySelfPlay]:
+    """What ``runners=K`` starts for AlphaZero (``spec``, its registration): the factory its
+    ``train`` calls with the work of a share and the run's config
+    (:class:`rlx.games.alphazero.RemoteSelfPlayFactory`)."""
+    return RaySelfPlay

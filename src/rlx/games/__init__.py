@@ -21,8 +21,9 @@ from rlx.games.base import Game, GameState, IllegalMoveError
 from rlx.games.connect4 import ConnectFour
 from rlx.games.tictactoe import TicTacToe
 
-# the modules holding numba code; kernels load their cache at their first call, after this
-drop_stale_kernels(Path(__file__).resolve().parent, ("rollout_mcts.py", "puct_kernel.py"))
+# the modules whose numba functions other modules' kernels inline; kernels load their cache at
+# their first call, after this
+drop_stale_kernels(Path(__file__).resolve().parent, ("bitboards.py", "kernels.py"))
 
 GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect4": ConnectFour}
 _ALIASES = {"tic-tac-toe": "tictactoe", "connect-four": "connect4", "connectfour": "connect4"}

@@ -3,8 +3,9 @@
 One iteration, read top to bottom in :func:`train`:
 
 1. **Self-play.** ``games_per_iteration`` games are played together by the current network
-   with PUCT search (:mod:`rlx.games.mcts`), Dirichlet noise at the root and moves drawn from
-   ``pi(a) ∝ N(s, a)`` for the first ``temperature_moves`` plies, the most visited move after.
+   with PUCT search (:mod:`rlx.games.search`, the network as its evaluator), Dirichlet noise at
+   the root and moves drawn from ``pi(a) ∝ N(s, a)`` for the first ``temperature_moves`` plies,
+   the most visited move after.
    Every position gives a sample ``(s, pi, z)``: the root's visit distribution ``pi`` and the
    final outcome ``z`` from the point of view of the player to move in ``s`` (with
    ``value_target_q = m``, ``(1 - m) z + m Q``, ``Q`` the search's mean value at the root: a
@@ -14,8 +15,8 @@ One iteration, read top to bottom in :func:`train`:
    fully (``simulations``, root noise) with probability ``p`` and gives a sample, and otherwise
    fast (``fast_simulations``, no noise) and gives none: more games, so more independent value
    targets, for the same search work.
-2. **Training.** ``train_steps`` minibatches from the buffer (learning rate ``lr``, or a cosine
-   decay to ``lr_final`` over the iterations), minimising (Silver et al., 2018)
+2. **Training.** ``train_steps`` minibatches from the buffer (``learning_rate``, or a cosine
+   decay to ``learning_rate_end`` over the iterations), minimising (Silver et al., 2018)
 
        L(theta) = (z - v)^2 - pi^T log p + c ||theta||^2,     (p, v) = f_theta(s)
 
@@ -30,6 +31,10 @@ both seats. Tic-tac-toe uses an MLP, Connect Four a small residual convolutional
 
 A checkpoint holds the network, the optimiser, the replay buffer, the random generators and
 the iteration; a resumed run continues as the uninterrupted one would have.
+
+Self-play runs in this process, in ``workers`` processes, or on ``runners`` Ray workers: the
+Ray part is built by :mod:`rlx.distributed.selfplay` and handed to :func:`train` as
+``remote`` (a :class:`RemoteSelfPlay` factory); this module never imports it.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ import dataclasses
 import math
 import multiprocessing
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -50,14 +56,15 @@ from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from rlx import registry
-from rlx.core.checks import check_runner_fields
+from rlx.core.checks import at_least, check_runner_fields, in_range, one_of, positive
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
 from rlx.errors import CheckpointError, ConfigError
 from rlx.games import ConnectFour, make
 from rlx.games.base import Game, GameState, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
-from rlx.games.mcts import SearchConfig, choose, search, search_trees, visit_policy
+from rlx.games.evaluators import PolicyValueEvaluator
+from rlx.games.search import SearchConfig, choose, search, visit_policy
 
 
 # ============================================================================ config
@@ -97,9 +104,10 @@ class AlphaZeroConfig:
         buffer_size: positions kept in the replay buffer (the oldest leave first).
         batch_size: positions per gradient step.
         train_steps: gradient steps per iteration.
-        lr: Adam learning rate (of the first iteration when ``lr_final`` is set).
-        lr_final: learning rate of the last iteration, reached by cosine decay over
-            ``iterations``; None: ``lr`` throughout.
+        learning_rate: Adam's step size (of the first iteration when ``learning_rate_end`` is
+            set).
+        learning_rate_end: the step size of the last iteration, reached by cosine decay over
+            ``iterations``; None: ``learning_rate`` throughout.
         weight_decay: ``c`` of the L2 term.
         net: ``mlp`` (flattened board) or ``resnet`` (3x3 convolutions with skip connections).
         hidden: MLP hidden layer sizes.
@@ -137,8 +145,8 @@ class AlphaZeroConfig:
     buffer_size: int = 40_000
     batch_size: int = 256
     train_steps: int = 100
-    lr: float = 2e-3
-    lr_final: float | None = None
+    learning_rate: float = 2e-3
+    learning_rate_end: float | None = None
     weight_decay: float = 1e-4
     net: Literal["mlp", "resnet"] = "mlp"
     hidden: tuple[int, ...] = (128, 128)
@@ -154,34 +162,30 @@ class AlphaZeroConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _at_least(self, 1, "iterations", "games_per_iteration", "simulations")
-        _at_least(self, 1, "eval_simulations", "batch_size", "eval_every", "buffer_size")
-        _at_least(self, 1, "workers")
+        for name in ("iterations", "games_per_iteration", "simulations", "eval_simulations",
+                     "batch_size", "eval_every", "buffer_size", "workers"):  # fmt: skip
+            at_least(self, name, 1)
         check_runner_fields(self)
         if self.runners is not None and self.workers > 1:
             raise ConfigError(
                 f"workers={self.workers} and runners={self.runners} both ask for parallel "
                 "self-play; use workers (processes on this machine) or runners (Ray), not both."
             )
-        _at_least(self, 0, "train_steps", "temperature_moves", "eval_games")
-        if self.net not in ("mlp", "resnet"):
-            raise ConfigError(f"net must be mlp or resnet, not {self.net!r}.")
-        if not 0.0 <= self.value_target_q <= 1.0:
-            raise ConfigError(f"value_target_q must be in [0, 1], not {self.value_target_q}.")
+        for name in ("train_steps", "temperature_moves", "eval_games", "max_minutes",
+                     "weight_decay"):  # fmt: skip
+            at_least(self, name, 0)
+        one_of(self, "net", ("mlp", "resnet"))
+        in_range(self, "value_target_q", 0.0, 1.0)
         self._check_playout_cap()
-        if not 0.0 <= self.noise_fraction <= 1.0:
-            raise ConfigError(f"noise_fraction must be in [0, 1], not {self.noise_fraction}.")
-        for name in ("c_puct", "dirichlet_alpha", "lr"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be > 0, not {getattr(self, name)}.")
-        if self.lr_final is not None and not 0 < self.lr_final <= self.lr:
+        in_range(self, "noise_fraction", 0.0, 1.0)
+        for name in ("c_puct", "dirichlet_alpha", "learning_rate"):
+            positive(self, name)
+        end = self.learning_rate_end
+        if end is not None and not 0 < end <= self.learning_rate:
             raise ConfigError(
-                f"lr_final must be in (0, lr={self.lr}] (None: a constant lr), not {self.lr_final}."
+                f"learning_rate_end must be in (0, learning_rate={self.learning_rate}] (None: a "
+                f"constant learning rate), not {end}."
             )
-        if self.max_minutes < 0:
-            raise ConfigError(f"max_minutes must be >= 0 (0: no limit), not {self.max_minutes}.")
-        if self.weight_decay < 0:
-            raise ConfigError(f"weight_decay must be >= 0, not {self.weight_decay}.")
 
     def _check_playout_cap(self) -> None:
         if not 0.0 < self.full_search_fraction <= 1.0:
@@ -225,40 +229,33 @@ def make_game(env: Any, config: AlphaZeroConfig) -> Game:
     return ConnectFour(threat_planes=True)
 
 
-def _at_least(config: Any, low: int, *names: str) -> None:
-    for name in names:
-        if getattr(config, name) < low:
-            raise ConfigError(f"{name} must be at least {low}, not {getattr(config, name)}.")
-
-
 PRESETS = {
     "connect4": {
         "net": "resnet",
         "channels": 32,
         "blocks": 3,
-        # threat cells as input: 86-100% / 70-92% against mcts-200 / mcts-1000 in the hour
-        # over seeds 0-3 (the stones alone: 76-94% / 42-82% over eight runs; see the README)
+        # the threat cells as input: which player's threats sit on odd or even rows decides
+        # Connect Four, and a small network finds them hard to compute from the stones alone
         "threat_planes": True,
         # playout-cap randomisation: a quarter of the moves searched with 100 simulations (each
-        # a sample), the rest with 20; 2.5x the games of 64 full-search ones for the same
-        # search work: 92-96% / 82-90% against mcts-200 / mcts-1000 over seeds 0-3 (README)
+        # a sample), the rest with 20; for the same search work it plays more games, so the
+        # value network learns from more independent outcomes
         "full_search_fraction": 0.25,
         "games_per_iteration": 160,
-        # value target (z + Q) / 2: with the cap 92-96% / 86-94% over seeds 0-3 (91% of the 200
-        # games against mcts-1000), where the outcome alone gave 92-96% / 82-90% (87%; README)
+        # the value target (z + Q) / 2: the outcome is unbiased but one late blunder decides it,
+        # the search's root value is smooth but carries the network's own errors
         "value_target_q": 0.5,
         "simulations": 100,
         "eval_simulations": 200,
         "dirichlet_alpha": 1.0,
         "temperature_moves": 10,
-        "buffer_size": 40_000,  # about 15 iterations of samples (60,000 held 14 without the cap)
-        # 200 gradient steps per iteration: of 50-400 the best use of the hour (see the README)
+        "buffer_size": 40_000,  # the samples of the last dozen or so iterations
         "train_steps": 200,
-        "lr": 1e-3,
-        # about 60 CPU minutes on one core (the issue's budget) on the machine that ran 150 in
-        # 58.1; a slower one ran 87-90 in 59 minutes (benchmarks/bench_alphazero_connect4.py)
+        "learning_rate": 1e-3,
+        # sized to the preset's budget, an hour on one CPU core; max_minutes bounds a run on a
+        # slower machine (benchmarks/bench_alphazero_connect4.py measures the strength reached)
         "iterations": 150,
-        "eval_every": 50,  # an arena of 50 games against mcts-200 takes about a minute and a half
+        "eval_every": 50,  # an arena against mcts-200 costs minutes: three in a run
         "eval_games": 50,
         "eval_opponents": ("random", "mcts-200"),
     },
@@ -319,8 +316,8 @@ class _ResidualBlock(nn.Module):
 def search_copy(net: PolicyValueNet) -> nn.Module:
     """A frozen copy of ``net`` for search, in evaluation mode: each batch norm folded into the
     convolution before it (``w' = w gamma / sqrt(var + eps)``, ``b' = (b - mu) gamma /
-    sqrt(var + eps) + beta``) and, for the residual network, channels-last memory. The same
-    outputs to float rounding, 1.3-1.6x faster on CPU at self-play's batches of 8-64."""
+    sqrt(var + eps) + beta``) and, for the residual network, channels-last memory: the same
+    outputs to float rounding, for fewer operations per call at self-play's small batches."""
     folded = copy.deepcopy(net).eval()
     for sequence in [m for m in folded.modules() if isinstance(m, nn.Sequential)]:
         for i in range(len(sequence) - 1):
@@ -332,18 +329,19 @@ def search_copy(net: PolicyValueNet) -> nn.Module:
     return folded.requires_grad_(False)
 
 
-def evaluator(net: PolicyValueNet):
-    """The search's ``evaluate(planes, legal) -> (priors, values)``: the policy renormalised
-    over the legal moves, computed by a :func:`search_copy` of ``net`` as it is now."""
+def evaluator(net: PolicyValueNet) -> PolicyValueEvaluator:
+    """The search's evaluator: ``(P, v) = f(s)`` with the policy renormalised over the legal
+    moves, computed by a :func:`search_copy` of ``net`` as it is now (calling it gives
+    ``(priors, values)`` of a batch of planes and legal masks)."""
     frozen = search_copy(net)
 
-    def evaluate(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def policy_value(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with torch.inference_mode():
             logits, values = frozen(torch.from_numpy(planes))
             logits = logits.masked_fill(~torch.from_numpy(legal), -torch.inf)
             return torch.softmax(logits, -1).numpy(), values.numpy()
 
-    return evaluate
+    return PolicyValueEvaluator(policy_value)
 
 
 # ============================================================================ replay
@@ -411,7 +409,7 @@ def self_play(
         actions: dict[int, int] = {}
         for rows, search_config, recorded in search_groups(config, len(open_games), rng):
             group = [open_games[j] for j in rows]
-            counts, values, trees = search_trees(
+            counts, values, trees = search(
                 game, [states[i] for i in group], evaluate, search_config, rng, kept
             )
             for i, n, q in zip(group, counts, values, strict=True):
@@ -471,8 +469,10 @@ def merge(results: list[SelfPlayResult]) -> SelfPlayResult:
     )  # fmt: skip
 
 
-def _worker_self_play(game_name: str, config: AlphaZeroConfig, weights: dict, seed: int,
-                      games: int) -> SelfPlayResult:  # fmt: skip
+def play_share(game_name: str, config: AlphaZeroConfig, weights: dict, seed: int,
+               games: int) -> SelfPlayResult:  # fmt: skip
+    """One worker's share of an iteration: ``games`` self-play games with the learner's
+    ``weights`` and a generator seeded with ``seed`` (in a worker process or on a Ray worker)."""
     set_torch_threads(1)
     game = make_game(game_name, config)
     net = PolicyValueNet(game, config)
@@ -481,19 +481,51 @@ def _worker_self_play(game_name: str, config: AlphaZeroConfig, weights: dict, se
     return self_play(game, net, share, np.random.default_rng(seed))
 
 
-class SelfPlayPool:
-    """``workers`` processes (spawned once per run), or ``runners`` Ray workers
-    (:mod:`rlx.distributed.selfplay`), that play self-play games in parallel with the current
-    weights; with neither, the games are played in this process."""
+class RemoteSelfPlay(Protocol):
+    """Self-play workers elsewhere (Ray's, built by :mod:`rlx.distributed.selfplay`), as
+    :func:`train` uses them: each plays its share with its seed by calling the ``work`` it was
+    started with (:func:`play_share`)."""
 
-    def __init__(self, game: Game, config: AlphaZeroConfig) -> None:
+    def play(self, weights: dict, seeds: list[int], shares: list[int]) -> list[SelfPlayResult]:
+        """Every worker's share ``(seed, games)``, in worker order (empty shares skipped)."""
+        ...
+
+    def stats(self) -> dict[str, float]:
+        """Metrics of the workers to log each iteration (e.g. how many were replaced)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class RemoteSelfPlayFactory(Protocol):
+    """What :func:`train` receives as ``remote``: it starts ``config.runners`` workers of a
+    run, each of which answers a share ``(weights, seed, games)`` with
+    ``work(**options, weights=weights, seed=seed, games=games)``. The game and the network
+    travel in ``work`` and ``options``, so the workers' side knows no game."""
+
+    def __call__(
+        self, work: Callable[..., SelfPlayResult], options: dict[str, Any], config: Any
+    ) -> RemoteSelfPlay: ...
+
+
+class SelfPlayPool:
+    """``workers`` processes (spawned once per run), or ``runners`` remote workers (started by
+    ``remote``), that play self-play games in parallel with the current weights; with neither,
+    the games are played in this process."""
+
+    def __init__(
+        self, game: Game, config: AlphaZeroConfig, remote: RemoteSelfPlayFactory | None = None
+    ) -> None:
         self.game, self.config = game, config
         self.pool = None
-        self.remote = None
+        self.remote: RemoteSelfPlay | None = None
         if config.runners is not None:
-            from rlx.distributed.selfplay import RaySelfPlay
-
-            self.remote = RaySelfPlay(game.name, config)
+            if remote is None:
+                raise ConfigError(
+                    f"runners={config.runners} needs Ray's self-play workers, which rlx.train "
+                    "builds (rlx.distributed); train through rlx.train or leave runners out."
+                )
+            self.remote = remote(play_share, {"game_name": game.name, "config": config}, config)
         elif config.workers > 1:
             context = multiprocessing.get_context("spawn")  # no forked torch state
             self.pool = ProcessPoolExecutor(config.workers, mp_context=context)
@@ -506,20 +538,17 @@ class SelfPlayPool:
         seeds = rng.integers(0, 2**63 - 1, size=k)
         weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
         if self.remote is not None:
-            return merge(self.remote.play(weights, list(seeds), shares))
+            return merge(self.remote.play(weights, [int(s) for s in seeds], shares))
         futures = [
-            self.pool.submit(
-                _worker_self_play, self.game.name, self.config, weights, int(seed), games
-            )
+            self.pool.submit(play_share, self.game.name, self.config, weights, int(seed), games)
             for seed, games in zip(seeds, shares, strict=True)
             if games
         ]
         return merge([f.result() for f in futures])
 
     def metrics(self) -> dict[str, float]:
-        """With Ray workers, ``runner_restarts`` (workers replaced since the run, or its
-        resume, began) and ``runner_nodes`` (the Ray nodes they are on)."""
-        return {} if self.remote is None else self.remote.pool.stats()
+        """The remote workers' :meth:`RemoteSelfPlay.stats`; none in this process."""
+        return {} if self.remote is None else self.remote.stats()
 
     def close(self) -> None:
         if self.pool is not None:
@@ -538,13 +567,17 @@ def alphazero_loss(
     return value_loss + policy_loss, {"value_loss": value_loss, "policy_loss": policy_loss}
 
 
-def learning_rate(config: AlphaZeroConfig, iteration: int) -> float:
-    """The learning rate of 0-based ``iteration``: ``lr`` or, with ``lr_final``, the cosine decay
-    ``lr_final + (lr - lr_final) (1 + cos(pi i / (I - 1))) / 2`` over the ``I`` iterations."""
-    if config.lr_final is None or config.iterations == 1:
-        return config.lr
+def learning_rate_at(config: AlphaZeroConfig, iteration: int) -> float:
+    """The step size of 0-based ``iteration``: ``learning_rate`` or, with
+    ``learning_rate_end``, the cosine decay over the ``I`` iterations
+
+        lr_i = lr_end + (lr - lr_end) (1 + cos(pi i / (I - 1))) / 2
+    """
+    start, end = config.learning_rate, config.learning_rate_end
+    if end is None or config.iterations == 1:
+        return start
     progress = min(iteration / (config.iterations - 1), 1.0)
-    return config.lr_final + (config.lr - config.lr_final) * (1 + math.cos(math.pi * progress)) / 2
+    return end + (start - end) * (1 + math.cos(math.pi * progress)) / 2
 
 
 def train_network(
@@ -578,40 +611,58 @@ def train_network(
 
 # ============================================================================ the agent
 class AlphaZeroAgent:
-    """A trained AlphaZero player: ``agent.act(state)`` searches and plays the most visited
-    move. ``agent(state)`` is the same, so an agent is an arena player."""
+    """A trained AlphaZero player (a :class:`rlx.core.agent.GameAgent`): ``agent.act(state)``
+    searches with ``eval_simulations`` and no root noise and plays the most visited move.
+    ``agent(state)`` is the same, so an agent is an arena player."""
 
     def __init__(self, game: Game, net: PolicyValueNet, config: AlphaZeroConfig) -> None:
         self.game, self.net, self.config = game, net.eval(), config
         self.rng = np.random.default_rng(config.seed)
         self.run_dir = None
-        self._evaluate: Any = None
+        self.frozen: PolicyValueEvaluator | None = None  # the search's copy of ``net``
 
     def refresh(self) -> None:
         """Search with ``net``'s current weights from the next move on (the search runs a
         frozen copy, made once: call this after training ``net`` further)."""
-        self._evaluate = None
+        self.frozen = None
 
-    def _evaluator(self):
-        if self._evaluate is None:
-            self._evaluate = evaluator(self.net)
-        return self._evaluate
+    def evaluator(self) -> PolicyValueEvaluator:
+        """The search's evaluator: a frozen copy of ``net``, made at the first search."""
+        if self.frozen is None:
+            self.frozen = evaluator(self.net)
+        return self.frozen
 
-    def act(self, state: GameState, simulations: int | None = None) -> int:
-        """The move to play in ``state`` (not a terminal one)."""
-        if state.is_terminal:
+    def act(
+        self, state: GameState, deterministic: bool = True, *, simulations: int | None = None
+    ) -> int:
+        """The move to play in ``state`` (not a terminal one): the most visited, or with
+        ``deterministic=False`` one drawn from ``pi ∝ N``."""
+        return self.act_batch([state], deterministic, simulations=simulations)[0]
+
+    def act_batch(
+        self,
+        states: Sequence[GameState],
+        deterministic: bool = True,
+        *,
+        simulations: int | None = None,
+    ) -> list[int]:
+        """:meth:`act` for several positions, searched together (one network call per
+        simulation step for all of them)."""
+        if any(s.is_terminal for s in states):
             raise ConfigError("the game is over; there is no move to choose.")
         config = self.config.search(selfplay=False)
         if simulations is not None:
             config = SearchConfig(simulations, config.c_puct)
-        counts = search(self.game, [state], self._evaluator(), config, self.rng)[0]
-        return choose(counts, 0.0, self.rng)
+        counts = search(self.game, states, self.evaluator(), config, self.rng).counts
+        temperature = 0.0 if deterministic else 1.0
+        return [choose(n, temperature, self.rng) for n in counts]
 
-    __call__ = act
+    def __call__(self, state: GameState) -> int:
+        return self.act(state)
 
     def policy_value(self, state: GameState) -> tuple[np.ndarray, float]:
         """The network's prior over legal moves and its value for the player to move."""
-        priors, values = self._evaluator()(
+        priors, values = self.evaluator()(
             self.game.encode(state)[None], self.game.legal_mask(state)[None]
         )
         return priors[0], float(values[0])
@@ -637,10 +688,10 @@ class Learner:
         rng = seed_everything(config.seed)
         net = PolicyValueNet(game, config)
         if config.net == "resnet":
-            # channels-last convolutions: a training step of the connect4 preset 1.2x faster
+            # channels-last memory: the layout oneDNN's CPU convolutions run fastest on
             net = net.to(memory_format=torch.channels_last)
         optimizer = torch.optim.Adam(
-            net.parameters(), lr=config.lr, weight_decay=config.weight_decay
+            net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
         )
         planes_shape = (game.num_planes, *game.board_shape)
         buffer = SampleBuffer(config.buffer_size, planes_shape, game.num_actions)
@@ -665,9 +716,15 @@ class Learner:
         return int(state["iteration"])
 
 
-def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
+def train(
+    config: AlphaZeroConfig,
+    env: Any,
+    run: Any,
+    remote: RemoteSelfPlayFactory | None = None,
+) -> AlphaZeroAgent:
     """Self-play, train and evaluate for ``config.iterations`` iterations inside ``run``
-    (or until ``max_minutes``, or a stop request)."""
+    (or until ``max_minutes``, or a stop request); with ``runners``, self-play runs on the
+    workers that ``remote`` starts."""
     game = make_game(env, config)
     check_opponents(game, config.eval_opponents)
     learner = Learner.create(game, config)
@@ -675,7 +732,7 @@ def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
     agent = AlphaZeroAgent(game, learner.net, config)
     deadline = time.monotonic() + 60 * config.max_minutes if config.max_minutes else None
     last_arena: dict[str, float] = {}
-    pool = SelfPlayPool(game, config)
+    pool = SelfPlayPool(game, config, remote)
     try:
         while iteration < config.iterations and not run.stop_requested:
             metrics = {**one_iteration(learner, pool, iteration), **pool.metrics()}
@@ -701,7 +758,7 @@ def train(config: AlphaZeroConfig, env: Any, run: Any) -> AlphaZeroAgent:
 def one_iteration(learner: Learner, pool: SelfPlayPool, iteration: int) -> dict[str, float]:
     """Self-play a batch of games into the buffer, then train on the buffer (0-based
     ``iteration`` sets the learning rate)."""
-    lr = learning_rate(learner.config, iteration)
+    lr = learning_rate_at(learner.config, iteration)
     for group in learner.optimizer.param_groups:
         group["lr"] = lr
     t0 = time.perf_counter()
@@ -750,9 +807,10 @@ registry.register(
         config=AlphaZeroConfig,
         train=train,
         load=load,
-        summary="AlphaZero: MCTS self-play and a policy/value network (tictactoe, connect4)",
         budget_field="iterations",
         unit="iterations",
         presets=PRESETS,
+        renamed={"lr": "learning_rate", "lr_final": "learning_rate_end"},
+        remote="self-play",
     )
 )

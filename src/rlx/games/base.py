@@ -16,6 +16,7 @@ States are never changed in place: ``apply`` returns a new one, so a search tree
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,9 @@ class Game(ABC):
     num_actions: int
     #: planes of :meth:`encode`: the mover's stones, the opponent's stones, a plane of ones
     num_planes: int = 3
+    #: the rules of :mod:`rlx.games.bitboards` this game follows (``"tictactoe"`` or
+    #: ``"connect4"``), so that search runs in its compiled kernels; None: none of them
+    bitboard_rules: str | None = None
 
     # ------------------------------------------------------------------ rules
     def initial_state(self) -> GameState:
@@ -89,6 +93,15 @@ class Game(ABC):
         """+1 or -1 for the winner, 0 for a draw, None while the game goes on."""
         return state.result
 
+    def random_playout(self, state: GameState, rng: np.random.Generator) -> int:
+        """The result (+1, -1 or 0, as :meth:`winner`) of uniformly random legal moves from
+        ``state`` to the end of the game."""
+        draw = integer_draw(rng)
+        while not state.is_terminal:
+            legal = self.legal_actions(state)
+            state = self._play(state, int(legal[draw(len(legal))]))
+        return int(state.result)
+
     # ------------------------------------------------------------------ for networks
     def encode(self, state: GameState) -> np.ndarray:
         """``(num_planes, rows, cols)`` float32 planes from the mover's point of view: its own
@@ -118,6 +131,34 @@ class Game(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def integer_draw(rng: np.random.Generator) -> Callable[[int], int]:
+    """``draw(n)``: the number ``rng.integers(n)`` would give, from the same stream, for a loop
+    of random moves that draws many.
+
+    numpy draws an integer below ``n`` by Lemire's method on 32-bit draws ``u`` of the bit
+    generator: ``m = u * n``, drawn again while ``m mod 2^32 < 2^32 mod n``, gives
+    ``floor(m / 2^32)``; ``n = 1`` draws nothing. Done here through the bit generator's ctypes
+    interface, it skips the checks of ``integers``' arguments, which cost more than the draw
+    (and its lock: a generator is for one thread at a time).
+    """
+    interface = getattr(getattr(rng, "bit_generator", None), "ctypes", None)
+    if interface is None:  # not numpy's Generator: no ctypes interface to call
+        return lambda n: int(rng.integers(n))
+    next_uint32, bits = interface.next_uint32, interface.state
+
+    def draw(n: int) -> int:
+        if n == 1:
+            return 0
+        m = next_uint32(bits) * n
+        if m & 0xFFFFFFFF < n:
+            threshold = (0x100000000 - n) % n
+            while m & 0xFFFFFFFF < threshold:
+                m = next_uint32(bits) * n
+        return m >> 32
+
+    return draw
 
 
 def check_same_game(expected: str, found: str, where: str) -> None:

@@ -11,10 +11,11 @@ import numpy as np
 from rlx.games.base import Game, GameState
 
 ROWS, COLS = 6, 7
-_DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+#: the four directions of a line: along a row, a column and the two diagonals
+DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
-def _line_length(board: np.ndarray, row: int, col: int, dr: int, dc: int) -> int:
+def line_length(board: np.ndarray, row: int, col: int, dr: int, dc: int) -> int:
     """Stones of the colour at (row, col) in a line through it along (dr, dc)."""
     colour = board[row, col]
     n = 1
@@ -38,6 +39,7 @@ class ConnectFour(Game):
     name = "connect4"
     board_shape = (ROWS, COLS)
     num_actions = COLS
+    bitboard_rules = "connect4"
 
     def __init__(self, threat_planes: bool = False) -> None:
         self.threat_planes = bool(threat_planes)
@@ -52,7 +54,7 @@ class ConnectFour(Game):
         board = state.board.copy()
         row = int(np.flatnonzero(board[:, action] == 0)[-1])
         board[row, action] = state.to_play
-        won = any(_line_length(board, row, action, dr, dc) >= 4 for dr, dc in _DIRECTIONS)
+        won = any(line_length(board, row, action, dr, dc) >= 4 for dr, dc in DIRECTIONS)
         moves = state.moves + 1
         result = state.to_play if won else (0 if moves == ROWS * COLS else None)
         return GameState(board, -state.to_play, result, moves)
@@ -61,11 +63,12 @@ class ConnectFour(Game):
         planes = super().encode(state)
         if not self.threat_planes:
             return planes
-        from rlx.games.rollout_mcts import _bitboards, _c4_threat_planes  # imports this module
+        # here, not above: numba loads only when a game asks for its compiled rules
+        from rlx.games import bitboards
 
-        _, position, mask = _bitboards(self, state)
+        position, mask = bitboards.from_state(bitboards.CONNECT4, state)
         threats = np.zeros((2, ROWS, COLS), dtype=np.float32)
-        _c4_threat_planes(np.int64(position), np.int64(mask), threats)
+        bitboards.c4_threat_planes(np.int64(position), np.int64(mask), threats)
         return np.concatenate([planes, threats])
 
     def symmetries(

@@ -6,10 +6,10 @@
     value(s) = 0                                   if the board fills (42 stones) without a win
     value(s) = max_a  -value(apply(s, a))          otherwise, pruned by alpha-beta on {-1, 0, 1}
 
-with the centre columns tried first. It has no transposition table, so it is for positions with
-about 28 or fewer empty cells (a few milliseconds to a second on one core; the empty board is far
-out of reach): the test oracle of the late game, and the tool that finds where an agent's game
-was lost (``benchmarks/analyse_connect4_losses.py``). ``max_nodes`` bounds the work; past it
+with the centre columns tried first. It has no transposition table, so it is for the late game,
+positions with about 28 or fewer empty cells (the empty board is far out of reach): the test
+oracle of the late game, and the tool that finds where an agent's game was lost
+(``benchmarks/analyse_connect4_losses.py``). ``max_nodes`` bounds the work; past it
 :func:`value` gives ``None``.
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 from numba import njit
 
 from rlx.games.base import GameState
+from rlx.games.bitboards import CONNECT4, c4_won, from_state, is_legal, play
 from rlx.games.connect4 import ConnectFour
-from rlx.games.rollout_mcts import _CONNECT4, _bitboards, _c4_won, _is_legal, _play
 
 _GAME = ConnectFour()
 _CELLS = 42
@@ -38,18 +38,18 @@ def _negamax(
     if nodes[0] < 0:
         return _OUT_OF_NODES
     for action in range(7):
-        if _is_legal(_CONNECT4, mask, action):
-            after, after_mask = _play(_CONNECT4, position, mask, action)
-            if _c4_won(after_mask ^ after):
+        if is_legal(CONNECT4, mask, action):
+            after, after_mask = play(CONNECT4, position, mask, action)
+            if c4_won(after_mask ^ after):
                 return 1
     if moves + 1 >= _CELLS:  # the last stone cannot win (checked above): a draw
         return 0
     best = -1
     for i in range(7):
         action = _CENTRE_FIRST[i]
-        if not _is_legal(_CONNECT4, mask, action):
+        if not is_legal(CONNECT4, mask, action):
             continue
-        after, after_mask = _play(_CONNECT4, position, mask, action)
+        after, after_mask = play(CONNECT4, position, mask, action)
         reply = _negamax(after, after_mask, moves + 1, -beta, -alpha, nodes)
         if reply == _OUT_OF_NODES:
             return _OUT_OF_NODES
@@ -66,7 +66,7 @@ def value(state: GameState, max_nodes: int = 50_000_000) -> int | None:
     search needs more than ``max_nodes`` positions."""
     if state.is_terminal:
         return int(state.result * state.to_play)
-    _, position, mask = _bitboards(_GAME, state)
+    position, mask = from_state(CONNECT4, state)
     stones = int(np.count_nonzero(state.board))
     found = _negamax(position, mask, stones, -1, 1, np.array([max_nodes], dtype=np.int64))
     return None if found == _OUT_OF_NODES else int(found)

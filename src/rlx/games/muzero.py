@@ -12,7 +12,8 @@ and ``num_actions`` of the game). The rules are used only at the root (which mov
 and to play the chosen move; the search below the root runs in the learned model and allows
 every action.
 
-**Search.** Each simulation walks from the root by PUCT (:func:`rlx.games.mcts.puct_select`)
+**Search.** AlphaZero's search (:func:`rlx.games.search.search`) with the model as its
+evaluator (:class:`LatentModel`). Each simulation walks from the root by PUCT
 
     a* = argmax_a  Qn(s, a) + c_puct * P(s, a) * sqrt(sum_b N(s, b)) / (1 + N(s, a))
 
@@ -54,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,14 +64,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rlx import metrics as M
 from rlx import registry
+from rlx.core.checks import at_least, in_range, positive
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
-from rlx.diagnostics import metrics as M
 from rlx.errors import CheckpointError, ConfigError
 from rlx.games import make
 from rlx.games.base import Game, GameState, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
-from rlx.games.mcts import add_root_noise, choose, puct_select, visit_policy
+from rlx.games.evaluators import Leaf
+from rlx.games.search import SearchConfig, choose, search, visit_policy
 
 
 # ============================================================================ config
@@ -85,7 +89,7 @@ class MuZeroConfig:
         unroll_steps: ``K``, the moves unrolled through the dynamics per training sample.
         batch_size: positions per gradient step.
         train_steps_per_iteration: gradient steps per iteration.
-        lr: Adam learning rate.
+        learning_rate: Adam's step size.
         weight_decay: ``c`` of the L2 term (coupled, as Adam's ``weight_decay``).
         value_loss_weight: ``c_v``, the weight of the value loss.
         buffer_size: positions kept in the replay buffer (the oldest leave first).
@@ -115,7 +119,7 @@ class MuZeroConfig:
     unroll_steps: int = 5
     batch_size: int = 256
     train_steps_per_iteration: int = 100
-    lr: float = 2e-3
+    learning_rate: float = 2e-3
     weight_decay: float = 1e-4
     value_loss_weight: float = 1.0
     buffer_size: int = 20_000
@@ -136,51 +140,41 @@ class MuZeroConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "eval_opponents", tuple(self.eval_opponents))
-        _at_least(self, 1, "iterations", "games_per_iteration", "simulations", "unroll_steps")
-        _at_least(self, 1, "eval_simulations", "batch_size", "eval_every", "latent_size")
-        _at_least(self, 0, "train_steps_per_iteration", "temperature_moves", "eval_games")
-        _positive(self, "lr", "c_puct", "dirichlet_alpha")
+        for name in ("iterations", "games_per_iteration", "simulations", "unroll_steps",
+                     "eval_simulations", "batch_size", "eval_every", "latent_size"):  # fmt: skip
+            at_least(self, name, 1)
+        for name in ("train_steps_per_iteration", "temperature_moves", "eval_games",
+                     "weight_decay", "value_loss_weight"):  # fmt: skip
+            at_least(self, name, 0)
+        for name in ("learning_rate", "c_puct", "dirichlet_alpha", "discount"):
+            positive(self, name)
         if self.buffer_size < self.batch_size:
             raise ConfigError(
                 f"buffer_size={self.buffer_size} is smaller than batch_size={self.batch_size}; "
                 f"use buffer_size >= {self.batch_size}."
             )
-        if not 0.0 <= self.noise_fraction <= 1.0:
-            raise ConfigError(f"noise_fraction={self.noise_fraction} must be in [0, 1].")
-        if not 0.0 < self.discount <= 1.0:
-            raise ConfigError(f"discount={self.discount} must be in (0, 1] (1 for board games).")
-        if self.weight_decay < 0 or self.value_loss_weight < 0:
-            raise ConfigError(
-                f"weight_decay={self.weight_decay} and value_loss_weight="
-                f"{self.value_loss_weight} must be >= 0."
-            )
-        if not -1.0 <= self.fpu <= 1.0:
-            raise ConfigError(f"fpu={self.fpu} must be in [-1, 1] (0: a draw).")
+        in_range(self, "noise_fraction", 0.0, 1.0)
+        in_range(self, "discount", 0.0, 1.0)  # 1 for board games
+        in_range(self, "fpu", -1.0, 1.0)  # 0: a draw
         if not self.hidden or min(self.hidden) < 1:
             raise ConfigError(f"hidden={self.hidden} needs at least one layer, each of width >= 1.")
 
-    def search(self, *, selfplay: bool) -> LatentSearch:
-        """How a move is searched: in self-play with root noise, else without."""
-        if selfplay:
-            return LatentSearch(
-                self.simulations, self.c_puct, self.dirichlet_alpha, self.noise_fraction,
-                self.discount, self.fpu,
-            )  # fmt: skip
-        return LatentSearch(
-            self.eval_simulations, self.c_puct, discount=self.discount, fpu=self.fpu
+    def search(self, *, selfplay: bool) -> SearchConfig:
+        """How a move is searched: in self-play with root noise, else without; Q scaled by the
+        tree's range of values, from a board game's known bounds [-1, 1]."""
+        return SearchConfig(
+            self.simulations if selfplay else self.eval_simulations,
+            self.c_puct,
+            self.dirichlet_alpha if selfplay else 1.0,
+            self.noise_fraction if selfplay else 0.0,
+            self.fpu,
+            discount=self.discount,
+            value_bounds=BOARD_GAME_VALUES,
         )
 
 
-def _at_least(config: Any, low: int, *names: str) -> None:
-    for name in names:
-        if getattr(config, name) < low:
-            raise ConfigError(f"{name}={getattr(config, name)} must be at least {low}.")
-
-
-def _positive(config: Any, *names: str) -> None:
-    for name in names:
-        if not getattr(config, name) > 0:
-            raise ConfigError(f"{name}={getattr(config, name)} must be > 0.")
+#: the range of a board game's values and rewards, from a loss (-1) to a win (+1)
+BOARD_GAME_VALUES = (-1.0, 1.0)
 
 
 # Connect Four: a starting point, not tuned (the solver exists for tic-tac-toe only).
@@ -279,43 +273,6 @@ class MuZeroNet(nn.Module):
 
 
 # ============================================================================ latent search
-class MinMaxStats:
-    """The smallest and largest value seen in one tree, to normalise Q to [0, 1]; ``bounds``
-    (the paper's known bounds, ``(-1, 1)`` for a board game) are in the range from the start."""
-
-    __slots__ = ("high", "low")
-
-    def __init__(self, bounds: tuple[float, float] | None = None) -> None:
-        self.low, self.high = bounds if bounds is not None else (np.inf, -np.inf)
-
-    def update(self, value: float) -> None:
-        self.low, self.high = min(self.low, value), max(self.high, value)
-
-    def normalize(self, q: np.ndarray) -> np.ndarray:
-        if self.high > self.low:
-            return (q - self.low) / (self.high - self.low)
-        return q
-
-
-class LatentNode:
-    """A latent state in the tree: its prior, and per action visit counts, value sums and the
-    rewards the model predicted."""
-
-    __slots__ = ("children", "hidden", "legal", "n", "prior", "reward", "w")
-
-    def __init__(self, hidden: np.ndarray, prior: np.ndarray, legal: np.ndarray) -> None:
-        self.hidden, self.prior, self.legal = hidden, prior, legal
-        self.n = np.zeros(len(prior))
-        self.w = np.zeros(len(prior))
-        self.reward = np.zeros(len(prior))
-        self.children: dict[int, LatentNode] = {}
-
-    def q(self, stats: MinMaxStats, fpu: float) -> np.ndarray:
-        """Normalised ``Q(s, a)``; ``fpu`` (normalised too) for an action not visited yet."""
-        q = np.where(self.n > 0, self.w / np.maximum(self.n, 1.0), fpu)
-        return stats.normalize(q)
-
-
 def _softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """Softmax over the last axis (over ``mask``'s True entries only, when given)."""
     logits = np.asarray(logits, dtype=np.float64)
@@ -325,90 +282,43 @@ def _softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _descend(
-    root: LatentNode, stats: MinMaxStats, c_puct: float, fpu: float
-) -> list[tuple[LatentNode, int]]:
-    """Walk by PUCT until an action whose child is not in the tree: the path (node, action)."""
-    path = []
-    node = root
-    while True:
-        action = puct_select(node.prior, node.n, node.q(stats, fpu), node.legal, c_puct)
-        path.append((node, action))
-        child = node.children.get(action)
-        if child is None:
-            return path
-        node = child
+class LatentModel:
+    """The search's evaluator in the learned model (:mod:`rlx.games.evaluators`): a root is
+    ``s^0, p^0 = h(o), f(h(o))`` with the prior over the legal moves; beyond the tree,
+    ``s', r = g(s, a)`` and ``p', v' = f(s')``, every action allowed (the model has no rules).
 
-
-def backup(
-    path: list[tuple[LatentNode, int]], value: float, stats: MinMaxStats, discount: float
-) -> None:
-    """``G <- r(s, a) + discount * (-G)`` up the path, from the leaf's ``value`` (for the player
-    to move at the leaf); each node gains ``N += 1``, ``W += G`` for the action taken."""
-    g = value
-    for node, action in reversed(path):
-        g = node.reward[action] + discount * -g
-        node.n[action] += 1.0
-        node.w[action] += g
-        stats.update(g)
-
-
-@dataclass(frozen=True)
-class LatentSearch:
-    """How a move is searched in the latent space (see :func:`latent_search`)."""
-
-    simulations: int
-    c_puct: float = 1.25
-    dirichlet_alpha: float = 1.0
-    noise_fraction: float = 0.0
-    discount: float = 1.0
-    fpu: float = 0.0
-    known_bounds: tuple[float, float] | None = (-1.0, 1.0)
-
-
-def latent_search(
-    net: MuZeroNet,
-    game: Game,
-    states: list[GameState],
-    config: LatentSearch,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Search every position of ``states`` (none terminal) together in the learned model.
-
-    Returns the root visit counts ``[B, A]`` (summing to ``simulations`` each, zero on illegal
-    moves) and the root values ``sum_a W / sum_a N`` ``[B]``.
+    ``net`` is a :class:`MuZeroNet`, or anything with its ``initial_inference`` and
+    ``recurrent_inference``.
     """
-    planes = torch.from_numpy(game.encode_batch(states))
-    legal = np.stack([game.legal_mask(s) for s in states])
-    everything = np.ones(game.num_actions, dtype=bool)
-    with torch.inference_mode():
-        hidden, logits, _ = net.initial_inference(planes)
-        hidden, priors = hidden.numpy(), _softmax(logits.numpy(), legal)
-        roots = []
-        for i in range(len(states)):
-            prior = add_root_noise(
-                priors[i], legal[i], config.dirichlet_alpha, config.noise_fraction, rng
+
+    def __init__(self, net: Any) -> None:
+        self.net = net
+
+    def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
+        planes = torch.from_numpy(game.encode_batch(states))
+        legal = np.stack([game.legal_mask(s) for s in states])
+        with torch.inference_mode():
+            hidden, logits, _ = self.net.initial_inference(planes)
+        priors = _softmax(logits.numpy(), legal)
+        rows = zip(hidden.numpy(), legal, priors, strict=True)
+        return [Leaf(h, 0.0, mask, prior) for h, mask, prior in rows]
+
+    def leaves(
+        self,
+        game: Game,
+        positions: Sequence[np.ndarray],
+        actions: Sequence[int],
+        rng: np.random.Generator,
+    ) -> list:
+        parents = torch.from_numpy(np.stack(positions))
+        with torch.inference_mode():
+            s_next, rewards, logits, values = self.net.recurrent_inference(
+                parents, torch.tensor(actions)
             )
-            roots.append(LatentNode(hidden[i], prior, legal[i]))
-        trees = [MinMaxStats(config.known_bounds) for _ in roots]
-        for _ in range(config.simulations):
-            paths = [
-                _descend(root, tree, config.c_puct, config.fpu)
-                for root, tree in zip(roots, trees, strict=True)
-            ]
-            parents = torch.from_numpy(np.stack([path[-1][0].hidden for path in paths]))
-            actions = torch.tensor([path[-1][1] for path in paths])
-            s_next, rewards, logits, values = net.recurrent_inference(parents, actions)
-            s_next, rewards, values = s_next.numpy(), rewards.numpy(), values.numpy()
-            priors = _softmax(logits.numpy())
-            for i, path in enumerate(paths):
-                parent, action = path[-1]
-                parent.children[action] = LatentNode(s_next[i], priors[i], everything)
-                parent.reward[action] = rewards[i]
-                backup(path, float(values[i]), trees[i], config.discount)
-    counts = np.stack([root.n for root in roots])
-    root_values = np.array([root.w.sum() / max(root.n.sum(), 1.0) for root in roots])
-    return counts, root_values
+        priors = _softmax(logits.numpy())
+        everything = np.ones(game.num_actions, dtype=bool)
+        rows = zip(s_next.numpy(), values.numpy(), priors, rewards.numpy(), strict=True)
+        return [Leaf(s, float(v), everything, prior, reward=r) for s, v, prior, r in rows]
 
 
 # ============================================================================ replay
@@ -584,12 +494,12 @@ def self_play(
     game: Game, net: MuZeroNet, config: MuZeroConfig, rng: np.random.Generator
 ) -> SelfPlayResult:
     """``games_per_iteration`` games played together, every move searched in the model."""
-    search = config.search(selfplay=True)
+    settings, model = config.search(selfplay=True), LatentModel(net)
     states = [game.initial_state() for _ in range(config.games_per_iteration)]
     records: list[tuple[list, list, list, list]] = [([], [], [], []) for _ in states]
     net.eval()
     while open_games := [i for i, s in enumerate(states) if not s.is_terminal]:
-        counts, _ = latent_search(net, game, [states[i] for i in open_games], search, rng)
+        counts = search(game, [states[i] for i in open_games], model, settings, rng).counts
         for i, n in zip(open_games, counts, strict=True):
             state = states[i]
             temperature = 1.0 if state.moves < config.temperature_moves else 0.0
@@ -705,28 +615,51 @@ def train_network(
 
 # ============================================================================ the agent
 class MuZeroAgent:
-    """A trained MuZero player: ``agent.act(state)`` searches the learned model (no noise) and
-    plays the most visited move; ``agent(state)`` is the same, so an agent is an arena player."""
+    """A trained MuZero player (a :class:`rlx.core.agent.GameAgent`): ``agent.act(state)``
+    searches the learned model (no noise) and plays the most visited move; ``agent(state)`` is
+    the same, so an agent is an arena player."""
 
     def __init__(self, game: Game, net: MuZeroNet, config: MuZeroConfig) -> None:
         self.game, self.net, self.config = game, net.eval(), config
         self.rng = np.random.default_rng(config.seed)
         self.run_dir = None
 
-    def search(self, state: GameState, simulations: int | None = None) -> np.ndarray:
-        """The root visit counts of a search of ``state`` (not a terminal one)."""
-        if state.is_terminal:
+    def search_batch(
+        self, states: Sequence[GameState], simulations: int | None = None
+    ) -> np.ndarray:
+        """The root visit counts ``[B, A]`` of a search of ``states`` (none terminal)."""
+        if any(s.is_terminal for s in states):
             raise ConfigError("the game is over; there is no move to choose.")
         config = self.config.search(selfplay=False)
         if simulations is not None:
             config = dataclasses.replace(config, simulations=simulations)
-        return latent_search(self.net, self.game, [state], config, self.rng)[0][0]
+        return search(self.game, states, LatentModel(self.net), config, self.rng).counts
 
-    def act(self, state: GameState, simulations: int | None = None) -> int:
-        """The move to play in ``state``: the most visited root action."""
-        return choose(self.search(state, simulations), 0.0, self.rng)
+    def search(self, state: GameState, simulations: int | None = None) -> np.ndarray:
+        """The root visit counts of a search of ``state`` (not a terminal one)."""
+        return self.search_batch([state], simulations)[0]
 
-    __call__ = act
+    def act(
+        self, state: GameState, deterministic: bool = True, *, simulations: int | None = None
+    ) -> int:
+        """The move to play in ``state``: the most visited root action, or with
+        ``deterministic=False`` one drawn from ``pi ∝ N``."""
+        return self.act_batch([state], deterministic, simulations=simulations)[0]
+
+    def act_batch(
+        self,
+        states: Sequence[GameState],
+        deterministic: bool = True,
+        *,
+        simulations: int | None = None,
+    ) -> list[int]:
+        """:meth:`act` for several positions, searched together."""
+        temperature = 0.0 if deterministic else 1.0
+        counts = self.search_batch(states, simulations)
+        return [choose(n, temperature, self.rng) for n in counts]
+
+    def __call__(self, state: GameState) -> int:
+        return self.act(state)
 
     def __repr__(self) -> str:
         return f"MuZeroAgent(game={self.game.name}, simulations={self.config.eval_simulations})"
@@ -739,7 +672,9 @@ def train(config: MuZeroConfig, env: Any, run: Any) -> MuZeroAgent:
     check_opponents(game, config.eval_opponents)
     rng = seed_everything(config.seed)
     net = MuZeroNet(game, config.latent_size, config.hidden)
-    optimizer = torch.optim.Adam(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.Adam(
+        net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+    )
     buffer = ReplayBuffer(config.buffer_size, game, config.unroll_steps)
     symmetries = symmetry_permutations(game)
     iteration = 0
@@ -843,9 +778,9 @@ registry.register(
         config=MuZeroConfig,
         train=train,
         load=load,
-        summary="MuZero: MCTS in a learned model s'=g(s,a), (p,v)=f(s) (tictactoe, connect4)",
         budget_field="iterations",
         unit="iterations",
         presets=PRESETS,
+        renamed={"lr": "learning_rate"},
     )
 )

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from rlx.errors import EnvError
-from rlx.games.base import Game, GameState
+from rlx.games.base import Game, GameState, integer_draw
 
 # how the observation planes of player 0 give rlx's board: (plane of player 0's stones, plane
 # of player 1's, whether OpenSpiel's row 0 is the bottom row so the rows must be flipped)
@@ -43,9 +44,29 @@ def _import_pyspiel() -> Any:
 
 @dataclass(frozen=True, eq=False)
 class OpenSpielState(GameState):
-    """A :class:`GameState` that also carries the pyspiel state it was made from."""
+    """A :class:`GameState` that also carries the pyspiel state it was made from.
+
+    The game's own states (:meth:`with_lazy_board`) read their ``board`` from the observation
+    tensor the first time it is asked for, then keep it: a search makes a state at every new
+    leaf of its tree and reads none of their boards.
+    """
 
     native: Any = None
+
+    @classmethod
+    def with_lazy_board(
+        cls, native: Any, to_play: int, result: int | None, moves: int, game: OpenSpielGame
+    ) -> OpenSpielState:
+        """The state of ``native`` in ``game``, its board left to be read when first asked."""
+        state = cls.__new__(cls)
+        # set as the dataclass's own __init__ sets a frozen instance's fields, past __setattr__
+        state.__dict__.update(native=native, to_play=to_play, result=result, moves=moves, game=game)
+        return state
+
+    @cached_property
+    def board(self) -> np.ndarray:  # type: ignore[override]
+        """The board (see the module's docstring); a state made with a board keeps that one."""
+        return self.game.board_of(self.native)
 
     def key(self) -> bytes:
         # the board of a generic game is an observation, which may not tell positions apart
@@ -82,19 +103,34 @@ class OpenSpielGame(Game):
         native.apply_action(int(action))
         return self._wrap(native, last_mover=state.to_play)
 
+    def random_playout(self, state: GameState, rng: np.random.Generator) -> int:
+        """:meth:`Game.random_playout` on a clone of the pyspiel state, without wrapping each
+        position on the way."""
+        native = state.native.clone()
+        # bound once: this loop is where pure MCTS spends most of its time
+        legal_actions, apply_action, draw = (
+            native.legal_actions,
+            native.apply_action,
+            integer_draw(rng),
+        )
+        # a game goes on while its player to move has a legal move (at the end it has none)
+        while legal := legal_actions():
+            apply_action(legal[draw(len(legal))])
+        # +1 when the first player (OpenSpiel's player 0) won, as GameState.result
+        return _sign(native.returns()[0])
+
     def _wrap(self, native: Any, last_mover: int = -1) -> OpenSpielState:
         if native.is_terminal():
             # OpenSpiel has no player to move at the end; rlx's games give the last mover's
             # opponent, as if the turn had passed
-            to_play, result = -last_mover, int(np.sign(native.returns()[0]))
+            to_play, result = -last_mover, _sign(native.returns()[0])
         else:
             # not always the last mover's opponent: in some games a player moves twice
             to_play, result = (1 if native.current_player() == 0 else -1), None
-        return OpenSpielState(
-            self._board(native), to_play, result, int(native.move_number()), native
-        )
+        return OpenSpielState.with_lazy_board(native, to_play, result, native.move_number(), self)
 
-    def _board(self, native: Any) -> np.ndarray:
+    def board_of(self, native: Any) -> np.ndarray:
+        """The ``board`` of a pyspiel state (see the module's docstring)."""
         observation = np.asarray(native.observation_tensor(0), dtype=np.float32)
         observation = observation.reshape(self.observation_shape)
         if self.short_name not in _BOARD_PLANES:
@@ -169,3 +205,8 @@ def _as_planes(observation: np.ndarray) -> np.ndarray:
     if observation.ndim == 2:
         return observation[None]
     return observation.reshape(1, 1, -1)
+
+
+def _sign(x: float) -> int:
+    """+1, -1 or 0 as ``np.sign``, on a Python float without the cost of a ufunc."""
+    return (x > 0) - (x < 0)

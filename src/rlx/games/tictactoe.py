@@ -32,6 +32,7 @@ class TicTacToe(Game):
     name = "tictactoe"
     board_shape = (3, 3)
     num_actions = 9
+    bitboard_rules = "tictactoe"
 
     def legal_mask(self, state: GameState) -> np.ndarray:
         if state.is_terminal:

@@ -8,9 +8,11 @@ rows = llm.arithmetic(100, seed=0)      # VerifierExample("23+58=", "81"), ...
 ```
 
 Modules: ``models`` (load any local causal LM, build a tiny one), ``tasks`` (JSONL data,
-generated tasks, reward functions), ``batching`` (tokenise, pad, log-probabilities) and
-``losses`` (Bradley-Terry, DPO, SFT). Names load on first use, so ``from rlx import llm`` costs
-neither torch nor transformers until a function is called.
+generated tasks, reward functions), ``batching`` (tokenise, pad, log-probabilities),
+``losses`` (Bradley-Terry, DPO, SFT), ``generation`` (greedy decoding, sampling, exact match),
+``training`` and ``online`` (what the stages share), ``stages`` (one file per stage) and
+``agent`` (a trained model as ``rlx.load`` returns it). Names load on first use, so
+``from rlx import llm`` costs neither torch nor transformers until a function is called.
 """
 
 from __future__ import annotations
@@ -95,12 +97,12 @@ _EXPORTS: dict[str, str] = {
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",
     "StageResult": "training",
-    "LoadedModel": "models",
+    "LoadedModel": "agent",
     "save_pretrained": "models",
 }
 
 _SUBMODULES = frozenset(
-    {"models", "tasks", "batching", "losses", "generation", "training", "stages"}
+    {"agent", "models", "tasks", "batching", "losses", "generation", "online", "training", "stages"}
 )
 
 

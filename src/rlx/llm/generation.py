@@ -19,6 +19,8 @@ from torch import Tensor
 
 from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
+from rlx.llm.models import load_model
+from rlx.llm.tasks import PreferencePair, load_verifier_jsonl
 
 DEFAULT_BATCH = 256
 
@@ -110,25 +112,11 @@ def exact_match(
     ``{"prompt", "answer"}`` rows or a list of rows with ``prompt`` and ``answer`` (or
     ``completion``). ``max_new_tokens`` defaults to the longest answer's tokens plus 2.
     """
-    from rlx.llm.models import load_model
-    from rlx.llm.tasks import load_verifier_jsonl
-
-    if isinstance(model, (str, Path)):
-        model, tokenizer = load_model(model, device=device)
-    else:
-        model, tokenizer = model
-    rows = load_verifier_jsonl(data) if isinstance(data, (str, Path)) else list(data)
-    if not rows:
+    prompts, answers, completions = _greedy_answers(model, data, max_new_tokens, batch_size, device)
+    if not prompts:
         raise ConfigError("exact_match needs at least one row.")
-    prompts, answers = answers_of(rows)
-    if max_new_tokens is None:
-        lengths = tokenizer(answers, add_special_tokens=False)["input_ids"]
-        max_new_tokens = max(len(ids) for ids in lengths) + 2
-    completions = greedy(
-        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
-    )
     hits = sum(c.strip() == a.strip() for c, a in zip(completions, answers, strict=True))
-    return hits / len(rows)
+    return hits / len(prompts)
 
 
 def mistake_pairs(
@@ -144,24 +132,40 @@ def mistake_pairs(
     On-policy preferences, as DPO is used in practice: the pairs push down exactly what the
     model would say, where offline pairs of someone else's mistakes may never touch it.
     """
-    from rlx.llm.models import load_model
-    from rlx.llm.tasks import PreferencePair, load_verifier_jsonl
-
-    if isinstance(model, (str, Path)):
-        model, tokenizer = load_model(model, device=device)
-    else:
-        model, tokenizer = model
-    rows = load_verifier_jsonl(data) if isinstance(data, (str, Path)) else list(data)
-    prompts, answers = answers_of(rows)
-    if max_new_tokens is None:
-        lengths = tokenizer(answers, add_special_tokens=False)["input_ids"]
-        max_new_tokens = max(len(ids) for ids in lengths) + 2
-    completions = greedy(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
+    prompts, answers, completions = _greedy_answers(
+        model, data, max_new_tokens, DEFAULT_BATCH, device
+    )
     return [
         PreferencePair(prompt, answer, completion)
         for prompt, answer, completion in zip(prompts, answers, completions, strict=True)
         if completion.strip() != answer.strip()
     ]
+
+
+def _greedy_answers(
+    model: str | Path | tuple[Any, Any],
+    data: str | Path | Sequence[Any],
+    max_new_tokens: int | None,
+    batch_size: int,
+    device: str,
+) -> tuple[list[str], list[str], list[str]]:
+    """Prompts, answers and greedy completions of the rows in ``data`` (none: three empty
+    lists); ``max_new_tokens`` None: the longest answer's tokens plus 2."""
+    if isinstance(model, (str, Path)):
+        model, tokenizer = load_model(model, device=device)
+    else:
+        model, tokenizer = model
+    rows = load_verifier_jsonl(data) if isinstance(data, (str, Path)) else list(data)
+    if not rows:
+        return [], [], []
+    prompts, answers = answers_of(rows)
+    if max_new_tokens is None:
+        lengths = tokenizer(answers, add_special_tokens=False)["input_ids"]
+        max_new_tokens = max(len(ids) for ids in lengths) + 2
+    completions = greedy(
+        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
+    )
+    return prompts, answers, completions
 
 
 @torch.no_grad()

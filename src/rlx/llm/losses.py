@@ -1,7 +1,7 @@
 """Language-model losses as small pure functions: each returns ``(loss, metrics)``.
 
 As in :mod:`rlx.core.policy_losses`, the metrics are detached 0-d tensors named from
-:mod:`rlx.diagnostics.metrics`: callers keep them as tensors inside the micro-batch loop and
+:mod:`rlx.metrics`: callers keep them as tensors inside the micro-batch loop and
 read them once per update (``float(v)``, or the run logger), with no host round trip per step.
 Sequence-level inputs are ``[B]`` tensors, one value per preference pair.
 """
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rlx.diagnostics import metrics as M
+from rlx import metrics as M
 from rlx.errors import ConfigError
 from rlx.llm.batching import Batch
 

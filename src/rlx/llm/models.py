@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,15 +75,15 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM
 
-    folder = _causal_lm_folder(path)
-    torch_dtype = _parse_dtype(dtype)
+    folder = causal_lm_folder(path)
+    weights_dtype = torch_dtype(dtype)
     target = _parse_device(device)
     config = _causal_lm_config(folder)
     tokenizer = load_tokenizer(folder)
     try:
-        with _no_progress_bars():
+        with no_progress_bars():
             model = AutoModelForCausalLM.from_pretrained(
-                folder, config=config, dtype=torch_dtype, local_files_only=True
+                folder, config=config, dtype=weights_dtype, local_files_only=True
             )
     except (OSError, ValueError) as err:
         raise ConfigError(f"cannot load the model weights in {folder}: {_first_line(err)}") from err
@@ -100,7 +99,7 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     """
     from transformers import AutoTokenizer
 
-    folder = _existing_folder(path)
+    folder = model_folder(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, TypeError) as err:
@@ -114,15 +113,17 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-def _existing_folder(path: str | Path) -> Path:
+def model_folder(path: str | Path) -> Path:
+    """``path`` as a folder, which must exist (a ConfigError that names it otherwise)."""
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise ConfigError(f"model folder {str(folder)!r} does not exist or is not a folder.")
     return folder
 
 
-def _causal_lm_folder(path: str | Path) -> Path:
-    folder = _existing_folder(path)
+def causal_lm_folder(path: str | Path) -> Path:
+    """An existing model folder that holds a ``config.json``, as a Hugging Face model's does."""
+    folder = model_folder(path)
     if not (folder / "config.json").is_file():
         raise ConfigError(
             f"model folder {str(folder)!r} has no config.json; expected a Hugging Face model "
@@ -162,7 +163,9 @@ def _causal_lm_config(folder: Path) -> Any:
     return config
 
 
-def _parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+def torch_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    """The torch dtype a model loads in: ``None`` (float32), a name of :data:`DTYPES`, or one
+    of their torch dtypes."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
@@ -237,7 +240,7 @@ def make_tiny_lm(
 
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)
-    with _no_progress_bars():
+    with no_progress_bars():
         model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     _portable_tokenizer_class(out)
@@ -342,7 +345,8 @@ def _tiny_config(
 
 
 @contextmanager
-def _no_progress_bars() -> Iterator[None]:
+def no_progress_bars() -> Iterator[None]:
+    """Transformers' progress bars off inside the block, as they were after it."""
     # a one-shard save of a tiny model takes milliseconds; its progress bar is only noise
     from transformers.utils import logging as hf_logging
 
@@ -370,20 +374,7 @@ def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = [
-    "ARCHITECTURES",
-    "DEFAULT_ALPHABET",
-    "DTYPES",
-    "SPECIAL_TOKENS",
-    "character_tokenizer",
-    "count_parameters",
-    "load_model",
-    "load_tokenizer",
-    "make_tiny_lm",
-]
-
-
-# --- saving and loading trained stages ----------------------------------------------------------
+# --- saving a trained stage's model ------------------------------------------------------------
 
 
 def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, out: Path) -> Path:
@@ -395,7 +386,7 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     out = Path(out)
     tmp = out.with_name(f".tmp-{out.name}")
     shutil.rmtree(tmp, ignore_errors=True)
-    with _no_progress_bars():
+    with no_progress_bars():
         model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     _portable_tokenizer_class(tmp)
@@ -404,23 +395,19 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     return out
 
 
-@dataclass
-class LoadedModel:
-    """A trained stage's model as ``rlx.load(run_dir)`` returns it: ``model``, ``tokenizer``
-    and greedy decoding."""
-
-    model: Any
-    tokenizer: Any
-    run_dir: Path | None = None
-
-    @classmethod
-    def from_checkpoint(cls, config: Any, state: dict[str, Any]) -> LoadedModel:
-        """The start model of ``config.model`` with the checkpoint's weights."""
-        model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
-        model.load_state_dict(state["model"])
-        return cls(model, tokenizer)
-
-    def greedy(self, prompts: list[str], max_new_tokens: int = 16) -> list[str]:
-        from rlx.llm.generation import greedy
-
-        return greedy(self.model, self.tokenizer, prompts, max_new_tokens=max_new_tokens)
+__all__ = [
+    "ARCHITECTURES",
+    "DEFAULT_ALPHABET",
+    "DTYPES",
+    "SPECIAL_TOKENS",
+    "causal_lm_folder",
+    "character_tokenizer",
+    "count_parameters",
+    "load_model",
+    "load_tokenizer",
+    "make_tiny_lm",
+    "model_folder",
+    "no_progress_bars",
+    "save_pretrained",
+    "torch_dtype",
+]

@@ -1,14 +1,16 @@
 """What every language-model stage shares: its config fields, the data split, the learning-rate
 schedule, the optimizer loop with gradient accumulation, checkpoints and the run folder.
 
-A stage (SFT, reward model, DPO; later RLHF and GRPO) supplies three things to
+A stage trained on a fixed data set (SFT, reward model, DPO) supplies three things to
 :func:`train_loop`: the per-row weight its loss is normalised by (target tokens for SFT, 1 per
 pair otherwise), a function giving the *summed* loss of some rows, and an evaluation. The loop
 turns sums into the batch mean ``L = sum_rows loss_i / sum_rows w_i`` whatever the split into
 micro-batches, so ``grad_accum`` changes memory, never the gradient.
 
 The schedule is linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0
-(what ``transformers``' Trainer and TRL do by default).
+(what ``transformers``' Trainer and TRL do by default). The online stages (GRPO, RLHF-PPO)
+sample between updates and run their own loop, on the same config, schedule, sampler and
+checkpoints.
 """
 
 from __future__ import annotations
@@ -27,12 +29,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rlx.core.checks import at_least, positive
 from rlx.core.threads import set_torch_threads
 from rlx.errors import ConfigError
-from rlx.runs import Run
-
-MODEL_DIR = "model"
-"""Where a stage saves its trained model inside the run folder (a normal HF model folder)."""
+from rlx.runs import MODEL_DIR, Run
 
 
 # ============================================================================ config
@@ -77,48 +77,33 @@ class StageConfig:
     precision: str = "fp32"
     """training forward passes: fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
     weights, gradients, optimizer and losses stay float32; pays on CPUs with AVX512-BF16 or AMX
-    and on recent GPUs: a 1M Llama's SFT ran 1.3x faster on such a CPU, and 10x slower on an
-    AVX2-only one, where PyTorch emulates bfloat16: rlx warns there)"""
+    and on recent GPUs; on a CPU without them PyTorch emulates bfloat16, far slower than fp32:
+    rlx warns there)"""
     num_threads: int | None = None
     """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
 
     def __post_init__(self) -> None:
         name = type(self).__name__
-        checks = [
-            (self.batch_size >= 1, f"batch_size={self.batch_size} must be >= 1"),
-            (self.grad_accum >= 1, f"grad_accum={self.grad_accum} must be >= 1"),
-            (
-                self.batch_size % max(self.grad_accum, 1) == 0,
-                f"grad_accum={self.grad_accum} must divide batch_size={self.batch_size}",
-            ),
-            (self.steps is None or self.steps >= 1, f"steps={self.steps} must be >= 1 or None"),
-            (
-                self.epochs is None or self.epochs > 0,
-                f"epochs={self.epochs} must be > 0 or None",
-            ),
-            (
-                self.learning_rate is None or self.learning_rate > 0,
-                f"learning_rate={self.learning_rate} must be > 0 or None",
-            ),
-            (0 <= self.warmup_ratio < 1, f"warmup_ratio={self.warmup_ratio} must be in [0, 1)"),
-            (0 <= self.eval_fraction < 1, f"eval_fraction={self.eval_fraction} must be in [0, 1)"),
-            (self.max_length >= 2, f"max_length={self.max_length} must be >= 2"),
-            (
-                self.eval_every is None or self.eval_every >= 1,
-                f"eval_every={self.eval_every} must be >= 1 or None",
-            ),
-            (
-                self.precision in PRECISIONS,
-                f"precision={self.precision!r} must be one of {', '.join(PRECISIONS)}",
-            ),
-            (
-                self.num_threads is None or self.num_threads >= 1,
-                f"num_threads={self.num_threads} must be >= 1 or None",
-            ),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(f"{name}: {message}.")
+        at_least(self, "batch_size", 1)
+        at_least(self, "grad_accum", 1)
+        if self.batch_size % self.grad_accum:
+            raise ConfigError(
+                f"{name}: grad_accum={self.grad_accum} must divide batch_size={self.batch_size}."
+            )
+        for count in ("steps", "eval_every", "num_threads"):  # None: chosen by rlx
+            if getattr(self, count) is not None:
+                at_least(self, count, 1)
+        for amount in ("epochs", "learning_rate"):
+            if getattr(self, amount) is not None:
+                positive(self, amount)
+        at_least(self, "max_length", 2)
+        for share in ("warmup_ratio", "eval_fraction"):
+            if not 0 <= getattr(self, share) < 1:
+                raise ConfigError(f"{name}: {share}={getattr(self, share)} must be in [0, 1).")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"{name}: precision={self.precision!r} must be one of {', '.join(PRECISIONS)}."
+            )
 
 
 def default_learning_rate(num_params: int, scale: float = 1.0) -> float:
@@ -210,6 +195,17 @@ def warmup_linear(step: int, total: int, warmup_ratio: float) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+def set_learning_rate(
+    optimizer: torch.optim.Optimizer, peak: float, step: int, steps: int, warmup_ratio: float
+) -> float:
+    """Set every parameter group's step size for ``step`` (0-based) of ``steps``: ``peak``
+    times :func:`warmup_linear`. Returns it."""
+    lr = peak * warmup_linear(step, steps, warmup_ratio)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return lr
+
+
 # ============================================================================ precision
 PRECISIONS = ("fp32", "bf16-mixed")
 
@@ -228,9 +224,9 @@ def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[Non
     """Eager attention while ``bf16-mixed`` trains on CPU, the model's own afterwards (no
     model: nothing to do).
 
-    PyTorch's fused CPU attention (SDPA) runs its backward about 10x slower in bfloat16 than
-    in float32, which costs more than the bfloat16 matmuls save; the eager path's small
-    batched matmuls do not (measured on a 1M Llama: 103 ms per step with SDPA, 50 with eager).
+    PyTorch's fused CPU attention (SDPA) runs its backward far slower in bfloat16 than in
+    float32, which costs more than the bfloat16 matmuls save; the eager path's small batched
+    matmuls do not.
     """
     on_cpu = model is not None and next(model.parameters()).device.type == "cpu"
     if precision == "bf16-mixed" and on_cpu and not cpu_has_bf16():
@@ -255,9 +251,8 @@ def cpu_has_bf16() -> bool:
 @functools.cache
 def _warn_emulated_bf16() -> None:
     print("rlx: precision='bf16-mixed' on a CPU without bfloat16 instructions (AVX512-BF16 or "
-          "AMX): PyTorch emulates them, and a training step runs about 10x slower than in fp32 "
-          "(a 1M Llama on an AVX2 AMD EPYC); use precision='fp32' on this machine.",
-          file=sys.stderr)  # fmt: skip
+          "AMX): PyTorch emulates them, and a training step runs many times slower than in "
+          "fp32; use precision='fp32' on this machine.", file=sys.stderr)  # fmt: skip
 
 
 def _sdpa_models(model: torch.nn.Module | None) -> list[torch.nn.Module]:
@@ -353,9 +348,7 @@ def _steps(
     params = [p for p in model.parameters() if p.requires_grad]
     last_eval: dict[str, float] = {}
     while step < steps and not run.stop_requested:
-        factor = warmup_linear(step, steps, config.warmup_ratio)
-        for group in optimizer.param_groups:
-            group["lr"] = lr * factor
+        step_lr = set_learning_rate(optimizer, lr, step, steps, config.warmup_ratio)
         with_precision = autocast(config.precision, config.device)
         metrics = accumulate_gradients(stage, sampler.next(), config.grad_accum, with_precision)
         if config.max_grad_norm is not None:
@@ -365,7 +358,7 @@ def _steps(
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        metrics["lr"] = lr * factor
+        metrics["lr"] = step_lr
         metrics["epoch"] = sampler.epoch + sampler.position / len(stage.units)
         if step % eval_every == 0 or step == steps:
             last_eval = _evaluate(stage)
@@ -507,9 +500,14 @@ def stage_entry(
     tensorboard: bool,
     overrides: Mapping[str, Any],
     stop_on: tuple[str, ...] | list[str] = (),
+    env: Any = None,
 ) -> StageResult:
     """``llm.sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's
-    name, the data file as the run's "env", and the model folder as a config field."""
+    name, the data file as the run's "env", and the model folder as a config field.
+
+    ``env``: what the stage's ``train`` receives instead of the data file's name, for what
+    belongs to this one run and cannot be a config field (GRPO's Python reward function); its
+    ``name`` is the data file's."""
     from rlx.api import train
 
     fields = dict(overrides)
@@ -517,7 +515,7 @@ def stage_entry(
         fields["model"] = str(model)
     return train(
         name,
-        str(data),
+        str(data) if env is None else env,
         run_dir=run_dir,
         resume=resume,
         progress=progress,

@@ -45,9 +45,9 @@ def policy_evaluation(
         method: ``"iterative"``: synchronous sweeps ``V_{k+1} = R_pi + gamma P_pi V_k``.
             ``"exact"``: sparse LU solve of ``(I - gamma P_pi) V = R_pi`` on the non-terminal
             states; fast on structured MDPs (grids, FrozenLake, Taxi), but LU fill-in makes it
-            cubic on random transition graphs (about 2 s at 3,000 states). ``"krylov"``: the
-            same system by BiCGSTAB (relative residual 1e-13), falling back to LU if it
-            stalls; milliseconds on random MDPs of 10,000 states.
+            cubic in the states on random transition graphs. ``"krylov"``: the same system by
+            BiCGSTAB (relative residual 1e-13), falling back to LU if it stalls; the fast
+            choice on large random MDPs.
         gamma: override the MDP's discount.
         max_iterations: cap on ``"iterative"`` sweeps; reaching it warns and returns the last V.
 

@@ -1,8 +1,8 @@
 """How close a tabular learner came to dynamic programming on the same MDP.
 
-"Check a tabular agent against the DP value V*" (cheat sheet, tips): V* and Q* come from value
-iteration, the learned greedy policy is evaluated exactly, and the report says how far the
-learner's values and its policy are from optimal.
+"Check a tabular agent against the DP value V*" (docs: Questions and tips): V* and Q* come from
+value iteration, the learned greedy policy is evaluated exactly, and the report says how far
+the learner's values and its policy are from optimal.
 """
 
 from __future__ import annotations

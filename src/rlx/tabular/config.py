@@ -1,7 +1,7 @@
 """The one config shared by every tabular learner, and its epsilon schedule.
 
-Defaults come from the cheat sheet: alpha 0.1 and epsilon 0.1 ("Tabular alpha and epsilon,
-Q-learning and SARSA on the 4x4 GridWorld"); the linear option decays epsilon from 1.0 to
+Defaults are the standard ones (docs: Reference > Defaults): alpha 0.1 and epsilon 0.1 for
+Q-learning and SARSA on the 4x4 GridWorld; the linear option decays epsilon from 1.0 to
 0.01 over the first 10% of episodes ("Decay epsilon from 1.0 to 0.01 over the first 10% of
 training").
 """

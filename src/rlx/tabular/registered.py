@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from rlx import metrics as M
 from rlx import registry
-from rlx.diagnostics import metrics as M
 from rlx.errors import ConfigError
 from rlx.tabular import TabularConfig, TabularLearner
 
@@ -66,10 +66,14 @@ class TabularAgent:
 
     def act(self, obs: Any, deterministic: bool = True) -> int:
         """The greedy action in state ``obs`` (ties: the lowest action index)."""
-        s = int(obs)
+        return int(self.act_batch(np.asarray([obs]), deterministic)[0])
+
+    def act_batch(self, observations: Any, deterministic: bool = True) -> np.ndarray:
+        """The greedy actions in the states ``observations``, in order."""
+        states = np.asarray(observations, dtype=np.int64).reshape(-1)
         if self.policy.ndim == 1:
-            return int(self.policy[s])
-        return int(np.argmax(self.policy[s]))
+            return self.policy[states].astype(np.int64)
+        return np.argmax(self.policy[states], axis=1)
 
     def __repr__(self) -> str:
         return f"TabularAgent({self.algo}, env={self.env_id}, S={self.V.shape[0]})"
@@ -132,15 +136,8 @@ def _load(algo: str, config: TabularTrainConfig, env_id: str, state: dict) -> Ta
     return TabularAgent(algo, config, env_id, state["agent"])
 
 
-_SUMMARIES = {
-    "q-learning": "Q-learning: Q(s,a) += alpha [r + gamma max_a' Q(s',a') - Q(s,a)]",
-    "sarsa": "SARSA: Q(s,a) += alpha [r + gamma Q(s',a') - Q(s,a)] (on-policy)",
-    "expected-sarsa": "Expected SARSA: bootstraps on sum_a' pi(a'|s') Q(s',a')",
-    "double-q": "Double Q-learning: two tables, argmax from one, value from the other",
-    "mc": "Monte Carlo control: epsilon-greedy, returns by the reverse sweep G = r + gamma G",
-    "mc-prediction": "Monte Carlo prediction of a policy's V (default: equiprobable)",
-    "td0": "TD(0) prediction: V(s) += alpha [r + gamma V(s') - V(s)]",
-}
+ALGORITHMS = ("q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "mc-prediction", "td0")
+"""The tabular learners registered here (their one-line summaries are in the registry)."""
 
 
 def _register(algo: str) -> None:
@@ -150,12 +147,11 @@ def _register(algo: str) -> None:
             config=TabularTrainConfig,
             train=lambda config, env, run: _train(algo, config, env, run),
             load=lambda config, env_id, state: _load(algo, config, env_id, state),
-            summary=_SUMMARIES[algo],
             budget_field="episodes",
             unit="episodes",
         )
     )
 
 
-for _algo in _SUMMARIES:
+for _algo in ALGORITHMS:
     _register(_algo)

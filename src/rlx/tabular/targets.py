@@ -1,9 +1,9 @@
 """The tabular update rules as small pure functions, shared by every learner.
 
-Each function computes one line of the cheat sheet; the compiled kernels and the plain Python
-loop over a Gymnasium env call the same code. ``terminated`` means the episode ended in a
-terminal state: the target has no bootstrap. A truncated episode (a step cap) is *not*
-terminated, so its last transition still bootstraps on the next state's value.
+Each function computes one update line (docs: Concepts > Update lines); the compiled kernels
+and the plain Python loop over a Gymnasium env call the same code. ``terminated`` means the
+episode ended in a terminal state: the target has no bootstrap. A truncated episode (a step
+cap) is *not* terminated, so its last transition still bootstraps on the next state's value.
 
 Every function called once per step (these, the behaviour policies, the model sampler, the
 generator, each algorithm's update) is ``inline="always"``: numba then compiles a learner's

@@ -1,5 +1,5 @@
-"""Direct Preference Optimisation (Rafailov et al., 2023): the cheat sheet's "DPO first" for
-alignment from preferences, with no reward model and no sampling.
+"""Direct Preference Optimisation (Rafailov et al., 2023): the first method to try for alignment
+from preferences (``docs/reference/choose-a-method.md``), with no reward model and no sampling.
 
     L_DPO = -E[log sigma(beta [(log pi(y+|x) - log pi_ref(y+|x))
                                 - (log pi(y-|x) - log pi_ref(y-|x))])]
@@ -24,16 +24,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx import registry
-from rlx.diagnostics import metrics as M
-from rlx.errors import ConfigError
+from rlx.core.checks import at_least, positive
 from rlx.llm.batching import (
     PairTable,
     completion_lengths,
     packed_pair_logprobs,
     sequence_logprobs,
 )
-from rlx.llm.losses import _check_beta, dpo_loss
+from rlx.llm.losses import dpo_loss
 from rlx.llm.stages.reward_model import encode_pairs, pair_table, use_packing
 from rlx.llm.training import (
     Prepared,
@@ -72,9 +72,8 @@ class DPOConfig(StageConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_beta(self.beta)
-        if self.rpo_alpha < 0:
-            raise ConfigError(f"DPOConfig: rpo_alpha={self.rpo_alpha} must be >= 0.")
+        positive(self, "beta")
+        at_least(self, "rpo_alpha", 0.0)
 
 
 def dpo(
@@ -209,7 +208,8 @@ def train(config: DPOConfig, data: Any, run: Any) -> StageResult:
 
 
 def load(config: DPOConfig, data_id: str, state: dict) -> Any:
-    from rlx.llm.models import LoadedModel
+    """The trained policy as a :class:`rlx.llm.agent.LoadedModel`."""
+    from rlx.llm.agent import LoadedModel
 
     return LoadedModel.from_checkpoint(config, state)
 
@@ -220,7 +220,6 @@ ALGORITHM = registry.register(
         config=DPOConfig,
         train=train,
         load=load,
-        summary="Direct Preference Optimisation of a causal LM on preference pairs",
         budget_field="steps",
         unit="steps",
     )

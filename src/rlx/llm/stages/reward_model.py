@@ -1,4 +1,4 @@
-"""The reward model (stage 3 of RLHF): a scalar score trained on preference pairs with the
+"""The reward model (stage 2 of RLHF): a scalar score trained on preference pairs with the
 Bradley-Terry loss
 
     L = -E[log sigma(R(x, y+) - R(x, y-))]
@@ -8,9 +8,8 @@ Two kinds, the same loss:
 - ``kind="lm"``: a scalar head on the causal LM's backbone, initialised from the SFT model
   (``AutoModelForSequenceClassification`` with one label), read at the sequence's last real
   token. Saved as a normal Hugging Face folder.
-- ``kind="bow"``: the cheat sheet's simplest one, ``R(x, y) = dot(w, bag(y))`` over the
-  completion's token counts: fast, transparent (``w`` says which tokens it rewards), and a
-  handy proxy in tests.
+- ``kind="bow"``: the simplest one, ``R(x, y) = dot(w, bag(y))`` over the completion's token
+  counts: fast, transparent (``w`` says which tokens it rewards), and a handy proxy in tests.
 
 Chosen and rejected completions go through the model in one forward pass. Logged per step:
 ``loss``, ``pair_accuracy``, ``reward_margin``, ``chosen_reward``, ``rejected_reward``; held
@@ -20,6 +19,7 @@ out: the same with an ``eval_`` prefix.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from rlx import registry
+from rlx.core.checks import one_of
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
     Batch,
@@ -72,10 +73,7 @@ class RewardModelConfig(StageConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.kind not in KINDS:
-            raise ConfigError(
-                f"RewardModelConfig: kind={self.kind!r} is not one of {', '.join(KINDS)}."
-            )
+        one_of(self, "kind", KINDS)
 
 
 def reward_model(
@@ -153,17 +151,17 @@ def sequence_classifier_from(path: str | Path, seed: int, device: str, dtype: st
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
-    from rlx.llm.models import _causal_lm_folder, _no_progress_bars, _parse_dtype, load_tokenizer
+    from rlx.llm.models import causal_lm_folder, load_tokenizer, no_progress_bars, torch_dtype
 
-    folder = _causal_lm_folder(path)
+    folder = causal_lm_folder(path)
     tokenizer = load_tokenizer(folder)
     torch.manual_seed(seed)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "score.weight newly initialized" is the point here
     try:
-        with _no_progress_bars():
+        with no_progress_bars():
             model = AutoModelForSequenceClassification.from_pretrained(
-                folder, num_labels=1, dtype=_parse_dtype(dtype), local_files_only=True
+                folder, num_labels=1, dtype=torch_dtype(dtype), local_files_only=True
             )
     except (OSError, ValueError) as err:
         raise ConfigError(f"cannot build a reward model from {folder}: {err}") from err
@@ -175,12 +173,22 @@ def sequence_classifier_from(path: str | Path, seed: int, device: str, dtype: st
 
 @dataclass
 class RewardScorer:
-    """A trained reward model as a reward function ``(prompts, completions, **kw) -> floats``."""
+    """A trained reward model: a reward function ``(prompts, completions, **kw) -> floats``,
+    and what ``rlx.load`` returns for a reward model's run.
+
+    As an agent (:class:`rlx.core.agent.Agent`) it scores texts: ``act(observation)`` is the
+    score of one ``(prompt, completion)`` pair, or of a plain text (the completion of an empty
+    prompt), and ``act_batch`` scores several; ``deterministic`` changes nothing, a score is
+    never sampled. ``config`` and ``run_dir`` are the run's (None for a model folder loaded
+    with :func:`load_reward_model`).
+    """
 
     module: nn.Module
     tokenizer: Any
     max_length: int = 256
     device: str = "cpu"
+    config: Any = None
+    run_dir: Path | None = None
 
     @torch.no_grad()
     def __call__(self, prompts: list[str], completions: list[str], **_: Any) -> list[float]:
@@ -191,12 +199,23 @@ class RewardScorer:
             out.extend(self.module(batch.to(self.device)).float().tolist())
         return out
 
+    def act(self, observation: str | tuple[str, str], deterministic: bool = True) -> float:
+        """The score of one ``(prompt, completion)`` pair or text."""
+        return self.act_batch([observation], deterministic)[0]
+
+    def act_batch(
+        self, observations: Sequence[str | tuple[str, str]], deterministic: bool = True
+    ) -> list[float]:
+        """The scores of several ``(prompt, completion)`` pairs or texts, in order."""
+        pairs = [("", text) if isinstance(text, str) else text for text in observations]
+        return self([prompt for prompt, _ in pairs], [completion for _, completion in pairs])
+
 
 def load_reward_model(path: str | Path, *, device: str = "cpu") -> RewardScorer:
     """The reward model saved in ``path`` (either kind) as a reward function."""
-    from rlx.llm.models import _existing_folder, load_tokenizer
+    from rlx.llm.models import load_tokenizer, model_folder
 
-    folder = _existing_folder(path)
+    folder = model_folder(path)
     tokenizer = load_tokenizer(folder)
     if (folder / BOW_CONFIG).exists():
         meta = json.loads((folder / BOW_CONFIG).read_text())
@@ -205,9 +224,9 @@ def load_reward_model(path: str | Path, *, device: str = "cpu") -> RewardScorer:
     else:
         from transformers import AutoModelForSequenceClassification
 
-        from rlx.llm.models import _no_progress_bars
+        from rlx.llm.models import no_progress_bars
 
-        with _no_progress_bars():
+        with no_progress_bars():
             model = AutoModelForSequenceClassification.from_pretrained(
                 folder, local_files_only=True
             )
@@ -350,7 +369,9 @@ def load(config: RewardModelConfig, data_id: str, state: dict) -> RewardScorer:
         tokenizer = load_tokenizer(config.model)
         module = BagOfWordsRewardModel(len(tokenizer))
     module.load_state_dict(state["model"])
-    return RewardScorer(module.to(config.device).eval(), tokenizer, config.max_length)
+    return RewardScorer(
+        module.to(config.device).eval(), tokenizer, config.max_length, config.device, config
+    )
 
 
 ALGORITHM = registry.register(
@@ -359,7 +380,6 @@ ALGORITHM = registry.register(
         config=RewardModelConfig,
         train=train,
         load=load,
-        summary="Bradley-Terry reward model on preference pairs (scalar head or bag of words)",
         budget_field="steps",
         unit="steps",
     )

@@ -1,5 +1,5 @@
-"""RLHF-PPO (Ziegler et al., 2019; Ouyang et al., 2022), registered as ``rlhf-ppo``: stage 3 of
-the cheat sheet's "RLHF in three stages", PPO against a learned reward model with a KL penalty.
+"""RLHF-PPO (Ziegler et al., 2019; Ouyang et al., 2022), registered as ``rlhf-ppo``: the third
+stage of RLHF (SFT, reward model, PPO), PPO against a learned reward model with a KL penalty.
 
 The policy starts from the SFT model; a frozen copy of it is the reference ``pi_ref``; a value
 head on the policy's last hidden state is the critic. Per step, one completion is sampled for
@@ -9,15 +9,17 @@ each of ``batch_size`` prompts and scored by the reward model ``R``. Each comple
     r_t = -beta (log pi(y_t | x, y_<t) - log pi_ref(y_t | x, y_<t))  +  [t = T] R(x, y)
 
 (the RLHF objective ``R(x, y) - beta KL(pi || pi_ref)`` spread over the tokens), and GAE over
-the tokens (gamma 1, lambda 0.95) gives the advantages and the value targets:
+the tokens (gamma 1, lambda 0.95; :func:`rlx.core.advantages.masked_gae`, each completion an
+episode) gives the advantages and the value targets:
 
     delta_t = r_t + gamma V_{t+1} - V_t          (V_{T+1} = 0: the completion ends)
     A_t     = sum_l (gamma lambda)^l delta_{t+l},      R_t = A_t + V_t
 
-The update is PPO's, on tokens: ``ppo_epochs`` passes of minibatches over the step's samples,
-the clipped surrogate (shared with GRPO, :func:`rlx.llm.stages.grpo.clipped_token_loss`) on
-whitened advantages, plus ``vf_coef`` times the clipped value loss. With ``adaptive_kl`` the
-penalty follows a target KL (Ziegler et al.'s controller):
+The update is PPO's, on tokens: ``num_epochs`` passes of minibatches over the step's samples,
+the clipped surrogate (:func:`rlx.core.policy_losses.clipped_surrogate`, every token weighing
+the same) plus ``vf_coef`` times the clipped value loss
+(:func:`rlx.core.policy_losses.value_loss`). With ``adaptive_kl`` the penalty follows a target
+KL (Ziegler et al.'s controller):
 
     beta <- beta (1 + clip(KL / kl_target - 1, -0.2, 0.2) * n / kl_horizon)
 
@@ -31,7 +33,6 @@ Logged per step: ``reward`` (mean ``R - beta KL`` per completion, the quantity o
 
 from __future__ import annotations
 
-import copy
 import sys
 import time
 from collections.abc import Callable
@@ -43,9 +44,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rlx import metrics as M
 from rlx import registry
-from rlx.core.advantages import explained_variance
-from rlx.diagnostics import metrics as M
+from rlx.core.advantages import explained_variance, masked_gae
+from rlx.core.checks import at_least, in_range, positive
+from rlx.core.policy_losses import clipped_surrogate, masked_mean, value_loss
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
     Batch,
@@ -55,7 +58,14 @@ from rlx.llm.batching import (
     tempered_log_softmax,
 )
 from rlx.llm.generation import sample
-from rlx.llm.stages.grpo import check_prompt_lengths, clipped_token_loss, score
+from rlx.llm.online import (
+    check_prompt_lengths,
+    evaluate,
+    frozen_copy,
+    guarded_reward,
+    score,
+)
+from rlx.llm.tasks import RewardFunction
 from rlx.llm.training import (
     MODEL_DIR,
     EpochSampler,
@@ -66,20 +76,18 @@ from rlx.llm.training import (
     complete_config,
     make_optimizer,
     restore_state,
+    set_learning_rate,
     split_rows,
     stage_entry,
     training_state,
-    warmup_linear,
 )
 
 TARGET_ROWS = 9_600
 """Prompts a run sees when neither steps nor epochs is given: 150 steps of 64."""
 LR_SCALE = 0.01
 """RLHF's default step size relative to SFT's: 1e-5 for a model under 10M parameters. PPO
-moves a trained model with a noisy one-sample-per-prompt gradient: with the exact-match
-verifier as its reward, 63 steps of 32 prompts at a tenth of SFT's step size (1e-4) took the
-300-step SFT model of the tests from 47% to 22% exact match, 150 steps of 64 at 1e-5 to 49%."""
-EVAL_ROWS = 200
+moves a trained model with a noisy one-sample-per-prompt gradient, and a tenth of SFT's step
+size already unlearns what SFT taught faster than the reward teaches anything new."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,7 @@ class RLHFConfig(StageConfig):
     top_p: float = 1.0
     """nucleus sampling: keep the smallest token set with this probability mass"""
     beta: float = 0.05
-    """weight of the per-token KL penalty to the SFT model (the cheat sheet's 0.01-0.05)"""
+    """weight of the per-token KL penalty to the SFT model (0.01 to 0.05 is usual)"""
     adaptive_kl: bool = False
     """move beta toward kl_target with Ziegler et al.'s proportional controller"""
     kl_target: float = 6.0
@@ -109,22 +117,22 @@ class RLHFConfig(StageConfig):
     """the controller's horizon in samples"""
     gamma: float = 1.0
     """discount over tokens"""
-    lam: float = 0.95
+    gae_lambda: float = 0.95
     """GAE lambda over tokens"""
-    ppo_epochs: int = 4
+    num_epochs: int = 4
     """K: passes over each step's samples"""
     minibatch_size: int = 8
     """completions per PPO minibatch"""
     clip_eps: float = 0.2
     """epsilon of the clipped ratio"""
-    value_clip: float = 0.2
+    clip_value: float = 0.2
     """clip of the value prediction around the rollout's values"""
     vf_coef: float = 0.1
     """weight of the value loss"""
-    whiten_advantages: bool = False
+    normalize_advantages: bool = False
     """normalise the advantages over the step's tokens (off by default: once every sample
-    earns the same reward, whitening blows noise up to unit scale and the policy collapses,
-    measured on a reward the policy had mastered: 1.0 -> 0.4)"""
+    earns the same reward, whitening blows noise up to unit scale and the policy unlearns a
+    reward it had mastered)"""
     length_normalize: bool = False
     """divide the reward model's score by the completion's length (against length bias)"""
     kl_warning: float = 5.0
@@ -137,24 +145,20 @@ class RLHFConfig(StageConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        checks = [
-            (self.max_new_tokens >= 1, f"max_new_tokens={self.max_new_tokens} must be >= 1"),
-            (self.temperature > 0, f"temperature={self.temperature} must be > 0"),
-            (0 < self.top_p <= 1, f"top_p={self.top_p} must be in (0, 1]"),
-            (self.beta >= 0, f"beta={self.beta} must be >= 0"),
-            (self.kl_target > 0, f"kl_target={self.kl_target} must be > 0"),
-            (self.kl_horizon >= 1, f"kl_horizon={self.kl_horizon} must be >= 1"),
-            (0 <= self.gamma <= 1, f"gamma={self.gamma} must be in [0, 1]"),
-            (0 <= self.lam <= 1, f"lam={self.lam} must be in [0, 1]"),
-            (self.ppo_epochs >= 1, f"ppo_epochs={self.ppo_epochs} must be >= 1"),
-            (self.minibatch_size >= 1, f"minibatch_size={self.minibatch_size} must be >= 1"),
-            (self.clip_eps > 0, f"clip_eps={self.clip_eps} must be > 0"),
-            (self.value_clip > 0, f"value_clip={self.value_clip} must be > 0"),
-            (self.vf_coef >= 0, f"vf_coef={self.vf_coef} must be >= 0"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(f"RLHFConfig: {message}.")
+        at_least(self, "max_new_tokens", 1)
+        positive(self, "temperature")
+        positive(self, "top_p")
+        in_range(self, "top_p", 0.0, 1.0)
+        at_least(self, "beta", 0.0)
+        positive(self, "kl_target")
+        at_least(self, "kl_horizon", 1)
+        in_range(self, "gamma", 0.0, 1.0)
+        in_range(self, "gae_lambda", 0.0, 1.0)
+        at_least(self, "num_epochs", 1)
+        at_least(self, "minibatch_size", 1)
+        positive(self, "clip_eps")
+        positive(self, "clip_value")
+        at_least(self, "vf_coef", 0.0)
 
 
 def rlhf(
@@ -207,42 +211,25 @@ def last_token_index(mask: Tensor) -> Tensor:
     return torch.where(mask.bool(), positions, -1).max(dim=1).values
 
 
-def token_gae(
+def whiten(x: Tensor, mask: Tensor) -> Tensor:
+    """``(x - mean) / sqrt(var + 1e-8)`` over the masked entries (the population variance), 0
+    off the mask."""
+    mean = masked_mean(x, mask)
+    var = masked_mean((x - mean) ** 2, mask)
+    return (x - mean) * torch.rsqrt(var + 1e-8) * mask.to(x.dtype)
+
+
+def token_advantages(
     rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float
 ) -> tuple[Tensor, Tensor]:
-    """GAE over each row's completion tokens (``mask``, one contiguous run per row):
-    ``A_t = sum_l (gamma lam)^l delta_{t+l}``, ``delta_t = r_t + gamma V_{t+1} - V_t``, the
-    value after the last token 0. Returns ``(advantages, returns = A + V)``, 0 off the mask."""
-    maskf = mask.to(values.dtype)
-    T = rewards.shape[1]
-    advantages = torch.zeros_like(rewards)
-    running = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
-    for t in reversed(range(T)):
-        follows = maskf[:, t + 1] if t + 1 < T else torch.zeros_like(running)
-        next_value = values[:, t + 1] * follows if t + 1 < T else torch.zeros_like(running)
-        delta = rewards[:, t] + gamma * next_value - values[:, t]
-        running = delta + gamma * lam * follows * running
-        advantages[:, t] = running * maskf[:, t]
-    return advantages, (advantages + values) * maskf
-
-
-def clipped_value_loss(
-    values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor, clip: float
-) -> Tensor:
-    """``0.5 mean max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)`` over the mask."""
-    clipped = old_values + (values - old_values).clamp(-clip, clip)
-    loss = torch.maximum((values - returns) ** 2, (clipped - returns) ** 2)
-    maskf = mask.to(loss.dtype)
-    return 0.5 * (loss * maskf).sum() / maskf.sum().clamp(min=1)
-
-
-def whiten(x: Tensor, mask: Tensor) -> Tensor:
-    """``(x - mean) / std`` over the masked entries."""
-    maskf = mask.to(x.dtype)
-    n = maskf.sum().clamp(min=1)
-    mean = (x * maskf).sum() / n
-    var = (((x - mean) * maskf) ** 2).sum() / n
-    return (x - mean) * torch.rsqrt(var + 1e-8) * maskf
+    """GAE over each completion's tokens (:func:`rlx.core.advantages.masked_gae`): the
+    advantages and value targets ``A + V``, ``[B, T]`` like ``values``, 0 off the mask."""
+    advantages, returns = masked_gae(
+        rewards.double().cpu().numpy(), values.double().cpu().numpy(), mask.cpu().numpy(),
+        gamma, lam,
+    )  # fmt: skip
+    as_values = {"dtype": values.dtype, "device": values.device}
+    return torch.from_numpy(advantages).to(**as_values), torch.from_numpy(returns).to(**as_values)
 
 
 class AdaptiveKLController:
@@ -306,11 +293,19 @@ class Rollout:
     metrics: dict[str, float]
 
 
+RENAMED = {
+    "ppo_epochs": "num_epochs",
+    "lam": "gae_lambda",
+    "value_clip": "clip_value",
+    "whiten_advantages": "normalize_advantages",
+}
+"""Fields renamed to the names PPO uses for the same ideas (old run folders still load)."""
+
+
 def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
     """The registered ``train``: load policy, reference and reward model, then PPO steps."""
     from rlx.core.threads import set_torch_threads
     from rlx.llm.models import count_parameters, load_model
-    from rlx.llm.sandbox import prepare_for_run
     from rlx.llm.tasks import load_prompts_jsonl, load_verifier_jsonl
 
     set_torch_threads(config.num_threads)
@@ -319,15 +314,13 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
         raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
     rows = _load_rows(config.data, load_verifier_jsonl, load_prompts_jsonl)
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    scorer, sandbox = prepare_for_run(_scorer(config), config.allow_unisolated)
-    if sandbox is not None:
-        run.add_to_summary(sandbox=sandbox)
+    scorer = guarded_reward(_scorer(config), config, run)
     lm, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
     check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
     config = complete_config(
         config, run, len(train_rows), count_parameters(lm), LR_SCALE, TARGET_ROWS
     )
-    reference = copy.deepcopy(lm).eval().requires_grad_(False)
+    reference = frozen_copy(lm)
     policy = PolicyWithValueHead(lm, config.temperature).to(config.device)
     optimizer = make_optimizer(policy, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
@@ -337,33 +330,11 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
         restore_state(run.resumed_state, policy, optimizer, sampler)
         controller.beta = float(run.resumed_state.get("beta", config.beta))
         step = int(run.resumed_step or 0)
-    eval_every = config.eval_every or max(1, config.steps // 10)
-    warned = False
-    last_eval: dict[str, float] = {}
     with attention_for(lm, config.precision), attention_for(reference, config.precision):
-        while step < config.steps and not run.stop_requested:
-            lr = config.learning_rate * warmup_linear(step, config.steps, config.warmup_ratio)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            batch_rows = [train_rows[i] for i in sampler.next()]
-            rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
-                              controller.beta)  # fmt: skip
-            metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
-            if config.adaptive_kl:
-                controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
-            step += 1
-            metrics[M.LR] = lr
-            if not warned and metrics[M.KL_REF] > config.kl_warning:
-                warned = True
-                print(f"rlx rlhf-ppo: kl_ref {metrics[M.KL_REF]:.2f} passed {config.kl_warning} at "
-                      f"step {step}: the policy drifts from the SFT model and reward hacking may "
-                      "start; raise beta or stop earlier.", file=sys.stderr)  # fmt: skip
-            if step % eval_every == 0 or step == config.steps:
-                last_eval = evaluate(policy.lm, tokenizer, held_out, config)
-                metrics.update(last_eval)
-            run.log(step, metrics)
-            if run.checkpoint_due():
-                run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
+        step, last_eval = _steps(
+            policy, reference, tokenizer, optimizer, sampler, controller, train_rows, held_out,
+            scorer, config, run, step,
+        )  # fmt: skip
     run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
     if step > 0:  # also when the doctor stopped the run (stop_on): the policy before the harm
         from rlx.llm.models import save_pretrained
@@ -375,7 +346,49 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
     )
 
 
-def _scorer(config: RLHFConfig) -> Callable[..., list[float]]:
+def _steps(
+    policy: PolicyWithValueHead, reference: Any, tokenizer: Any,
+    optimizer: torch.optim.Optimizer, sampler: EpochSampler, controller: AdaptiveKLController,
+    train_rows: list[Any], held_out: list[Any], scorer: RewardFunction, config: RLHFConfig,
+    run: Any, step: int,
+) -> tuple[int, dict[str, float]]:  # fmt: skip
+    """PPO steps from ``step`` to ``config.steps`` (or a stop request): sample and score a
+    rollout, update on it, move beta; the step reached and the last evaluation."""
+    eval_every = config.eval_every or max(1, config.steps // 10)
+    warned = False
+    last_eval: dict[str, float] = {}
+    while step < config.steps and not run.stop_requested:
+        lr = set_learning_rate(
+            optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
+        )
+        batch_rows = [train_rows[i] for i in sampler.next()]
+        rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
+                          controller.beta)  # fmt: skip
+        metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
+        if config.adaptive_kl:
+            controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
+        step += 1
+        metrics[M.LR] = lr
+        if not warned and metrics[M.KL_REF] > config.kl_warning:
+            warned = True
+            warn_drift(metrics[M.KL_REF], config.kl_warning, step)
+        if step % eval_every == 0 or step == config.steps:
+            last_eval = evaluate(policy.lm, tokenizer, held_out, config)
+            metrics.update(last_eval)
+        run.log(step, metrics)
+        if run.checkpoint_due():
+            run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
+    return step, last_eval
+
+
+def warn_drift(kl_ref: float, threshold: float, step: int) -> None:
+    """The one warning of a run whose ``kl_ref`` passed ``threshold``."""
+    print(f"rlx rlhf-ppo: kl_ref {kl_ref:.2f} passed {threshold} at step {step}: the policy "
+          "drifts from the SFT model and reward hacking may start; raise beta or stop "
+          "earlier.", file=sys.stderr)  # fmt: skip
+
+
+def _scorer(config: RLHFConfig) -> RewardFunction:
     """The reward model in ``config.reward_model``, or a built-in reward named there (e.g.
     ``exact-match``: PPO on a verifier, a check that the algorithm itself learns)."""
     from rlx.llm.stages.reward_model import load_reward_model
@@ -405,7 +418,7 @@ def collect(
     policy: PolicyWithValueHead,
     reference: Any,
     tokenizer: Any,
-    scorer: Callable[..., list[float]],
+    scorer: RewardFunction,
     rows: list[Any],
     config: RLHFConfig,
     beta: float,
@@ -431,8 +444,10 @@ def collect(
         ref_logp = reference_logps(reference, batch, config.temperature)
         rewards = per_token_rewards(old_logp, ref_logp, rm_scores.to(old_logp.device), mask,
                                     beta)  # fmt: skip
-        advantages, returns = token_gae(rewards, old_values, mask, config.gamma, config.lam)
-        if config.whiten_advantages:
+        advantages, returns = token_advantages(
+            rewards, old_values, mask, config.gamma, config.gae_lambda
+        )
+        if config.normalize_advantages:
             advantages = whiten(advantages, mask)
         kl = ((old_logp - ref_logp) * mask).sum(-1)
     metrics = {
@@ -463,14 +478,14 @@ def ppo_update(
     rollout: Rollout,
     config: RLHFConfig,
 ) -> dict[str, float]:
-    """``ppo_epochs`` passes of minibatches: clipped surrogate + ``vf_coef`` clipped value
+    """``num_epochs`` passes of minibatches: clipped surrogate + ``vf_coef`` clipped value
     loss. Returns the means of the minibatch metrics."""
     t0 = time.perf_counter()
     n = len(rollout.batch)
     generator = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     params = [p for p in policy.parameters() if p.requires_grad]
     totals: dict[str, list[Tensor]] = {}
-    for _ in range(config.ppo_epochs):
+    for _ in range(config.num_epochs):
         order = torch.randperm(n, generator=generator)
         for start in range(0, n, config.minibatch_size):
             idx = order[start : start + config.minibatch_size]
@@ -479,15 +494,15 @@ def ppo_update(
             mask = rollout.mask[idx, cols]
             with autocast(config.precision, config.device):
                 logp, entropy, values = policy(sub)
-            policy_loss, metrics = clipped_token_loss(
-                logp, rollout.old_logp[idx, cols], rollout.advantages[idx, cols], mask,
-                clip_low=config.clip_eps, clip_high=config.clip_eps, aggregation="token",
+            policy_loss, metrics = clipped_surrogate(
+                logp, rollout.old_logp[idx, cols], rollout.advantages[idx, cols],
+                config.clip_eps, mask=mask,
             )  # fmt: skip
-            value_loss = clipped_value_loss(
-                values, rollout.old_values[idx, cols], rollout.returns[idx, cols], mask,
-                config.value_clip,
+            critic_loss, critic_metrics = value_loss(
+                values, rollout.returns[idx, cols], rollout.old_values[idx, cols],
+                config.clip_value, mask=mask,
             )  # fmt: skip
-            loss = policy_loss + config.vf_coef * value_loss
+            loss = policy_loss + config.vf_coef * critic_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.max_grad_norm is not None:
@@ -496,9 +511,8 @@ def ppo_update(
                 )
             optimizer.step()
             with torch.no_grad():
-                maskf = mask.to(entropy.dtype)
-                metrics[M.ENTROPY] = (entropy * maskf).sum() / maskf.sum().clamp(min=1)
-                metrics[M.VALUE_LOSS] = value_loss.detach()
+                metrics[M.ENTROPY] = masked_mean(entropy, mask)
+            metrics.update(critic_metrics)
             for key, value in metrics.items():
                 totals.setdefault(key, []).append(value.detach().float())
     out = {key: float(torch.stack(values).mean()) for key, values in totals.items()}
@@ -513,20 +527,13 @@ def _rows(batch: Batch, idx: Tensor) -> Batch:
                  batch.loss_mask[idx, :width])  # fmt: skip
 
 
-def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: RLHFConfig) -> dict[str, float]:
-    if not rows or not config.eval_exact_match or getattr(rows[0], "answer", None) is None:
-        return {}
-    from rlx.llm.generation import exact_match
-
-    return {M.EXACT_MATCH: exact_match((model, tokenizer), rows[:EVAL_ROWS])}
-
-
 def _state(policy, optimizer, sampler, controller) -> dict[str, Any]:
     return {**training_state(policy, optimizer, sampler), "beta": controller.beta}
 
 
 def load(config: RLHFConfig, data_id: str, state: dict) -> Any:
-    from rlx.llm.models import LoadedModel
+    """The trained policy (without its value head) as a :class:`rlx.llm.agent.LoadedModel`."""
+    from rlx.llm.agent import LoadedModel
 
     lm_state = {k[len("lm.") :]: v for k, v in state["model"].items() if k.startswith("lm.")}
     return LoadedModel.from_checkpoint(config, {**state, "model": lm_state})
@@ -538,17 +545,17 @@ ALGORITHM = registry.register(
         config=RLHFConfig,
         train=train,
         load=load,
-        summary="RLHF-PPO: PPO on a causal LM against a reward model, KL penalty to the SFT model",
         budget_field="steps",
         unit="steps",
+        renamed=RENAMED,
     )
 )
 
 __all__ = [
     "AdaptiveKLController",
     "RLHFConfig",
-    "clipped_value_loss",
     "per_token_rewards",
     "rlhf",
-    "token_gae",
+    "token_advantages",
+    "whiten",
 ]

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlx import metrics as M
 from rlx import registry
-from rlx.diagnostics import metrics as M
 from rlx.llm.batching import (
     EncodedSequence,
     SequenceTable,
@@ -147,7 +147,8 @@ def train(config: SFTConfig, data: Any, run: Any) -> StageResult:
 
 
 def load(config: SFTConfig, data_id: str, state: dict) -> Any:
-    from rlx.llm.models import LoadedModel
+    """The trained model as a :class:`rlx.llm.agent.LoadedModel`."""
+    from rlx.llm.agent import LoadedModel
 
     return LoadedModel.from_checkpoint(config, state)
 
@@ -158,7 +159,6 @@ ALGORITHM = registry.register(
         config=SFTConfig,
         train=train,
         load=load,
-        summary="supervised fine-tuning of a causal LM on prompt/completion rows",
         budget_field="steps",
         unit="steps",
     )

@@ -1,0 +1,173 @@
+"""What the search asks at the edge of its tree: evaluators, as OpenSpiel's MCTS has them.
+
+The search (:func:`rlx.games.search.search`) walks its tree and, where a walk leaves it, hands
+the position and the move to an evaluator, which says what lies beyond: a :class:`Leaf`, with
+the value of the position for its player to move and, for a search guided by priors, the
+priors of its moves. The evaluator also plants the roots. Three of them:
+
+- :class:`RandomRollouts` (pure MCTS): the rules give the next position, one game of uniformly
+  random moves from it gives its value; no priors, so the search selects by UCT.
+- :class:`PolicyValueEvaluator` (AlphaZero): the rules give the next position, a policy-value
+  network ``(P, v) = f(s)`` its priors and value, for every leaf of a simulation in one batch;
+  the search selects by PUCT.
+- :class:`rlx.games.muzero.LatentModel` (MuZero): a learned model gives the next state and the
+  move's reward, ``s', r = g(s, a)``, and its prediction the priors and value,
+  ``(P, v) = f(s')``; the rules are used only at the root, for the legal moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rlx.games.base import Game, GameState
+
+#: ``policy_value(planes[B, C, H, W], legal[B, A]) -> (priors[B, A], values[B])``: priors are
+#: probabilities over the legal moves, values in [-1, 1] for the player to move.
+PolicyValue = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class Leaf:
+    """An evaluated position: what the search adds to its tree.
+
+    Attributes:
+        position: a :class:`GameState`, or a learned model's latent state.
+        value: its value for the player to move there (the result, if the game is over).
+        legal: the moves the tree may try from it; None when the game is over there (the
+            position is not added to the tree, and its value is read again at each visit).
+        prior: ``P(s, a)`` of its moves; None for a search without priors (UCT).
+        to_play: the player to move there (+1 / -1); None in a learned model, whose moves
+            alternate.
+        reward: ``r(s, a)``, the reward of the move into it for the player who made it (0 for
+            board games played by the rules: their only reward is the result).
+    """
+
+    position: Any
+    value: float
+    legal: np.ndarray | None
+    prior: np.ndarray | None = None
+    to_play: int | None = None
+    reward: float = 0.0
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """How the search learns about positions: its roots, and the positions beyond its tree."""
+
+    def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
+        """A :class:`Leaf` for each (non-terminal) root position."""
+        ...
+
+    def leaves(
+        self,
+        game: Game,
+        positions: Sequence[Any],
+        actions: Sequence[int],
+        rng: np.random.Generator,
+    ) -> list:
+        """A :class:`Leaf` for each position reached by playing ``actions[i]`` in
+        ``positions[i]`` (a tree node's position), in one batch."""
+        ...
+
+
+def result_value(state: GameState) -> float:
+    """The result of a finished game for the player to move there, which the rules name."""
+    return float(state.result * state.to_play)
+
+
+def result_leaf(state: GameState) -> Leaf:
+    """A finished game: its result for the player to move there."""
+    return Leaf(state, result_value(state), None, to_play=state.to_play)
+
+
+class RandomRollouts:
+    """Random rollouts: ``v(s)`` is the result of one game of uniformly random legal moves from
+    ``s`` (``Game.random_playout``) for the player to move at ``s``; no priors (UCT)."""
+
+    def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
+        return [Leaf(s, 0.0, game.legal_mask(s), to_play=s.to_play) for s in states]
+
+    def leaves(
+        self,
+        game: Game,
+        positions: Sequence[GameState],
+        actions: Sequence[int],
+        rng: np.random.Generator,
+    ) -> list:
+        out = []
+        for position, action in zip(positions, actions, strict=True):
+            state = game._play(position, int(action))
+            if state.is_terminal:
+                out.append(result_leaf(state))
+                continue
+            value = self.value(game, state, rng)
+            out.append(Leaf(state, value, game.legal_mask(state), to_play=state.to_play))
+        return out
+
+    def value(self, game: Game, state: GameState, rng: np.random.Generator) -> float:
+        """``v(s)`` of a position where the game goes on: one random game's result for the
+        player to move at ``s``."""
+        return float(game.random_playout(state, rng) * state.to_play)
+
+    def __repr__(self) -> str:
+        return "RandomRollouts()"
+
+
+class PolicyValueEvaluator:
+    """A policy-value network ``(P, v) = f(s)`` over the game's planes (:meth:`Game.encode`),
+    called once per simulation step on every open leaf of every tree searched together.
+
+    Calling it is calling ``policy_value``: ``evaluator(planes, legal) -> (priors, values)``.
+    """
+
+    def __init__(self, policy_value: PolicyValue) -> None:
+        self.policy_value = policy_value
+
+    def __call__(self, planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.policy_value(planes, legal)
+
+    def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
+        return self.evaluate(game, states)
+
+    def leaves(
+        self,
+        game: Game,
+        positions: Sequence[GameState],
+        actions: Sequence[int],
+        rng: np.random.Generator,
+    ) -> list:
+        states = [game._play(p, int(a)) for p, a in zip(positions, actions, strict=True)]
+        return self.evaluate(game, states)
+
+    def evaluate(self, game: Game, states: Sequence[GameState]) -> list:
+        """A :class:`Leaf` of each state: the open ones evaluated in one batch."""
+        out: list = [result_leaf(s) if s.is_terminal else None for s in states]
+        open_ = [i for i, s in enumerate(states) if not s.is_terminal]
+        if open_:
+            planes = np.stack([game.encode(states[i]) for i in open_])
+            legal = np.stack([game.legal_mask(states[i]) for i in open_])
+            priors, values = self.policy_value(planes, legal)
+            for j, i in enumerate(open_):
+                prior = np.asarray(priors[j], dtype=np.float64)
+                out[i] = Leaf(states[i], float(values[j]), legal[j], prior, states[i].to_play)
+        return out
+
+    def __repr__(self) -> str:
+        return f"PolicyValueEvaluator({self.policy_value!r})"
+
+
+def as_evaluator(evaluator: Evaluator | PolicyValue) -> Evaluator:
+    """``evaluator`` itself, or a bare policy-value function as a :class:`PolicyValueEvaluator`."""
+    # duck-typed as the Protocol's runtime check is, without its cost on every search
+    if hasattr(evaluator, "roots") and hasattr(evaluator, "leaves"):
+        return evaluator
+    if callable(evaluator):
+        return PolicyValueEvaluator(evaluator)
+    raise TypeError(
+        f"an evaluator must have roots() and leaves(), or be a policy-value function "
+        f"(planes, legal) -> (priors, values); got {type(evaluator).__name__}."
+    )
