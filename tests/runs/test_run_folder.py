@@ -174,3 +174,31 @@ def test_the_progress_bar_keeps_count_and_time_left_at_80_columns():
     assert re.search(r"(-:--:--|\d:\d\d:\d\d)$", bar_line.rstrip())  # time left, at the end
     assert metrics_line.strip().startswith("episode_return=123.4")
     assert max(len(line) for line in lines[-2:]) <= 80
+
+
+def test_a_run_that_does_not_write_leaves_no_file(tmp_path):
+    """The ranks other than 0 of a data-parallel run train beside the writer: they log,
+    checkpoint and finish without touching the folder."""
+    from rlx.runs import Run
+    from tests.runs.toy_algorithm import ToyConfig
+
+    with Run(tmp_path / "r", algo="toy-counter", env_id="X", config=ToyConfig(), total=3,
+             writer=False, progress=False) as run:  # fmt: skip
+        assert run.log(1, {"loss": 0.5}) == {"loss": 0.5}
+        run.log_episodes([1], [2.0], [3])
+        run.save_checkpoint(1, {"x": 1})
+        summary = run.finish(1)
+    assert summary["status"] == "completed" and not (tmp_path / "r").exists()
+
+
+def test_extra_record_fields_go_into_config_json(tmp_path):
+    import json
+
+    from rlx.runs import Run
+    from tests.runs.toy_algorithm import ToyConfig
+
+    spec = {"entry_point": "pkg.mod:make", "kwargs": {"size": 3}}
+    with Run(tmp_path / "r", algo="toy-counter", env_id="X", config=ToyConfig(), total=1,
+             progress=False, record={"env_spec": spec}) as run:  # fmt: skip
+        run.finish(0)
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["env_spec"] == spec

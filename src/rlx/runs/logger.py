@@ -32,18 +32,30 @@ def to_float(value: Any) -> float:
 class MetricLogger:
     """Appends metrics and finished episodes to a run folder, optionally to TensorBoard too."""
 
-    def __init__(self, run_dir: Path, *, wall_offset: float = 0.0, tensorboard: bool = False):
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        wall_offset: float = 0.0,
+        tensorboard: bool = False,
+        write: bool = True,
+    ):
+        """``write=False``: keep the latest values and the clock, write nothing (a process
+        that trains beside the one writing the run folder)."""
         self.run_dir = run_dir
         self._t0 = time.perf_counter() - wall_offset
-        # kept open for the whole run and closed by close(); line-buffered so a crash loses nothing
-        self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        new_csv = not (run_dir / EPISODES_FILE).exists()
-        self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")  # noqa: SIM115
-        self._episodes = csv.writer(self._episodes_file)
-        if new_csv:
-            self._episodes.writerow(EPISODE_COLUMNS)
-            self._episodes_file.flush()
-        self._tb = _tensorboard_writer(run_dir) if tensorboard else None
+        self._metrics = self._episodes_file = self._episodes = None
+        if write:
+            # kept open for the whole run and closed by close(); line-buffered so a crash loses
+            # nothing
+            self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+            new_csv = not (run_dir / EPISODES_FILE).exists()
+            self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")  # noqa: SIM115
+            self._episodes = csv.writer(self._episodes_file)
+            if new_csv:
+                self._episodes.writerow(EPISODE_COLUMNS)
+                self._episodes_file.flush()
+        self._tb = _tensorboard_writer(run_dir) if tensorboard and write else None
         self.latest: dict[str, float] = {}
 
     @property
@@ -55,7 +67,8 @@ class MetricLogger:
         """Write one line ``{"step", "wall_s", **metrics}``; returns the values as floats."""
         values = {k: to_float(v) for k, v in metrics.items()}
         row = {"step": int(step), "wall_s": round(self.wall_s, 4), **values}
-        self._metrics.write(json.dumps(row, allow_nan=True) + "\n")
+        if self._metrics is not None:
+            self._metrics.write(json.dumps(row, allow_nan=True) + "\n")
         if self._tb is not None:
             for key, value in values.items():
                 self._tb.add_scalar(key, value, int(step))
@@ -64,6 +77,8 @@ class MetricLogger:
 
     def log_episodes(self, steps: Any, returns: Any, lengths: Any) -> None:
         """One csv row per finished episode; ``steps`` is the env-step count at its end."""
+        if self._episodes is None:
+            return
         steps, returns, lengths = (np.atleast_1d(np.asarray(x)) for x in (steps, returns, lengths))
         wall = round(self.wall_s, 4)
         self._episodes.writerows(
@@ -73,8 +88,9 @@ class MetricLogger:
         self._episodes_file.flush()
 
     def close(self) -> None:
-        self._metrics.close()
-        self._episodes_file.close()
+        if self._metrics is not None:
+            self._metrics.close()
+            self._episodes_file.close()
         if self._tb is not None:
             self._tb.close()
 

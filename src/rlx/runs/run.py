@@ -61,11 +61,16 @@ class RunObserver(Protocol):
 
 
 def library_versions() -> dict[str, str]:
+    """The versions of rlx, Python and the libraries a run's numbers depend on, as installed
+    (read from the package metadata: nothing is imported for this)."""
+    from importlib import metadata
+
     versions = {"rlx": VERSION, "python": platform.python_version()}
     for name in ("numpy", "torch", "gymnasium", "transformers"):
-        module = sys.modules.get(name)  # what the run loaded; nothing is imported for this
-        if module is not None:
-            versions[name] = getattr(module, "__version__", "?")
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
     return versions
 
 
@@ -84,6 +89,10 @@ class Run:
         tensorboard: also write TensorBoard event files to ``RUN_DIR/tensorboard``.
         preset: name of the per-environment preset the config came from, if any.
         observers: attached from above (the live doctor); see :class:`RunObserver`.
+        writer: False for a process that trains alongside the one writing the folder (the
+            ranks other than 0 of a data-parallel run): it reads a resumed checkpoint, logs
+            to nowhere and writes no file.
+        record: more fields for ``config.json`` (e.g. how to rebuild the env).
     """
 
     def __init__(
@@ -100,6 +109,8 @@ class Run:
         tensorboard: bool = False,
         preset: str | None = None,
         observers: Sequence[RunObserver] = (),
+        writer: bool = True,
+        record: Mapping[str, Any] | None = None,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -110,7 +121,9 @@ class Run:
         self.resumed_step: int | None = None
         self.resumed_state: dict[str, Any] | None = None
         self.observers = list(observers)
-        self._progress_enabled = progress
+        self.writer = writer
+        self._extra_record = dict(record or {})
+        self._progress_enabled = progress if writer else False
         self._signals: dict[int, Any] = {}
         self._interrupts = 0
         self._last_checkpoint_t = time.monotonic()
@@ -122,7 +135,9 @@ class Run:
             self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
                             "preset": resume.preset, **resume.extra}  # fmt: skip
         wall_offset = self._prepare_folder(resume, preset)
-        self.logger = MetricLogger(self.dir, wall_offset=wall_offset, tensorboard=tensorboard)
+        self.logger = MetricLogger(
+            self.dir, wall_offset=wall_offset, tensorboard=tensorboard and writer, write=writer
+        )
         self.progress: ProgressBar | None = None
         for observer in self.observers:
             observer.attach(self.dir, resume is not None)
@@ -138,7 +153,9 @@ class Run:
             step, state = load_checkpoint(self.dir)
             self.last_step = step
             self.resumed_step, self.resumed_state = step, state
-            return _truncate_logs_after(self.dir, step)
+            return _truncate_logs_after(self.dir, step) if self.writer else 0.0
+        if not self.writer:
+            return 0.0
         if config_path.exists():
             raise RunError(
                 f"{self.dir} already holds a run; pass --resume to continue it, "
@@ -160,6 +177,7 @@ class Run:
             "seed": config.get("seed"),
             "preset": preset,
             "config": config,
+            **self._extra_record,
             "versions": library_versions(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("rlx") else None,
@@ -179,7 +197,8 @@ class Run:
             self.progress.close()
         if self._rejected_before_training(exc):
             self.logger.close()
-            self._remove_new_folder()
+            if self.writer:
+                self._remove_new_folder()
             return
         if exc_type is not None and not self._summary_written:
             self.status = "interrupted" if exc_type is KeyboardInterrupt else "failed"
@@ -238,7 +257,8 @@ class Run:
         from the data or the model), and move the progress bar's budget to ``total``."""
         self.config = config
         self._record["config"] = dataclasses.asdict(config)
-        write_json_atomic(self.dir / CONFIG_FILE, self._record)
+        if self.writer:
+            write_json_atomic(self.dir / CONFIG_FILE, self._record)
         if total is not None:
             self.total = int(total)
             if self.progress is not None:
@@ -281,7 +301,8 @@ class Run:
         )
 
     def save_checkpoint(self, step: int, state: dict[str, Any]) -> Path:
-        path = save_checkpoint(self.dir, step, state)
+        """Write the checkpoint of ``step`` (a non-writer only notes the time)."""
+        path = save_checkpoint(self.dir, step, state) if self.writer else self.dir
         self._last_checkpoint_t = time.monotonic()
         self.last_step = step
         return path
@@ -310,7 +331,8 @@ class Run:
         }
         for observer in self.observers:
             summary.update(observer.summary())
-        write_json_atomic(self.dir / SUMMARY_FILE, summary)
+        if self.writer:
+            write_json_atomic(self.dir / SUMMARY_FILE, summary)
         self._summary_written = True
         return summary
 
