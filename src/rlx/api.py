@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlx import registry
+from rlx.core.env_recipe import EnvRecipe, import_path, recipe_of
 from rlx.errors import ConfigError, RunError
 from rlx.runs import CONFIG_FILE, RunRecord, is_run_folder, read_record
 
@@ -31,12 +32,19 @@ class Plan:
     run_dir: Path
     preset: str | None = None
     resume: RunRecord | None = None
+    recipe: EnvRecipe | None = None
+    """how to build the env again, for config.json (see :mod:`rlx.core.env_recipe`)"""
 
 
 def env_label(env: Any) -> str:
-    """A printable id for an env given as an id, a Gymnasium env, or a TabularMDP."""
+    """A printable id for an env given as an id, an entry point, a recipe, a callable, a
+    Gymnasium env, or a TabularMDP."""
     if isinstance(env, (str, Path)):
         return str(env)
+    if isinstance(env, EnvRecipe):
+        return env.label
+    if callable(env) and not hasattr(env, "step"):
+        return import_path(env) or getattr(env, "__name__", type(env).__name__)
     spec = getattr(env, "spec", None)
     if spec is not None and getattr(spec, "id", None):
         return spec.id
@@ -55,12 +63,14 @@ def plan(
     run_dir: str | Path | None = None,
     resume: bool = False,
     overrides: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> Plan:
-    """Resolve a run once: the algorithm, the config and where it is written.
+    """Resolve a run once: the algorithm, the config, the env and where it is written.
 
     A new run's config is the defaults, then the env's preset, then ``overrides``; a resumed
     run's is its ``config.json`` (read here, once), then ``overrides`` (e.g. a larger budget),
-    and its env is the recorded one unless ``env`` is given.
+    and its env is the recorded one (rebuilt from its recipe) unless ``env`` is given.
+    ``env_kwargs`` go to ``gymnasium.make`` or to the ``module:factory`` entry point.
     """
     spec = registry.get(algo)
     overrides = dict(overrides or {})
@@ -74,27 +84,60 @@ def plan(
         record = read_record(run_dir)
         base = registry.config_from_record(spec, record.config)
         config, _ = registry.make_config(spec, record.env, overrides, base=base)
-        env = record.env if env is None else env
-        return Plan(spec, config, env, env_label(env), Path(run_dir), record.preset, record)
+        if env is None:
+            env, recipe = recorded_env(record)
+        else:
+            env, recipe = env_and_recipe(env, env_kwargs)
+        return Plan(spec, config, env, env_label(env), Path(run_dir), record.preset, record,
+                    recipe)  # fmt: skip
     if env is None:
         raise ConfigError(f"{spec.name} needs an environment (env=..., --env ID).")
     if "data" not in overrides and _takes_a_data_file(spec, env):
         # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
         overrides["data"] = str(env)
+    env, recipe = env_and_recipe(env, env_kwargs)
     env_id = env_label(env)
     config, preset = registry.make_config(spec, env_id, overrides)
     folder = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
-    return Plan(spec, config, env, env_id, folder, preset)
+    return Plan(spec, config, env, env_id, folder, preset, None, recipe)
+
+
+def env_and_recipe(env: Any, env_kwargs: dict[str, Any] | None) -> tuple[Any, EnvRecipe]:
+    """What the algorithm trains on, and how to build it again. A plain id without keywords
+    reaches the algorithm as the id (games and data files are ids too); an entry point or an
+    id with keywords as its recipe; an object or a callable as itself."""
+    recipe = recipe_of(env, env_kwargs)
+    if isinstance(env, str) and (recipe.kind == "entry_point" or env_kwargs):
+        return recipe, recipe
+    if isinstance(env, Path):
+        return str(env), recipe
+    return env, recipe
+
+
+def recorded_env(record: RunRecord) -> tuple[Any, EnvRecipe | None]:
+    """A run folder's env, rebuilt from the recipe its ``config.json`` holds (runs written
+    before recipes were recorded: their env id); EnvError when it cannot be rebuilt."""
+    data = record.extra.get("env_recipe")
+    if data is None:
+        return record.env, None
+    recipe = EnvRecipe.from_record(data)
+    if not recipe.rebuildable:
+        recipe.make()  # raises, saying how to pass the env
+    if recipe.kind == "id" and not recipe.kwargs:
+        return recipe.target, recipe
+    return recipe, recipe
 
 
 def train(
     algo: str,
     env: Any = None,
     *,
+    env_kwargs: dict[str, Any] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
+    wandb: bool = False,
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
     **overrides: Any,
@@ -106,21 +149,33 @@ def train(
         env: a Gymnasium id, a Gymnasium env, or an ``rlx.mdp.TabularMDP``; a board game
             (``"tictactoe"``, ``"connect4"``) for alphazero and muzero; the JSONL data file
             for a language-model stage (``sft``, ``rm``, ``dpo``, ``grpo``, ``rlhf-ppo``).
-            With ``resume``, None means the run's own env.
+            Also an entry point ``"package.module:factory"``, a callable that returns an env,
+            or any Gymnasium env object; ``config.json`` records how to build it again
+            (:mod:`rlx.core.env_recipe`). With ``resume``, None means the run's own env.
+        env_kwargs: keyword arguments for ``gymnasium.make`` or the entry point.
         run_dir: the run folder (default ``runs/<algo>-<env>-<time>``).
         resume: continue the run in ``run_dir`` from its latest checkpoint; ``overrides``
             may raise its budget (e.g. ``episodes`` or ``total_steps``).
         progress: show a progress bar (None: when stderr is a terminal).
         tensorboard: also log to ``run_dir/tensorboard``.
+        wandb: also log to Weights & Biases (extra ``wandb``; offline in ``run_dir/wandb``
+            unless ``WANDB_MODE`` says otherwise).
         stop_on: doctor rule ids (``rlx.diagnostics.rules.RULES_BY_ID``) that end the run,
             checkpoint saved, when they fire, e.g. ``["kl-too-high", "non-finite"]``.
         doctor: run the doctor's rules on the metrics as they are logged; a new finding
             prints one line, and the final findings go into ``summary.json``.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
     """
-    planned = plan(algo, env, run_dir=run_dir, resume=resume, overrides=overrides)
+    planned = plan(
+        algo, env, run_dir=run_dir, resume=resume, overrides=overrides, env_kwargs=env_kwargs
+    )
     return train_planned(
-        planned, progress=progress, tensorboard=tensorboard, stop_on=stop_on, doctor=doctor
+        planned,
+        progress=progress,
+        tensorboard=tensorboard,
+        wandb=wandb,
+        stop_on=stop_on,
+        doctor=doctor,
     )
 
 
@@ -129,6 +184,7 @@ def train_planned(
     *,
     progress: bool | None = None,
     tensorboard: bool = False,
+    wandb: bool = False,
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
 ) -> Any:
@@ -152,6 +208,8 @@ def train_planned(
         tensorboard=tensorboard,
         preset=planned.preset,
         observers=observers,
+        record={} if planned.recipe is None else {"env_recipe": planned.recipe.record()},
+        wandb=wandb,
     ) as run:
         agent = _train_function(spec, config)(config, planned.env, run)
     agent.run_dir = planned.run_dir
@@ -197,6 +255,8 @@ def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
     _, state = load_checkpoint(checkpoint if checkpoint is not None else record.path)
     agent = spec.load(config, record.env, state)
     agent.run_dir = record.path
+    data = record.extra.get("env_recipe")
+    agent.env_recipe = None if data is None else EnvRecipe.from_record(data)
     return agent
 
 

@@ -33,11 +33,16 @@ import tyro
 
 from rlx.errors import ConfigError, RLXError
 
-RUN_OPTIONS = ("env", "run_dir", "resume", "tensorboard", "progress", "stop_on")
 # Exit codes by the status in summary.json (an early end is complete on disk, but the work
 # asked for is not done, so a script sees it).
 EXIT_CODES = {"completed": 0, "stopped": 3, "interrupted": 130}
 BROKEN_PIPE_EXIT = 141
+ENV_KWARGS_HELP = (
+    "KEY=VALUE ... for gymnasium.make or the entry point (numbers and true/false are read as such)"
+)
+WANDB_HELP = (
+    "also log to Weights & Biases (extra wandb), offline in RUN_DIR/wandb unless WANDB_MODE is set"
+)
 STOP_ON_HELP = "doctor rules that end the run (checkpoint saved; exit code 3), e.g. kl-too-high"
 COMMANDS = (
     ("train ALGO --env ID [--FIELD VALUE ...]", "train an agent into a run folder"),
@@ -249,7 +254,16 @@ def _run_options(env_help: str | None, run_dir_help: str) -> list[tuple]:
     def opt(help_text: str) -> Any:
         return tyro.conf.arg(help=help_text)
 
-    env = [("env", Annotated[str, opt(env_help)])] if env_help is not None else []
+    env = []
+    if env_help is not None:
+        env = [
+            ("env", Annotated[str, opt(env_help)]),
+            (
+                "env_kwargs",
+                Annotated[tuple[str, ...], opt(ENV_KWARGS_HELP)],
+                dataclasses.field(default=()),
+            ),
+        ]
     return [
         *env,
         ("run_dir", Annotated[str | None, opt(run_dir_help)], dataclasses.field(default=None)),
@@ -261,6 +275,11 @@ def _run_options(env_help: str | None, run_dir_help: str) -> list[tuple]:
         (
             "tensorboard",
             Annotated[bool, opt("also write TensorBoard logs to RUN_DIR/tensorboard")],
+            dataclasses.field(default=False),
+        ),
+        (
+            "wandb",
+            Annotated[bool, opt(WANDB_HELP)],
             dataclasses.field(default=False),
         ),
         (
@@ -289,7 +308,7 @@ def _args_class(spec: Any, data_file: bool) -> type:
         env_help = (
             "board game: tictactoe or connect4"
             if spec.config.__module__.startswith("rlx.games.")
-            else "Gymnasium id, or GridWorld / GridWorld-RxC"
+            else "Gymnasium id, GridWorld / GridWorld-RxC, or package.module:factory (your env)"
         )
         options = _run_options(env_help, "run folder (default runs/<algo>-<env>-<time>)")
         presets = ", ".join(spec.presets) or "none"
@@ -317,16 +336,19 @@ def _parse_run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> tup
     pre.add_argument("--data")
     pre.add_argument("--run-dir")
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--env-kwargs", nargs="*", default=[])
     known, _ = pre.parse_known_args(argv)
+    env_kwargs = dict(key_value(item, "--env-kwargs") for item in known.env_kwargs)
     cls = _args_class(spec, data_file)
     default = None
     base = None
     if known.resume and known.run_dir:
-        base = api.plan(spec.name, run_dir=known.run_dir, resume=True)
-        env = {} if data_file else {"env": known.env or str(base.env)}
+        base = api.plan(spec.name, known.env, run_dir=known.run_dir, resume=True,
+                        env_kwargs=env_kwargs)  # fmt: skip
+        env = {} if data_file else {"env": base.env_id}
         default = cls(**dataclasses.asdict(base.config), **env, run_dir=known.run_dir, resume=True)
     elif known.env and not data_file:
-        base = api.plan(spec.name, known.env, run_dir=known.run_dir)
+        base = api.plan(spec.name, known.env, run_dir=known.run_dir, env_kwargs=env_kwargs)
         default = cls(**dataclasses.asdict(base.config), env=known.env)
     args = parse(cls, argv, prog, default)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(spec.config)}
@@ -334,7 +356,9 @@ def _parse_run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> tup
         raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
     env = values["data"] if data_file else args.env
     if base is None or base.resume is None:
-        planned = api.plan(spec.name, env, run_dir=args.run_dir, overrides=values)
+        planned = api.plan(
+            spec.name, env, run_dir=args.run_dir, overrides=values, env_kwargs=env_kwargs
+        )
     else:
         planned = dataclasses.replace(base, config=dataclasses.replace(base.config, **values))
     return args, planned
@@ -348,6 +372,7 @@ def _carry_out(planned: Any, args: Any) -> int:
         planned,
         progress=None if args.progress else False,  # None: when the terminal is interactive
         tensorboard=args.tensorboard,
+        wandb=args.wandb,
         stop_on=args.stop_on,
     )
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
@@ -632,9 +657,9 @@ def _recommend(argv: list[str]) -> int:
 # ---------------------------------------------------------------------------- rlx eval
 @dataclasses.dataclass(frozen=True)
 class EvalArgs:
-    """Evaluate the agent of a run folder (its latest checkpoint): episodes in its env, games
-    against the run's opponents for a board game, exact match on --data for a language
-    model."""
+    """Evaluate the agent of a run folder (its latest checkpoint): episodes in the env it was
+    trained on (rebuilt from the recipe config.json records), games against the run's
+    opponents for a board game, exact match on --data for a language model."""
 
     run_dir: tyro.conf.Positional[str]
     """the run folder written by `rlx train` or `rlx align`"""
@@ -643,9 +668,13 @@ class EvalArgs:
     seed: int = 0
     """seed of the first episode"""
     env: str | None = None
-    """evaluate on this env instead of the run's"""
+    """evaluate on this env instead of the run's: a Gymnasium id or package.module:factory"""
+    env_kwargs: tuple[str, ...] = ()
+    """KEY=VALUE ... for that env (gymnasium.make or the entry point)"""
     data: str | None = None
     """a language model's {prompt, answer} rows (JSONL)"""
+    json: bool = False
+    """print one JSON object (for scripts) instead of a sentence"""
 
 
 def _eval(argv: list[str]) -> int:
@@ -660,7 +689,12 @@ def _eval(argv: list[str]) -> int:
         from rlx.games.evaluation import arena
 
         opponents = agent.config.eval_opponents
-        for name, result in arena(agent.game, agent, opponents, args.episodes, args.seed).items():
+        results = arena(agent.game, agent, opponents, args.episodes, args.seed)
+        if args.json:
+            return _print_json({"game": agent.game.name, "opponents": {
+                name: {"games": r.games, "win": r.win_rate, "draw": r.draw_rate,
+                       "loss": r.loss_rate} for name, r in results.items()}})  # fmt: skip
+        for name, result in results.items():
             print(f"{args.run_dir} against {name} over {result.games} games: {result}")
         return 0
     if isinstance(agent, TextAgent):
@@ -672,10 +706,42 @@ def _eval(argv: list[str]) -> int:
         from rlx import llm
 
         accuracy = llm.exact_match((agent.model, agent.tokenizer), args.data)
+        if args.json:
+            return _print_json({"exact_match": accuracy, "data": args.data})
         print(f"{args.run_dir}: exact match {accuracy:.3f} on {args.data}")
         return 0
-    stats = rlx.evaluate(agent, args.env, episodes=args.episodes, seed=args.seed)
+    env, label = _eval_env(agent, args)
+    stats = rlx.evaluate(agent, env, episodes=args.episodes, seed=args.seed)
+    if args.json:
+        return _print_json({"mean": stats.mean_return, "std": stats.std_return,
+                            "episodes": stats.episodes, "mean_length": stats.mean_length,
+                            "env": label})  # fmt: skip
     print(f"{args.run_dir}: {stats}")
+    return 0
+
+
+def _eval_env(agent: Any, args: Any) -> tuple[Any, Any]:
+    """The env to evaluate on, and how the JSON names it: ``--env`` if given, else the run's
+    own, rebuilt from its recipe (an env that cannot be rebuilt is an error saying so)."""
+    from rlx.api import env_and_recipe
+
+    if args.env is not None:
+        kwargs = dict(key_value(item, "--env-kwargs") for item in args.env_kwargs)
+        env, recipe = env_and_recipe(args.env, kwargs)
+        return env, recipe.record()
+    recipe = getattr(agent, "env_recipe", None)
+    if recipe is None:  # a run written before recipes were recorded: its env id
+        return agent.env_id, {"kind": "id", "target": agent.env_id, "kwargs": {}}
+    if not recipe.rebuildable:
+        recipe.make()  # raises, saying how to pass the env
+    env = recipe.target if recipe.kind == "id" and not recipe.kwargs else recipe
+    return env, recipe.record()
+
+
+def _print_json(payload: dict[str, Any]) -> int:
+    import json
+
+    print(json.dumps(payload, default=float))
     return 0
 
 
@@ -758,11 +824,11 @@ def _solve(argv: list[str]) -> int:
     return 0
 
 
-def key_value(item: str) -> tuple[str, Any]:
+def key_value(item: str, flag: str = "--make") -> tuple[str, Any]:
     """``KEY=VALUE`` with VALUE read as a bool, an int or a float where it is one."""
     key, sep, value = item.partition("=")
     if not sep or not key:
-        raise ConfigError(f"--make {item!r} must look like KEY=VALUE, e.g. map_name=8x8.")
+        raise ConfigError(f"{flag} {item!r} must look like KEY=VALUE, e.g. map_name=8x8.")
     lowered = value.lower()
     if lowered in ("true", "false"):
         return key, lowered == "true"

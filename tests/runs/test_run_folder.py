@@ -202,3 +202,19 @@ def test_extra_record_fields_go_into_config_json(tmp_path):
              progress=False, record={"env_spec": spec}) as run:  # fmt: skip
         run.finish(0)
     assert json.loads((tmp_path / "r" / "config.json").read_text())["env_spec"] == spec
+
+
+def test_wandb_logs_the_same_metric_names_offline(tmp_path, monkeypatch):
+    """--wandb beside the run folder, with no network: an offline run in RUN_DIR/wandb whose
+    records carry rlx's metric names."""
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_MODE", raising=False)  # the default must be offline
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run_dir = tmp_path / "r"
+    rlx.train("q-learning", "FrozenLake-v1", episodes=300, seed=0, run_dir=run_dir,
+              progress=False, wandb=True)  # fmt: skip
+    (offline,) = (run_dir / "wandb").glob("offline-run-*")
+    records = b"".join(path.read_bytes() for path in offline.glob("*.wandb"))
+    logged = {k for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+              for k in json.loads(line)} - {"step", "wall_s"}  # fmt: skip
+    assert logged and all(name.encode() in records for name in logged), logged

@@ -50,12 +50,20 @@ VECTORIZATIONS = ("auto", "sync", "async")
 
 
 def make_env(env: Any, **kwargs: Any) -> Any:
-    """A Gymnasium env from an id (``gym.make(id, **kwargs)``) or an env object (as is).
+    """A Gymnasium env from an id (``gym.make(id, **kwargs)``), an
+    :class:`~rlx.core.env_recipe.EnvRecipe`, a callable that returns one, or an env object (as
+    is).
 
     An unknown id raises :class:`EnvError` naming the close registered ids.
     """
     import gymnasium as gym
 
+    from rlx.core.env_recipe import EnvRecipe
+
+    if isinstance(env, EnvRecipe):
+        return env.make()
+    if callable(env) and not hasattr(env, "step"):
+        return env(**kwargs)
     if not isinstance(env, str):
         return env
     try:
@@ -87,6 +95,10 @@ def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **
         )
     if num_envs < 1:
         raise EnvError(f"num_envs={num_envs} must be >= 1.")
+    from rlx.core.env_recipe import EnvRecipe
+
+    if isinstance(env, EnvRecipe) and env.kind == "id":
+        env, kwargs = env.target, {**env.kwargs, **kwargs}
     if isinstance(env, str):
         mode = "sync" if vectorization == "auto" else vectorization
         spec = _spec_or_error(env)
@@ -107,11 +119,18 @@ def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **
 
 
 def _env_factory(env: Any, index: int) -> Any:
-    """A factory for copy ``index`` of an env object: itself first, then fresh copies."""
+    """A factory for copy ``index`` of an env object (itself first, then fresh copies), of a
+    recipe or of a callable (a fresh env each)."""
     import copy
 
     import gymnasium as gym
 
+    from rlx.core.env_recipe import EnvRecipe
+
+    if isinstance(env, EnvRecipe):
+        return env.make
+    if callable(env) and not hasattr(env, "step"):
+        return env
     if index == 0:
         return lambda: env
     spec = getattr(env, "spec", None)
@@ -153,7 +172,7 @@ def _unknown_env_message(env_id: str, exc: Exception) -> str:
 def env_spaces(env: Any) -> tuple[Any, Any]:
     """The single-copy observation and action spaces of an env id or env object (an id is
     made, read and closed)."""
-    if not isinstance(env, str):
+    if hasattr(env, "observation_space"):
         return env.observation_space, env.action_space
     probe = make_env(env)
     try:

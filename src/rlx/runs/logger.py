@@ -1,4 +1,5 @@
-"""Metric logging for a run folder: metrics.jsonl, episodes.csv, TensorBoard, progress bar.
+"""Metric logging for a run folder: metrics.jsonl, episodes.csv, TensorBoard, Weights & Biases,
+progress bar.
 
 Every line is flushed as it is written, so a crash loses nothing that was logged. Values may
 be Python numbers, numpy scalars or 0-d tensors; they are read once here, not in hot loops.
@@ -39,9 +40,11 @@ class MetricLogger:
         wall_offset: float = 0.0,
         tensorboard: bool = False,
         write: bool = True,
+        wandb: Mapping[str, Any] | None = None,
     ):
         """``write=False``: keep the latest values and the clock, write nothing (a process
-        that trains beside the one writing the run folder)."""
+        that trains beside the one writing the run folder). ``wandb``: also log to Weights &
+        Biases, with these fields (name, config) for the run."""
         self.run_dir = run_dir
         self._t0 = time.perf_counter() - wall_offset
         self._metrics = self._episodes_file = self._episodes = None
@@ -56,6 +59,7 @@ class MetricLogger:
                 self._episodes.writerow(EPISODE_COLUMNS)
                 self._episodes_file.flush()
         self._tb = _tensorboard_writer(run_dir) if tensorboard and write else None
+        self._wandb = _wandb_run(run_dir, wandb) if wandb is not None and write else None
         self.latest: dict[str, float] = {}
 
     @property
@@ -72,6 +76,8 @@ class MetricLogger:
         if self._tb is not None:
             for key, value in values.items():
                 self._tb.add_scalar(key, value, int(step))
+        if self._wandb is not None:
+            self._wandb.log(values, step=int(step))
         self.latest.update(values)
         return values
 
@@ -93,6 +99,8 @@ class MetricLogger:
             self._episodes_file.close()
         if self._tb is not None:
             self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
 
 
 def _tensorboard_writer(run_dir: Path):
@@ -104,6 +112,27 @@ def _tensorboard_writer(run_dir: Path):
             "`pip install tensorboard` (or rlx[dev])."
         ) from exc
     return SummaryWriter(log_dir=str(run_dir / TENSORBOARD_DIR))
+
+
+def _wandb_run(run_dir: Path, fields: Mapping[str, Any]) -> Any:
+    """A Weights & Biases run beside the run folder (its files in ``RUN_DIR/wandb``), with
+    rlx's metric names. Offline unless ``WANDB_MODE`` says otherwise, so it works with no
+    network; ``wandb sync RUN_DIR/wandb/offline-run-*`` uploads it later."""
+    import os
+
+    try:
+        import wandb
+    except ImportError as exc:
+        raise ConfigError(
+            "--wandb needs the wandb package; install it with pip install 'rlx[wandb]'."
+        ) from exc
+    return wandb.init(
+        dir=str(run_dir),  # wandb keeps its files in DIR/wandb
+        project=os.environ.get("WANDB_PROJECT", "rlx"),
+        name=str(fields.get("name", run_dir.name)),
+        config=dict(fields.get("config", {})),
+        mode=os.environ.get("WANDB_MODE", "offline"),
+    )
 
 
 def format_metrics(latest: Mapping[str, float]) -> str:

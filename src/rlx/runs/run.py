@@ -93,6 +93,8 @@ class Run:
             ranks other than 0 of a data-parallel run): it reads a resumed checkpoint, logs
             to nowhere and writes no file.
         record: more fields for ``config.json`` (e.g. how to rebuild the env).
+        wandb: also log to Weights & Biases (``RUN_DIR/wandb``, offline unless ``WANDB_MODE``
+            says otherwise), with the same metric names.
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class Run:
         observers: Sequence[RunObserver] = (),
         writer: bool = True,
         record: Mapping[str, Any] | None = None,
+        wandb: bool = False,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -135,8 +138,15 @@ class Run:
             self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
                             "preset": resume.preset, **resume.extra}  # fmt: skip
         wall_offset = self._prepare_folder(resume, preset)
+        wandb_fields = None
+        if wandb:
+            wandb_fields = {"name": f"{algo} {env_id} {self.dir.name}", "config": self._record}
         self.logger = MetricLogger(
-            self.dir, wall_offset=wall_offset, tensorboard=tensorboard and writer, write=writer
+            self.dir,
+            wall_offset=wall_offset,
+            tensorboard=tensorboard and writer,
+            write=writer,
+            wandb=wandb_fields,
         )
         self.progress: ProgressBar | None = None
         for observer in self.observers:

@@ -110,6 +110,12 @@ def resolve_env(env: Any, algo: str, gamma: float | None, max_steps: int | None)
     Python loop when it has not. Spaces other than Discrete raise an :class:`EnvError` that
     names the space and the methods that fit it.
     """
+    from rlx.core.env_recipe import EnvRecipe
+
+    if isinstance(env, EnvRecipe):
+        env = _env_from_id(env.target, env.kwargs) if env.kind == "id" else env.make()
+    elif callable(env) and not isinstance(env, (gym.Env, TabularMDP)):
+        env = env()
     if isinstance(env, str):
         env = _env_from_id(env)
     if isinstance(env, TabularMDP):
@@ -122,18 +128,19 @@ def resolve_env(env: Any, algo: str, gamma: float | None, max_steps: int | None)
     )
 
 
-def _env_from_id(env_id: str) -> TabularMDP | gym.Env:
-    """The id's MDP when it has a model (or is a GridWorld id), else ``gym.make(env_id)``."""
-    from rlx.core.envs import gridworld_from_id, is_gridworld_id
-    from rlx.mdp import from_gymnasium
+def _env_from_id(env_id: str, kwargs: dict | None = None) -> TabularMDP | gym.Env:
+    """The id's MDP when it has a model (or is a GridWorld id), else ``gym.make(env_id)``;
+    ``kwargs`` go to ``gymnasium.make`` (or the GridWorld)."""
+    from rlx.mdp import GridWorld, from_gymnasium
 
-    if is_gridworld_id(env_id):
-        return gridworld_from_id(env_id)
+    kwargs = dict(kwargs or {})
+    if GridWorld.is_id(env_id):
+        return GridWorld.from_id(env_id, **kwargs)
     try:
-        return from_gymnasium(env_id)
+        return from_gymnasium(env_id, **kwargs)
     except EnvError as no_model:
         try:
-            return gym.make(env_id)
+            return gym.make(env_id, **kwargs)
         except gym.error.Error:
             raise no_model from None  # its message lists similar ids and model-based envs
 
