@@ -233,8 +233,8 @@ def test_the_table_stays_and_a_measured_alternative_is_named(tmp_path):
     from rlx.diagnostics.recommend import measured_alternative
 
     def result(name, algo, seconds):
-        figures = {"env": "CartPole-v1", "algo": algo, "goal": "a last-20 mean of 475",
-                   "rlx_median_seconds_to_goal": seconds}  # fmt: skip
+        figures = {"env": "CartPole-v1", "goal": "a last-20 mean of 475",
+                   "rlx_median_seconds_to_goal": {algo: seconds}}  # fmt: skip
         (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "figures": figures}))
 
     assert measured_alternative("CartPole-v1", "dqn", tmp_path) == ""  # nothing measured yet

@@ -581,8 +581,8 @@ def measured_alternative(env_id: str | None, method: str, results: Path = RESULT
     the result file; "" when no result file says so (or none is installed).
 
     The table's rule stays the recommendation: this says where measurement disagrees. A result
-    file counts when its ``figures`` hold ``env``, ``algo``, ``goal`` and
-    ``rlx_median_seconds_to_goal`` (the benchmarks of ``benchmarks/`` write them).
+    file counts when its ``figures`` hold ``env``, ``goal`` and ``rlx_median_seconds_to_goal``
+    (algorithm -> seconds; the benchmarks of ``benchmarks/`` write them).
     """
     if not env_id or not results.is_dir():
         return ""
@@ -592,8 +592,8 @@ def measured_alternative(env_id: str | None, method: str, results: Path = RESULT
             figures = json.loads(path.read_text()).get("figures", {})
             if figures.get("env") != env_id:
                 continue
-            value = float(figures["rlx_median_seconds_to_goal"])
-            seconds[str(figures["algo"])] = (value, str(figures["goal"]), path.name)
+            for algo, value in figures["rlx_median_seconds_to_goal"].items():
+                seconds[str(algo)] = (float(value), str(figures["goal"]), path.name)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     if method not in seconds:
