@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import fnmatch
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
@@ -132,7 +133,8 @@ class Algorithm:
             :data:`BUILTINS` when left empty).
         budget_field: the config field that sizes training (``total_steps``, ``episodes``).
         unit: what the budget counts, for the progress bar.
-        presets: tuned overrides per environment id, applied before the user's overrides.
+        presets: tuned overrides per environment id (or id pattern such as ``"ALE/*"``),
+            applied before the user's overrides.
         renamed: old config field name -> new one, so a run folder written before a rename
             still loads and resumes.
         remote: which Ray workers ``runners=K`` starts for it (``"env-runners"`` or
@@ -205,9 +207,14 @@ def all_algorithms() -> list[Algorithm]:
 
 
 def preset_for(algorithm: Algorithm, env_id: str) -> tuple[str | None, dict[str, Any]]:
-    """The tuned overrides for ``env_id``, if the algorithm keeps a preset for it."""
+    """The tuned overrides for ``env_id``, if the algorithm keeps a preset for it: one for
+    the id itself, else one for a pattern that matches it (``"ALE/*"``: every Atari game);
+    the name returned is the preset's key."""
     if env_id in algorithm.presets:
         return env_id, dict(algorithm.presets[env_id])
+    for pattern, preset in algorithm.presets.items():
+        if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(env_id, pattern):
+            return pattern, dict(preset)
     return None, {}
 
 

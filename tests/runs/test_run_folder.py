@@ -218,3 +218,14 @@ def test_wandb_logs_the_same_metric_names_offline(tmp_path, monkeypatch):
     logged = {k for line in (run_dir / "metrics.jsonl").read_text().splitlines()
               for k in json.loads(line)} - {"step", "wall_s"}  # fmt: skip
     assert logged and all(name.encode() in records for name in logged), logged
+
+
+def test_a_preset_may_match_ids_by_pattern():
+    """``"ALE/*"``: one preset for every game of a family; an exact id still wins."""
+    from rlx import registry
+
+    spec = registry.Algorithm("p", object, None, None, presets={"ALE/*": {"a": 1},
+                              "ALE/Pong-v5": {"a": 2}})  # fmt: skip
+    assert registry.preset_for(spec, "ALE/Breakout-v5") == ("ALE/*", {"a": 1})
+    assert registry.preset_for(spec, "ALE/Pong-v5") == ("ALE/Pong-v5", {"a": 2})
+    assert registry.preset_for(spec, "CartPole-v1") == (None, {})
