@@ -23,14 +23,23 @@ Reported per run: seconds and env steps until the threshold, training env steps 
 rlx's share of SB3's time, its speed-up in steps/s, and the share of the raw env's throughput
 the rlx PPO loop reaches. A table, then a markdown block for the README.
 
+PPO's goal is every seed, not the median: rlx's median env steps at most SB3's, no seed past
+twice SB3's median, and rlx's median time at most a quarter of SB3's both on seeds 0-2 and on
+the others. The report checks the three and the result file keeps them (``ppo_goal``).
+
 Ten seeds by default: the issue asks for three, but env steps to 475 range from about 17k to
 47k over seeds for either library, and a change of float rounding alone moves one seed's
 figure by 10k, so the median of three is mostly noise.
 
 The table goes to ``benchmarks/results/policy_gradient.json`` (``--out-dir`` elsewhere).
 
+The result file's table is per seed, each library's median after its seeds; its figures hold
+what ``rlx recommend`` reads (the env, the goal and rlx's median seconds to it per algorithm).
+
 Run: ``.venv/bin/python benchmarks/bench_policy_gradient.py [--seeds 0 1 2 ...] [--skip-a2c]``;
-a smoke run: ``--seeds 0 --skip-a2c --total-steps 2000 --out-dir /tmp/bench``.
+``--ppo-overrides KEY=VALUE ...`` trains rlx's PPO with those config fields over its preset
+(to try a preset before it is one); a smoke run:
+``--seeds 0 --skip-a2c --total-steps 2000 --out-dir /tmp/bench``.
 """
 
 from __future__ import annotations
@@ -59,6 +68,9 @@ THRESHOLD, WINDOW = 475.0, 20
 ENV_ID = "CartPole-v1"
 BUDGETS = {"ppo": 100_000, "a2c": 500_000}
 RLX = Path(sys.executable).with_name("rlx")
+FIRST_SEEDS = (0, 1, 2)  # the seeds PPO's tail was worst on, checked apart from the rest
+TIME_RATIO_GOAL = 0.25
+EXTRA_FLAGS: dict[str, list[str]] = {"ppo": [], "a2c": []}  # --ppo-overrides, as rlx flags
 
 
 @dataclass
@@ -76,7 +88,8 @@ class Result:
 def run_rlx(algo: str, seed: int, workdir: Path) -> Result:
     run_dir = workdir / f"rlx-{algo}-{seed}"
     command = [str(RLX), "train", algo, "--env", ENV_ID, "--seed", str(seed),
-               "--total-steps", str(BUDGETS[algo]), "--run-dir", str(run_dir)]  # fmt: skip
+               "--total-steps", str(BUDGETS[algo]), "--run-dir", str(run_dir),
+               *EXTRA_FLAGS[algo]]  # fmt: skip
     start = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, text=True)
     process_s = time.perf_counter() - start
@@ -177,19 +190,118 @@ def fmt(value: float | None, spec: str) -> str:
     return "not reached" if value is None else format(value, spec)
 
 
-COLUMNS = ["algo", "library", "time to 475 (median s)", "env steps to 475",
+COLUMNS = ["algo", "library", "seed", "time to 475 (s)", "env steps to 475",
            "train env steps/s", "process s"]  # fmt: skip
 
 
-def report(results: list[Result], raw: float) -> tuple[list[list], dict[str, float]]:
-    """Print the tables; return the median table's rows and the figures a reader quotes."""
+def per_seed_rows(results: list[Result]) -> list[list]:
+    """The result file's table: every run, then each library's medians (seed "median")."""
+    rows = []
+    for algo in ("ppo", "a2c"):
+        for lib in ("rlx", "SB3"):
+            runs = [r for r in results if r.algo == algo and r.library == lib]
+            if not runs:
+                continue
+            for r in runs:
+                seconds = None if r.seconds is None else round(r.seconds, 2)
+                rows.append([algo, lib, r.seed, seconds, r.steps, round(r.steps_per_s),
+                             round(r.process_s, 2)])  # fmt: skip
+            sec = median([r.seconds for r in runs])
+            rows.append([algo, lib, "median", None if sec is None else round(sec, 2),
+                         median([r.steps for r in runs]),
+                         round(statistics.median(r.steps_per_s for r in runs)),
+                         round(statistics.median(r.process_s for r in runs), 2)])  # fmt: skip
+    return rows
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None:
+        return None
+    return round(numerator / denominator, 3)
+
+
+def ppo_goal(results: list[Result]) -> dict[str, object] | None:
+    """The three checks of PPO's goal (module docstring), with the figures they compare."""
+    runs = {lib: [r for r in results if r.algo == "ppo" and r.library == lib]
+            for lib in ("rlx", "SB3")}  # fmt: skip
+    if not runs["rlx"] or not runs["SB3"]:
+        return None
+    unreached = float("inf")
+    rlx_steps = [unreached if r.steps is None else r.steps for r in runs["rlx"]]
+    sb3_median = median([r.steps for r in runs["SB3"]])
+    rlx_median = median([r.steps for r in runs["rlx"]])
+
+    def time_ratio(first: bool) -> float | None:
+        def secs(lib: str) -> list[float | None]:
+            return [r.seconds for r in runs[lib] if (r.seed in FIRST_SEEDS) == first]
+
+        if not secs("rlx") or not secs("SB3"):
+            return None
+        return ratio(median(secs("rlx")), median(secs("SB3")))
+
+    first, rest = time_ratio(True), time_ratio(False)
+    worst = max(rlx_steps)
+    checks: dict[str, object] = {
+        "rlx_median_steps": rlx_median,
+        "sb3_median_steps": sb3_median,
+        "rlx_worst_seed_steps": None if worst == unreached else worst,
+        "time_ratio_seeds_0_2": first,
+        "time_ratio_other_seeds": rest,
+    }
+    checks["median_steps_at_most_sb3"] = (
+        rlx_median is not None and sb3_median is not None and rlx_median <= sb3_median
+    )
+    checks["no_seed_past_twice_sb3_median"] = sb3_median is not None and worst <= 2 * sb3_median
+    # a group without seeds in this run (e.g. --seeds 0 1 2) is not checked
+    measured = [r for r, group in ((first, FIRST_SEEDS), (rest, None)) if group_ran(runs, group)]
+    checks["time_ratio_at_most_0_25_on_both"] = bool(measured) and all(
+        r is not None and r <= TIME_RATIO_GOAL for r in measured
+    )
+    return checks
+
+
+def group_ran(runs: dict[str, list[Result]], seeds: tuple[int, ...] | None) -> bool:
+    """Whether rlx ran any of ``seeds`` (None: any seed outside :data:`FIRST_SEEDS`)."""
+    if seeds is None:
+        return any(r.seed not in FIRST_SEEDS for r in runs["rlx"])
+    return any(r.seed in seeds for r in runs["rlx"])
+
+
+def print_per_seed(results: list[Result]) -> None:
+    print(f"\n{'algo':5} {'library':8} " + " ".join(f"{'seed ' + str(s):>11}"
+          for s in sorted({r.seed for r in results})))  # fmt: skip
+    for algo in ("ppo", "a2c"):
+        for lib in ("rlx", "SB3"):
+            runs = sorted((r for r in results if r.algo == algo and r.library == lib),
+                          key=lambda r: r.seed)  # fmt: skip
+            if runs:
+                print(f"{algo:5} {lib:8} " + " ".join(f"{fmt(r.steps, ','):>11}" for r in runs))
+
+
+def print_goal(goal: dict[str, object]) -> None:
+    def verdict(name: str) -> str:
+        return "met" if goal[name] else "missed"
+
+    print(
+        f"\nPPO goal: median env steps {fmt(goal['rlx_median_steps'], ',')} against SB3's "
+        f"{fmt(goal['sb3_median_steps'], ',')} ({verdict('median_steps_at_most_sb3')}); "
+        f"worst seed {fmt(goal['rlx_worst_seed_steps'], ',')} against twice SB3's median "
+        f"({verdict('no_seed_past_twice_sb3_median')}); time ratio "
+        f"{fmt(goal['time_ratio_seeds_0_2'], '.2f')} on seeds 0-2 and "
+        f"{fmt(goal['time_ratio_other_seeds'], '.2f')} on the rest, at most {TIME_RATIO_GOAL} "
+        f"({verdict('time_ratio_at_most_0_25_on_both')})"
+    )
+
+
+def report(results: list[Result], raw: float) -> dict[str, object]:
+    """Print the tables; return the figures a reader quotes (and ``rlx recommend`` reads)."""
     rows = []
     for algo in ("ppo", "a2c"):
         by_lib = {
             lib: [r for r in results if r.algo == algo and r.library == lib]
             for lib in ("rlx", "SB3")
         }
-        if not by_lib["rlx"]:
+        if not by_lib["rlx"] or not by_lib["SB3"]:
             continue
         summary = {
             lib: (
@@ -214,6 +326,7 @@ def report(results: list[Result], raw: float) -> tuple[list[list], dict[str, flo
         for lib, (sec, steps, sps, proc, per_seed) in summary.items():
             print(f"{algo:5} {lib:8} {fmt(sec, '.2f'):>16} {', '.join(per_seed):>22} "
                   f"{fmt(steps, ',.0f'):>13} {sps:>14,.0f} {proc:>10.1f}")  # fmt: skip
+    print_per_seed(results)
     print()
     lines = ["| algo | library | time to 475 (median s) | env steps to 475 | train env steps/s |",
              "|---|---|---|---|---|"]  # fmt: skip
@@ -232,17 +345,45 @@ def report(results: list[Result], raw: float) -> tuple[list[list], dict[str, flo
                 f"({raw:,.0f} steps/s)"
             )
     print("\n" + "\n".join(lines))
-    table, figures = [], {"raw_env_steps_per_s": round(raw)}
+    figures: dict[str, object] = {"raw_env_steps_per_s": round(raw)}
+    to_goal = {}
+    for algo in ("ppo", "a2c"):
+        runs = [r.seconds for r in results if r.algo == algo and r.library == "rlx"]
+        seconds = median(runs) if runs else None
+        if seconds is not None:
+            to_goal[algo] = round(seconds, 2)
+    if to_goal:
+        # what `rlx recommend CartPole-v1` reads to compare the methods rlx measured here
+        figures.update(env=ENV_ID, goal="a last-20 mean of 475",
+                       rlx_median_seconds_to_goal=to_goal)  # fmt: skip
     for algo, summary in rows:
-        for lib, (sec, steps, sps, proc, _) in summary.items():
-            table.append([algo, lib, sec, steps, round(sps), round(proc, 2)])
         (rs, _, rsps, _, _), (ss, _, ssps, _, _) = summary["rlx"], summary["SB3"]
         figures[f"{algo}_steps_per_s_ratio"] = round(rsps / ssps, 3)
         if rs is not None and ss is not None:
             figures[f"{algo}_time_ratio"] = round(rs / ss, 3)
         if algo == "ppo":
             figures["ppo_share_of_raw_env"] = round(rsps / raw, 3)
-    return table, figures
+    goal = ppo_goal(results)
+    if goal is not None:
+        print_goal(goal)
+        figures["ppo_goal"] = goal
+    return figures
+
+
+def override_flags(pairs: list[str]) -> list[str]:
+    """``KEY=VALUE`` pairs as ``rlx train`` flags: ``learning_rate=3e-3`` ->
+    ``--learning-rate 3e-3``; ``anneal_lr=false`` -> ``--no-anneal-lr``."""
+    flags = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--ppo-overrides takes KEY=VALUE pairs, got {pair!r}")
+        name = key.strip().replace("_", "-")
+        if value.lower() in ("true", "false"):
+            flags.append(f"--{name}" if value.lower() == "true" else f"--no-{name}")
+        else:
+            flags += [f"--{name}", *value.split()]
+    return flags
 
 
 def main() -> int:
@@ -252,6 +393,13 @@ def main() -> int:
     parser.add_argument("--total-steps", type=int, default=None,
                         help="one budget for every run (default: PPO 100k, A2C 500k)")  # fmt: skip
     parser.add_argument(
+        "--ppo-overrides",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config fields for rlx's PPO over its preset, e.g. learning_rate=3e-3",
+    )
+    parser.add_argument(
         "--out-dir",
         type=Path,
         default=None,
@@ -260,6 +408,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.total_steps is not None:
         BUDGETS.update(dict.fromkeys(BUDGETS, args.total_steps))
+    EXTRA_FLAGS["ppo"] = override_flags(args.ppo_overrides)
     algos = ["ppo"] if args.skip_a2c else ["ppo", "a2c"]
     raw = raw_env_steps_per_s()
     results: list[Result] = []
@@ -276,19 +425,22 @@ def main() -> int:
                     print(f"{result.library:4} {algo} seed {seed}: {fmt(result.seconds, '.2f')} s, "
                           f"{fmt(result.steps, ',')} steps, {result.steps_per_s:,.0f} steps/s",
                           flush=True)  # fmt: skip
-    table, figures = report(results, raw)
+    figures = report(results, raw)
+    if args.ppo_overrides:
+        figures["ppo_overrides"] = args.ppo_overrides
     write_result(
         "policy_gradient",
         title="PPO and A2C on CartPole-v1: rlx's presets vs Stable-Baselines3 with rl-zoo's tuning",
         columns=COLUMNS,
-        rows=table,
+        rows=per_seed_rows(results),
         seeds=args.seeds,
         figures=figures,
         notes=(
-            f"Medians over the seeds of the wall time and env steps until the mean of the last "
-            f"{WINDOW} training episodes reaches {THRESHOLD:.0f} (None: not reached by most "
-            f"seeds), training env steps per second and the whole process's seconds; budgets "
-            f"{BUDGETS}; one torch thread, libraries alternated seed by seed."
+            f"Per seed, then the medians over the seeds: the wall time and env steps until the "
+            f"mean of the last {WINDOW} training episodes reaches {THRESHOLD:.0f} (None: not "
+            f"reached; a median is None when most seeds missed), training env steps per second "
+            f"and the whole process's seconds; budgets {BUDGETS}; one torch thread, libraries "
+            f"alternated seed by seed."
         ),
         out_dir=args.out_dir,
     )

@@ -65,9 +65,10 @@ def ppo_on_cartpole() -> None:
 def doctor_on_a_broken_run() -> None:
     banner("4. The doctor on a broken run: PPO with learning rate 0.1 and 40 epochs")
     run_dir = fresh("demo-ppo-broken")
+    # every setting the broken run depends on is spelled out, so a retuned preset leaves it as is
     rlx.train("ppo", "CartPole-v1", run_dir=run_dir, seed=0, learning_rate=0.1, num_epochs=40,
-              anneal_lr=False, anneal_clip=False, total_steps=30_000, eval_episodes=0,
-              progress=True, doctor=False)  # fmt: skip
+              gae_lambda=0.8, anneal_lr=False, anneal_clip=False, total_steps=30_000,
+              eval_episodes=0, progress=True, doctor=False)  # fmt: skip
     print(rlx.doctor(run_dir))
 
 

@@ -40,6 +40,20 @@ def test_an_entry_point_with_kwargs_trains_and_evaluates_from_the_run_folder_alo
     assert main(["eval", str(run), "--episodes", "3", "--json"]) == 0
 
 
+def test_the_agent_train_returns_evaluates_on_its_own_env_with_no_env_named(tmp_path):
+    agent = rlx.train("dqn", ENTRY, env_kwargs={"n": 4, "limit": 7}, run_dir=tmp_path / "c",
+                      seed=0, **QUICK)  # fmt: skip
+    assert agent.env_recipe.make().unwrapped.n == 4
+    assert rlx.evaluate(agent, episodes=3).mean_length <= 7  # the recorded limit, not 20
+
+
+def test_an_env_class_is_a_factory_not_an_env(tmp_path):
+    agent = rlx.train("dqn", ChainEnv, env_kwargs={"n": 3}, run_dir=tmp_path / "cls", seed=0,
+                      **{**QUICK, "total_steps": 300})  # fmt: skip
+    assert agent.env_recipe.target == "tests.toy_envs:ChainEnv"
+    assert rlx.evaluate(agent, episodes=2, max_steps=50).episodes == 2
+
+
 def test_eval_json_is_one_object_naming_the_rebuilt_env(tmp_path, capsys):
     run = tmp_path / "chain"
     rlx.train("dqn", ENTRY, env_kwargs={"n": 4, "limit": 7}, run_dir=run, seed=0, **QUICK)

@@ -9,6 +9,8 @@ in one place and ``config.json`` is read once.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import re
 import sys
 import time
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlx import registry
-from rlx.core.env_recipe import EnvRecipe, import_path, recipe_of
+from rlx.core.env_recipe import EnvRecipe, import_path, is_env_factory, recipe_of
 from rlx.errors import ConfigError, RunError
 from rlx.runs import CONFIG_FILE, RunRecord, is_run_folder, read_record
 
@@ -43,7 +45,7 @@ def env_label(env: Any) -> str:
         return str(env)
     if isinstance(env, EnvRecipe):
         return env.label
-    if callable(env) and not hasattr(env, "step"):
+    if is_env_factory(env):
         return import_path(env) or getattr(env, "__name__", type(env).__name__)
     spec = getattr(env, "spec", None)
     if spec is not None and getattr(spec, "id", None):
@@ -98,8 +100,25 @@ def plan(
     env, recipe = env_and_recipe(env, env_kwargs)
     env_id = env_label(env)
     config, preset = registry.make_config(spec, env_id, overrides)
+    if run_dir is None and world_size() > 1:
+        # each process would stamp its own default name at its own second
+        raise RunError(
+            f"Under torchrun ({world_size()} processes) every process must write to one run "
+            "folder: pass run_dir=... (--run-dir DIR)."
+        )
     folder = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
     return Plan(spec, config, env, env_id, folder, preset, None, recipe)
+
+
+def world_size() -> int:
+    """The number of processes of a ``torchrun`` / ``accelerate launch`` job (1 without)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def is_first_process() -> bool:
+    """Whether this process writes the run folder: rank 0 of a data-parallel job, or the one
+    process of a plain run."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def env_and_recipe(env: Any, env_kwargs: dict[str, Any] | None) -> tuple[Any, EnvRecipe]:
@@ -111,6 +130,8 @@ def env_and_recipe(env: Any, env_kwargs: dict[str, Any] | None) -> tuple[Any, En
         return recipe, recipe
     if isinstance(env, Path):
         return str(env), recipe
+    if is_env_factory(env) and env_kwargs:
+        return functools.partial(env, **env_kwargs), recipe
     return env, recipe
 
 
@@ -210,9 +231,12 @@ def train_planned(
         observers=observers,
         record={} if planned.recipe is None else {"env_recipe": planned.recipe.record()},
         wandb=wandb,
+        writer=is_first_process(),
     ) as run:
         agent = _train_function(spec, config)(config, planned.env, run)
     agent.run_dir = planned.run_dir
+    if planned.recipe is not None:  # as rlx.load sets it: evaluate(agent) rebuilds this env
+        agent.env_recipe = planned.recipe
     return agent
 
 
@@ -236,7 +260,14 @@ def _to_stderr(message: str) -> None:
 
 def _train_function(spec: registry.Algorithm, config: Any) -> Any:
     """The algorithm's train function; with ``runners=K`` the Ray part is built by
-    :mod:`rlx.distributed`, the one layer that knows a cluster, and handed in from above."""
+    :mod:`rlx.distributed`, the one layer that knows a cluster, and handed in from above.
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) a language-model stage gets its data-parallel
+    part the same way (:mod:`rlx.distributed.data_parallel`)."""
+    if world_size() > 1:
+        from rlx.distributed.data_parallel import data_parallel, takes_data_parallel
+
+        if takes_data_parallel(spec):
+            return data_parallel(spec)
     if getattr(config, "runners", None) is None or spec.remote is None:
         return spec.train
     from rlx.distributed import scaled_out

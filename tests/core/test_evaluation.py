@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import rlx
 from tests import toy_envs  # noqa: F401  (registers rlx-test/... ids)
@@ -55,3 +56,35 @@ def test_agents_without_act_batch_keep_the_per_episode_loop():
     assert gym_stats.episodes == 3 and gym_stats.mean_return > 100
     mdp_stats = rlx.evaluate(Left(), "GridWorld", episodes=4, max_steps=7)
     assert mdp_stats.episodes == 4 and mdp_stats.mean_length <= 7
+
+
+# ---------------------------------------------------------------------------- the trained env
+def test_without_an_env_the_agents_recipe_is_rebuilt_before_its_env_id():
+    from rlx.core.env_recipe import EnvRecipe
+
+    class Recorder:
+        env_id = "CartPole-v1"  # what the recipe must win over
+        env_recipe = EnvRecipe("entry_point", "tests.agents.space_envs:MultiDiscreteTarget")
+
+        def __init__(self) -> None:
+            self.shapes = []
+
+        def act_batch(self, obs, deterministic=True):
+            self.shapes.append(obs.shape)
+            return np.zeros((len(obs), 2), np.int64)
+
+    agent = Recorder()
+    stats = rlx.evaluate(agent, episodes=2)
+    assert agent.shapes[0] == (2, 7)  # MultiDiscreteTarget's observations, not CartPole's
+    assert stats.episodes == 2 and stats.mean_length == 8
+
+
+def test_a_recipe_that_cannot_be_rebuilt_raises_its_own_error():
+    from rlx.core.env_recipe import EnvRecipe
+    from rlx.errors import EnvError
+
+    agent = Scripted()
+    agent.env_id = "CartPole-v1"
+    agent.env_recipe = EnvRecipe("unrebuildable", reason="a lambda has no import path")
+    with pytest.raises(EnvError, match="a lambda has no import path"):
+        rlx.evaluate(agent, episodes=2)

@@ -91,7 +91,7 @@ def a2c_loss(
     policy: ActorCritic, batch: Batch, config: A2CConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """``L = -E[A log pi(a|s)] + c_v L_V - c_e H`` on the whole rollout."""
-    log_prob, entropy, value = policy.evaluate(batch.obs, batch.actions)
+    log_prob, entropy, value = policy.evaluate(batch.obs, batch.actions, batch.masks)
     advantages = normalize(batch.advantages) if config.normalize_advantages else batch.advantages
     pg_loss, pg_metrics = policy_gradient_loss(log_prob, advantages)
     v_loss, v_metrics = value_loss(value, batch.returns)

@@ -67,15 +67,18 @@ from rlx.core.buffers import ReplaySample
 from rlx.core.checks import at_least, in_range, one_of, positive
 from rlx.core.envs import require_discrete_actions
 from rlx.core.fields import ReplayFields, RunnerFields
+from rlx.core.masks import legal_or_all
 from rlx.core.nets import QNetwork, is_image_space
 from rlx.core.normalize import ObsNormalizer, RewardScaler
+from rlx.core.observations import ObservationLayout, observation_encoder
 from rlx.core.off_policy import ReplayLearner, check_learner_fields, train_off_policy
 from rlx.core.optim import Adam, clip_grad_norm
+from rlx.core.policies import FACTORED_ACTIONS
 from rlx.core.runners import EnvRunners, numpy_state, torch_state
 from rlx.core.schedules import LinearSchedule
-from rlx.core.targets import double_q_target, q_learning_target
+from rlx.core.targets import double_q_target, mask_q, q_learning_target
 from rlx.core.transitions import ReplayLayout, Transitions, clipped_rewards
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, EnvError
 
 
 # ============================================================================ config
@@ -168,6 +171,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         "normalize_obs": True,
         "hidden_sizes": (64, 64),
     },
+    # every Atari game: the Nature DQN's settings as rl-baselines3-zoo keeps them (Mnih et al.,
+    # 2015), with rlx's Double DQN target kept on; the env's preprocessing already clips rewards
+    "ALE/*": {
+        "total_steps": 10_000_000,
+        "num_envs": 1,
+        "buffer_size": 100_000,
+        "learning_rate": 1e-4,
+        "batch_size": 32,
+        "learning_starts": 100_000,
+        "train_freq": 4,
+        "gradient_steps": 1,
+        "sync_every": 1_000,
+        "exploration_fraction": 0.1,
+        "epsilon_end": 0.01,
+        "loss": "huber",
+        "gamma": 0.99,
+    },
 }
 
 
@@ -181,34 +201,64 @@ class EpsilonGreedy:
     """
 
     def __init__(
-        self, q: Callable[[Tensor], Tensor], n_actions: int, obs_norm: ObsNormalizer | None
+        self,
+        q: Callable[[Tensor], Tensor],
+        n_actions: int,
+        obs_norm: ObsNormalizer | None,
+        device: torch.device | None = None,
     ) -> None:
         self.q, self.n_actions, self.obs_norm = q, n_actions, obs_norm
+        self.device = torch.device("cpu") if device is None else device
         self.epsilon = 1.0
 
     def network_input(self, obs: np.ndarray) -> Tensor:
-        """Observations as the network's input (normalised if configured)."""
+        """Observations as the network's input (normalised if configured), on its device."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
-        return torch.from_numpy(np.ascontiguousarray(obs))
+        return torch.from_numpy(np.ascontiguousarray(obs)).to(self.device)
 
     @torch.inference_mode()
     def act(
-        self, obs: np.ndarray, epsilon: float, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        epsilon: float,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Epsilon-greedy actions for a batch of observations, and ``Q(s, a)`` of those actions."""
-        q = self.q(self.network_input(obs)).numpy()
+        """Epsilon-greedy actions for a batch of observations, and ``Q(s, a)`` of those actions.
+
+        With ``masks`` the greedy action is the best valid one and the exploring action is
+        uniform over the valid ones.
+        """
+        q = self.q(self.network_input(obs)).cpu().numpy()
+        if masks is not None:
+            return self._act_masked(q, epsilon, rng, legal_or_all(masks))
         actions = q.argmax(axis=1)
         explore = rng.random(len(actions)) < epsilon
         actions = np.where(explore, rng.integers(0, self.n_actions, size=len(actions)), actions)
         return actions, q[np.arange(len(actions)), actions]
 
+    @staticmethod
+    def _act_masked(
+        q: np.ndarray, epsilon: float, rng: np.random.Generator, legal: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        actions = np.where(legal, q, -np.inf).argmax(axis=1)
+        explore = rng.random(len(actions)) < epsilon
+        # a uniform valid action: the largest of one uniform key per valid action
+        uniform = np.where(legal, rng.random(legal.shape), -1.0).argmax(axis=1)
+        actions = np.where(explore, uniform, actions)
+        return actions, q[np.arange(len(actions)), actions]
+
     def explore(
-        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`act` at the current ``epsilon``, with ``Q(s, a)`` of every copy (the greedy
         choice computed it anyway)."""
-        return self.act(obs, self.epsilon, rng)
+        return self.act(obs, self.epsilon, rng, masks)
 
     def load_acting_state(self, state: dict[str, Any]) -> None:
         """Act as the learner's :meth:`DQNLearner.acting_state` says (an env runner's copy)."""
@@ -227,11 +277,23 @@ class RunnerPolicy:
     spec: dict[str, Any]
 
     def __call__(self) -> EpsilonGreedy:
-        obs_shape, n_actions = tuple(self.spec["obs_shape"]), self.spec["n_actions"]
-        dtype, cfg = np.dtype(self.spec["obs_dtype"]), self.config
-        q = QNetwork(obs_shape, dtype, n_actions, cfg.hidden_sizes, cfg.dueling)
-        obs_norm = ObsNormalizer(obs_shape) if cfg.normalize_obs else None
-        return EpsilonGreedy(q, n_actions, obs_norm)
+        q = q_network(self.config, self.spec)
+        obs_norm = (
+            ObsNormalizer(tuple(self.spec["obs_shape"])) if self.config.normalize_obs else None
+        )
+        return EpsilonGreedy(q, self.spec["n_actions"], obs_norm)
+
+
+def q_network(config: DQNConfig, spec: dict[str, Any]) -> QNetwork:
+    """The Q network of a :attr:`DQNLearner.spec`: an MLP, a Nature CNN for images, or the
+    per-key encoder of a ``Dict`` observation (:mod:`rlx.core.observations`) and an MLP."""
+    obs_shape, dtype = tuple(spec["obs_shape"]), np.dtype(spec["obs_dtype"])
+    encoder = None
+    if spec.get("observation") is not None:
+        encoder = observation_encoder(ObservationLayout.of_spec(spec["observation"], obs_shape[0]))
+    return QNetwork(
+        obs_shape, dtype, spec["n_actions"], config.hidden_sizes, config.dueling, encoder
+    )
 
 
 # ============================================================================ the learner
@@ -240,13 +302,27 @@ class DQNLearner(ReplayLearner):
     DQN; its gradient step and the hooks of the off-policy loop."""
 
     def __init__(
-        self, config: DQNConfig, obs_shape: tuple[int, ...], obs_dtype: Any, n_actions: int
+        self,
+        config: DQNConfig,
+        obs_shape: tuple[int, ...],
+        obs_dtype: Any,
+        n_actions: int,
+        device: torch.device | None = None,
+        observation: list[dict[str, Any]] | None = None,
     ) -> None:
         self.config, self.n_actions = config, n_actions
         self.obs_shape, self.obs_dtype = tuple(obs_shape), np.dtype(obs_dtype)
-        if config.normalize_obs and is_image_space(obs_shape, obs_dtype):
+        self.device = torch.device("cpu") if device is None else device
+        # a Dict observation's layout (None: observations are stored as the env gives them)
+        self.observation = None
+        if observation is not None:
+            self.observation = ObservationLayout.of_spec(observation, self.obs_shape[0])
+        if config.normalize_obs and (
+            is_image_space(obs_shape, obs_dtype)
+            or (self.observation is not None and self.observation.has_images)
+        ):
             raise ConfigError("normalize_obs is for vector observations, not uint8 images.")
-        self.online = QNetwork(obs_shape, obs_dtype, n_actions, config.hidden_sizes, config.dueling)
+        self.online = q_network(config, self.spec).to(self.device)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
         self.params = list(self.online.parameters())
         self.optimizer = Adam(self.params, config.learning_rate, eps=1e-8)
@@ -265,16 +341,20 @@ class DQNLearner(ReplayLearner):
         )
         self._online_fn = torch.compile(self.online) if config.compile else self.online
         self._target_fn = torch.compile(self.target) if config.compile else self.target
-        self.policy = EpsilonGreedy(self._online_fn, n_actions, self.obs_norm)
+        self.policy = EpsilonGreedy(self._online_fn, n_actions, self.obs_norm, self.device)
 
     @property
     def spec(self) -> dict[str, Any]:
-        """What rebuilding the networks needs: the observations' shape and dtype, the actions."""
-        return {
+        """What rebuilding the networks needs: the observations' shape and dtype, the actions
+        (and a ``Dict`` observation's layout)."""
+        spec = {
             "obs_shape": list(self.obs_shape),
             "obs_dtype": str(self.obs_dtype),
             "n_actions": self.n_actions,
         }
+        if self.observation is not None:
+            spec["observation"] = self.observation.spec
+        return spec
 
     # ------------------------------------------------------------------ acting
     def begin_collection(self, step: int) -> None:
@@ -282,15 +362,23 @@ class DQNLearner(ReplayLearner):
         self.policy.epsilon = self.exploration(step)
 
     def explore(
-        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        return self.policy.explore(obs, starts, rng)
+        return self.policy.explore(obs, starts, rng, masks)
 
     def act(
-        self, obs: np.ndarray, epsilon: float, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        epsilon: float,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Epsilon-greedy actions and their ``Q(s, a)`` (:meth:`EpsilonGreedy.act`)."""
-        return self.policy.act(obs, epsilon, rng)
+        return self.policy.act(obs, epsilon, rng, masks)
 
     def network_input(self, obs: np.ndarray) -> Tensor:
         """Observations as the network's input (normalised if configured)."""
@@ -332,21 +420,28 @@ class DQNLearner(ReplayLearner):
         rewards = sample.rewards
         if self.reward_scaler is not None:
             rewards = self.reward_scaler(rewards)
+        arrays = {
+            "actions": sample.actions.astype(np.int64),
+            "rewards": rewards,
+            "discounts": sample.discounts,
+            "terminated": sample.terminated,
+        }
+        if sample.next_masks is not None:
+            arrays["next_masks"] = sample.next_masks
         whole = {
             "obs": self.network_input(sample.obs),
             "next_obs": self.network_input(sample.next_obs),
-            "actions": torch.from_numpy(sample.actions.astype(np.int64)),
-            "rewards": torch.from_numpy(rewards),
-            "discounts": torch.from_numpy(sample.discounts),
-            "terminated": torch.from_numpy(sample.terminated),
+            **{k: torch.from_numpy(v).to(self.device) for k, v in arrays.items()},
         }
         size = self.config.batch_size
         return [{k: v[i * size : (i + 1) * size] for k, v in whole.items()} for i in range(count)]
 
     def update(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
-        """One gradient step on ``(y - Q(s, a; theta))**2`` (or its Huber loss)."""
+        """One gradient step on ``(y - Q(s, a; theta))**2`` (or its Huber loss); with masks
+        the max over next actions (or the online argmax) takes only the valid ones."""
         cfg = self.config
         n = batch["obs"].shape[0]
+        next_masks = batch.get("next_masks")
         if cfg.double:
             # one online pass over s and s' (cheaper than two small ones); s' only picks a'
             q_both = self._online_fn(torch.cat([batch["obs"], batch["next_obs"]]))
@@ -357,13 +452,14 @@ class DQNLearner(ReplayLearner):
             next_q_target = self._target_fn(batch["next_obs"])
             if cfg.double:
                 y = double_q_target(
-                    batch["rewards"], batch["discounts"], next_q_online, next_q_target,
-                    batch["terminated"],
+                    batch["rewards"], batch["discounts"], mask_q(next_q_online, next_masks),
+                    next_q_target, batch["terminated"],
                 )  # fmt: skip
             else:
                 y = q_learning_target(
-                    batch["rewards"], batch["discounts"], next_q_target, batch["terminated"]
-                )
+                    batch["rewards"], batch["discounts"], mask_q(next_q_target, next_masks),
+                    batch["terminated"],
+                )  # fmt: skip
         q = q_all.gather(1, batch["actions"][:, None]).squeeze(1)
         loss = F.smooth_l1_loss(q, y) if cfg.loss == "huber" else F.mse_loss(q, y)
         self.optimizer.zero_grad()
@@ -428,17 +524,35 @@ class DQNMethod:
     def layout(
         self, config: DQNConfig, obs_space: Any, action_space: Any, env_id: str
     ) -> ReplayLayout:
+        import gymnasium as gym
+
+        if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+            raise EnvError(
+                f"DQN needs Discrete actions; {env_id} has {action_space}; try {FACTORED_ACTIONS}."
+            )
         n_actions = require_discrete_actions(action_space, "DQN", env_id, "SAC, TD3 or PPO")
-        obs_shape, obs_dtype = tuple(obs_space.shape), np.dtype(obs_space.dtype)
+        flatten = None
+        if isinstance(obs_space, gym.spaces.Dict):  # stored as one float vector
+            observation = ObservationLayout.of_space(obs_space, "DQN", env_id)
+            obs_shape, obs_dtype = (observation.dim,), np.dtype(np.float32)
+            flatten = observation.flatten
+        else:
+            obs_shape, obs_dtype = tuple(obs_space.shape), np.dtype(obs_space.dtype)
         spec = {"obs_shape": list(obs_shape), "obs_dtype": str(obs_dtype), "n_actions": n_actions}
+        if flatten is not None:
+            spec["observation"] = observation.spec
         return ReplayLayout(
             obs_shape, obs_dtype, n_step=config.n_step,
             rewards=functools.partial(clipped_rewards, bound=config.reward_clip), spec=spec,
+            flatten=flatten,
         )  # fmt: skip
 
-    def learner(self, config: DQNConfig, layout: ReplayLayout) -> DQNLearner:
+    def learner(self, config: DQNConfig, layout: ReplayLayout, device: torch.device) -> DQNLearner:
         spec = layout.spec
-        return DQNLearner(config, layout.obs_shape, layout.obs_dtype, spec["n_actions"])
+        return DQNLearner(
+            config, layout.obs_shape, layout.obs_dtype, spec["n_actions"], device,
+            spec.get("observation"),
+        )  # fmt: skip
 
     def agent(
         self, learner: DQNLearner, layout: ReplayLayout, env_id: str, config: DQNConfig
@@ -454,7 +568,10 @@ METHOD = DQNMethod()
 
 # ============================================================================ the agent
 class DQNAgent:
-    """A trained DQN: greedy in its Q network, or epsilon_end-greedy with deterministic=False."""
+    """A trained DQN: greedy in its Q network, or epsilon_end-greedy with deterministic=False.
+
+    ``action_mask`` (True: valid; ``[B, n]`` for a batch) restricts the choice to valid
+    actions (``Q = -inf`` elsewhere)."""
 
     def __init__(self, learner: DQNLearner, env_id: str, seed: int = 0) -> None:
         self.learner, self.env_id, self.config = learner, env_id, learner.config
@@ -464,20 +581,34 @@ class DQNAgent:
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``Q(s, .)`` for a batch of observations ``[B, *obs_shape]`` -> ``[B, A]``."""
         with torch.inference_mode():
-            return self.learner.online(self.learner.network_input(obs)).numpy()
+            x = self.learner.network_input(self.stored(obs))
+            return self.learner.online(x).cpu().numpy()
 
-    def act_batch(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+    def stored(self, obs: Any) -> np.ndarray:
+        """Observations as the replay stored them (a ``Dict`` flattened into one vector)."""
+        if self.learner.observation is not None:
+            return self.learner.observation.flatten(obs)
+        return np.asarray(obs, dtype=self.learner.obs_dtype)
+
+    def act_batch(
+        self, obs: Any, deterministic: bool = True, action_mask: np.ndarray | None = None
+    ) -> np.ndarray:
         """Actions for a batch of observations (one forward pass)."""
         epsilon = 0.0 if deterministic else self.config.epsilon_end
-        actions, _ = self.learner.act(
-            np.asarray(obs, dtype=self.learner.obs_dtype), epsilon, self.rng
-        )
+        masks = None if action_mask is None else np.asarray(action_mask, dtype=bool)
+        actions, _ = self.learner.act(self.stored(obs), epsilon, self.rng, masks)
         return actions
 
-    def act(self, obs: Any, deterministic: bool = True) -> int:
+    def act(
+        self, obs: Any, deterministic: bool = True, action_mask: np.ndarray | None = None
+    ) -> int:
         """The action for one observation."""
-        batch = np.asarray(obs, dtype=self.learner.obs_dtype)[None]
-        return int(self.act_batch(batch, deterministic)[0])
+        if self.learner.observation is not None:
+            batch = self.learner.observation.batch_of_one(obs)
+        else:
+            batch = np.asarray(obs, dtype=self.learner.obs_dtype)[None]
+        mask = None if action_mask is None else np.asarray(action_mask, dtype=bool)[None]
+        return int(self.act_batch(batch, deterministic, mask)[0])
 
     def __repr__(self) -> str:
         return f"DQNAgent(env={self.env_id}, double={self.config.double})"
@@ -492,11 +623,13 @@ def train(config: DQNConfig, env: Any, run: Any, *, remote: EnvRunners | None = 
 
 
 def load(config: DQNConfig, env_id: str, state: dict) -> DQNAgent:
-    """The greedy agent of a checkpoint (``rlx.load(run_dir)``)."""
+    """The greedy agent of a checkpoint (``rlx.load(run_dir)``), acting on the CPU (the
+    checkpoint was read there, whatever device trained it)."""
     spec = state["learner"]["spec"]
     learner = DQNLearner(
-        config, tuple(spec["obs_shape"]), np.dtype(spec["obs_dtype"]), int(spec["n_actions"])
-    )
+        config, tuple(spec["obs_shape"]), np.dtype(spec["obs_dtype"]), int(spec["n_actions"]),
+        observation=spec.get("observation"),
+    )  # fmt: skip
     learner.load_state_dict(state["learner"])
     return DQNAgent(learner, env_id, config.seed)
 

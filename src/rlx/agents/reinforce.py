@@ -117,14 +117,14 @@ def monte_carlo_batch(
         buffer.advantages[:T] = G - (G[use].mean() if use.any() else 0.0)
     else:
         buffer.advantages[:T] = G
-    return flat_batch(buffer, use)
+    return flat_batch(buffer, use, policy.device)
 
 
 def reinforce_loss(
     policy: ActorCritic, batch: Batch, config: ReinforceConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """``L = -E[Psi log pi(a|s)] - c_e H`` (``+ c_v L_V`` when the baseline is learned)."""
-    log_prob, entropy = policy.log_prob_entropy(batch.obs, batch.actions)
+    log_prob, entropy = policy.log_prob_entropy(batch.obs, batch.actions, batch.masks)
     weights = normalize(batch.advantages) if config.normalize_returns else batch.advantages
     loss, metrics = policy_gradient_loss(log_prob, weights)
     ent_loss, ent_metrics = entropy_bonus(entropy)

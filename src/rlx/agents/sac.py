@@ -141,12 +141,17 @@ class SquashedGaussianActor(nn.Module):
 class SACLearner(ContinuousLearner):
     """The actor, twin critics, their targets, the temperature and their optimisers."""
 
-    def __init__(self, config: SACConfig, obs_dim: int, act_dim: int) -> None:
-        super().__init__(config, act_dim)
-        self.actor = SquashedGaussianActor(obs_dim, act_dim, config.hidden_sizes)
+    def __init__(
+        self, config: SACConfig, obs_dim: int, act_dim: int, device: torch.device | None = None
+    ) -> None:
+        super().__init__(config, act_dim, device)
+        self.actor = SquashedGaussianActor(obs_dim, act_dim, config.hidden_sizes).to(self.device)
         self.critic = EnsembleQ(obs_dim, act_dim, config.hidden_sizes, n_critics=2)
+        self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.log_alpha = torch.tensor(float(np.log(config.alpha)), requires_grad=config.autotune)
+        self.log_alpha = torch.tensor(
+            float(np.log(config.alpha)), requires_grad=config.autotune, device=self.device
+        )
         self.target_entropy = (
             -float(act_dim) if config.target_entropy is None else float(config.target_entropy)
         )
@@ -162,13 +167,14 @@ class SACLearner(ContinuousLearner):
     @torch.inference_mode()
     def act(self, obs: np.ndarray, deterministic: bool, rng: np.random.Generator) -> np.ndarray:
         """Actions in ``[-1, 1]^d``: ``tanh(mu(s))`` if deterministic, else ``a ~ pi(.|s)``."""
-        x = torch.from_numpy(obs)
-        return (self.actor.mode(x) if deterministic else self.actor.sample(x)[0]).numpy()
+        x = torch.from_numpy(obs).to(self.device)
+        return (self.actor.mode(x) if deterministic else self.actor.sample(x)[0]).cpu().numpy()
 
     @torch.inference_mode()
     def start_value(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """``min_k Q_k(s, a)``, recorded at episode starts for the overestimation check."""
-        return self.critic(torch.from_numpy(obs), torch.from_numpy(actions)).amin(dim=0).numpy()
+        q = self.critic(*(torch.from_numpy(x).to(self.device) for x in (obs, actions)))
+        return q.amin(dim=0).cpu().numpy()
 
     # ------------------------------------------------------------------ one gradient step
     def update(self, batch: Batch) -> dict[str, Tensor]:

@@ -136,11 +136,14 @@ class DeterministicActor(nn.Module):
 class TD3Learner(ContinuousLearner):
     """The actor, twin critics, their targets and optimisers."""
 
-    def __init__(self, config: TD3Config, obs_dim: int, act_dim: int) -> None:
-        super().__init__(config, act_dim)
-        self.actor = DeterministicActor(obs_dim, act_dim, config.hidden_sizes)
+    def __init__(
+        self, config: TD3Config, obs_dim: int, act_dim: int, device: torch.device | None = None
+    ) -> None:
+        super().__init__(config, act_dim, device)
+        self.actor = DeterministicActor(obs_dim, act_dim, config.hidden_sizes).to(self.device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic = EnsembleQ(obs_dim, act_dim, config.hidden_sizes, n_critics=2)
+        self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_opt = Adam(self.actor.parameters(), lr=config.actor_learning_rate, eps=1e-8)
         self.critic_opt = Adam(self.critic.parameters(), lr=config.critic_learning_rate, eps=1e-8)
@@ -152,7 +155,7 @@ class TD3Learner(ContinuousLearner):
     @torch.inference_mode()
     def act(self, obs: np.ndarray, deterministic: bool, rng: np.random.Generator) -> np.ndarray:
         """``mu(s)``; unless deterministic, plus ``N(0, exploration_noise**2)``, clipped."""
-        mu = self.actor(torch.from_numpy(obs)).numpy()
+        mu = self.actor(torch.from_numpy(obs).to(self.device)).cpu().numpy()
         if deterministic:
             return mu
         noise = rng.normal(0.0, self.config.exploration_noise, mu.shape)
@@ -161,7 +164,8 @@ class TD3Learner(ContinuousLearner):
     @torch.inference_mode()
     def start_value(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """``min_k Q_k(s, a)``, recorded at episode starts for the overestimation check."""
-        return self.critic(torch.from_numpy(obs), torch.from_numpy(actions)).amin(dim=0).numpy()
+        q = self.critic(*(torch.from_numpy(x).to(self.device) for x in (obs, actions)))
+        return q.amin(dim=0).cpu().numpy()
 
     # ------------------------------------------------------------------ one gradient step
     def update(self, batch: Batch) -> dict[str, Tensor]:

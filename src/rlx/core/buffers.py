@@ -32,6 +32,7 @@ class ReplaySample(NamedTuple):
     terminated: np.ndarray
     truncated: np.ndarray
     discounts: np.ndarray
+    next_masks: np.ndarray | None = None  # the valid actions at next_obs (True), if masked
 
 
 class ReplayBuffer:
@@ -44,7 +45,9 @@ class ReplayBuffer:
     step after a done is a reset, not a transition, and the caller leaves it out.
 
     ``next_obs`` is stored beside ``obs`` (twice the observation memory, but a truncated
-    episode's true final observation is kept without special cases).
+    episode's true final observation is kept without special cases). With ``mask_size`` the
+    valid actions at ``next_obs`` are stored too (:mod:`rlx.core.masks`): a target's max over
+    next actions takes only those.
     """
 
     def __init__(
@@ -58,6 +61,7 @@ class ReplayBuffer:
         action_dtype: Any = np.int64,
         n_step: int = 1,
         gamma: float = 0.99,
+        mask_size: int | None = None,
     ) -> None:
         if capacity < 1 or num_envs < 1 or n_step < 1:
             raise ConfigError(
@@ -73,6 +77,7 @@ class ReplayBuffer:
         self.rewards = np.zeros(shape, dtype=np.float32)
         self.terminated = np.zeros(shape, dtype=bool)
         self.truncated = np.zeros(shape, dtype=bool)
+        self.next_masks = None if mask_size is None else np.ones((*shape, mask_size), bool)
         self.pos = np.zeros(num_envs, dtype=np.int64)  # next row each column writes
         self.count = np.zeros(num_envs, dtype=np.int64)  # rows each column holds
 
@@ -92,6 +97,7 @@ class ReplayBuffer:
         terminated: np.ndarray,
         truncated: np.ndarray,
         where: np.ndarray | None = None,
+        next_masks: np.ndarray | None = None,
     ) -> None:
         """Store one vector step ``[num_envs, ...]``; only the copies with ``where`` True."""
         envs = np.arange(self.num_envs) if where is None else np.flatnonzero(where)
@@ -102,6 +108,8 @@ class ReplayBuffer:
         self.rewards[rows, envs] = rewards[envs]
         self.terminated[rows, envs] = terminated[envs]
         self.truncated[rows, envs] = truncated[envs]
+        if self.next_masks is not None and next_masks is not None:
+            self.next_masks[rows, envs] = next_masks[envs]
         self.pos[envs] = (rows + 1) % self.rows
         self.count[envs] = np.minimum(self.count[envs] + 1, self.rows)
 
@@ -132,6 +140,7 @@ class ReplayBuffer:
             terminated=self.terminated[last_row, env],
             truncated=self.truncated[last_row, env],
             discounts=discounts.astype(np.float32),
+            next_masks=None if self.next_masks is None else self.next_masks[last_row, env],
         )
 
     def _draw(self, batch_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +171,10 @@ class ReplayBuffer:
     def state_dict(self) -> dict[str, Any]:
         """Everything stored, for a checkpoint (it can be large: capacity x observation size)."""
         names = ("obs", "next_obs", "actions", "rewards", "terminated", "truncated", "pos", "count")
-        return {name: getattr(self, name).copy() for name in names}
+        state = {name: getattr(self, name).copy() for name in names}
+        if self.next_masks is not None:
+            state["next_masks"] = self.next_masks.copy()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
@@ -182,6 +194,7 @@ class RolloutBuffer:
     autoreset: losses and advantages must skip it). ``final_values`` holds ``V`` of the true
     final observation on truncated steps, so advantages can bootstrap through a time limit;
     ``advantages`` and ``returns`` are filled by the agent (e.g. by GAE) before minibatching.
+    With ``mask_size``, ``masks`` holds each step's valid actions (:mod:`rlx.core.masks`).
     """
 
     def __init__(
@@ -192,6 +205,7 @@ class RolloutBuffer:
         obs_dtype: Any = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: Any = np.int64,
+        mask_size: int | None = None,
     ) -> None:
         if steps < 1 or num_envs < 1:
             raise ConfigError(
@@ -210,6 +224,8 @@ class RolloutBuffer:
         self.final_values = np.zeros(shape, dtype=np.float32)
         self.advantages = np.zeros(shape, dtype=np.float32)
         self.returns = np.zeros(shape, dtype=np.float32)
+        # the valid actions of each step's state (None: the env gives no masks)
+        self.masks = None if mask_size is None else np.ones((*shape, mask_size), dtype=bool)
         self.t = 0
 
     @property

@@ -7,6 +7,19 @@
 
 The first two are torch's own distributions (argument validation off: it costs more than the
 sampling on small batches); all three offer ``sample``, ``log_prob``, ``entropy`` and ``mode``.
+
+The actor-critic's policies (:class:`rlx.core.policies.ActorCritic`) take their
+log-probabilities and entropies from the ``*_log_prob_entropy`` functions below, the formulas
+written out (a distribution object costs more to build than this arithmetic on a minibatch):
+
+- :func:`categorical_log_prob_entropy`: ``Discrete(n)``;
+- :func:`factored_categorical_log_prob_entropy`: ``MultiDiscrete``, one softmax per entry;
+- :func:`bernoulli_log_prob_entropy`: ``MultiBinary``, one sigmoid per entry;
+- :func:`gaussian_log_prob_entropy`: a ``Box``, the diagonal Gaussian above.
+
+A factored policy's entries are independent given the state, so
+``log pi(a|s) = sum_i log pi_i(a_i|s)`` and ``H(pi) = sum_i H(pi_i)``. Invalid actions are
+masked in the logits (:func:`mask_logits`) before any of it.
 """
 
 from __future__ import annotations
@@ -19,6 +32,11 @@ from torch import Tensor
 from torch.distributions import Categorical, Independent, Normal
 
 LOG_2 = math.log(2.0)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+MASKED_LOGIT = -1e8
+"""The logit of an invalid action: its probability ``exp(-1e8 - logsumexp)`` is exactly 0 in
+float32, while every product stays finite (a logit of minus infinity would make the entropy's
+``p log p``, and its gradient, NaN)."""
 
 
 def categorical(logits: Tensor) -> Categorical:
@@ -91,3 +109,63 @@ class TanhGaussian:
     def mode(self) -> Tensor:
         """The deterministic action ``c + s * tanh(mu)`` (the squashed Gaussian mean)."""
         return self._squash(self.base.mean)
+
+
+# ---------------------------------------------------------------------------- the policies' terms
+def mask_logits(logits: Tensor, mask: Tensor | None) -> Tensor:
+    """``logits`` with every invalid action (``mask`` False) at :data:`MASKED_LOGIT`, so that
+    ``pi(a|s) = 0`` there and the valid actions share the probability; None: no mask."""
+    return logits if mask is None else logits.masked_fill(~mask, MASKED_LOGIT)
+
+
+def categorical_log_prob_entropy(logits: Tensor, actions: Tensor) -> tuple[Tensor, Tensor]:
+    """``log pi(a|s) = log_softmax(logits)_a`` and ``H = -sum_a pi_a log pi_a``, ``[B]`` each."""
+    log_p = F.log_softmax(logits, dim=-1)
+    log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_p.exp() * log_p).sum(-1)
+    return log_prob, entropy
+
+
+def factored_categorical_log_prob_entropy(
+    logits: Tensor, actions: Tensor, nvec: tuple[int, ...]
+) -> tuple[Tensor, Tensor]:
+    """A ``MultiDiscrete(nvec)`` policy: one softmax per entry over its ``n_i`` logits.
+
+    ``logits`` ``[B, sum(nvec)]`` hold the entries' logits side by side, ``actions`` ``[B, F]``
+    the entries' values. ``log pi(a|s) = sum_i log_softmax(z_i)_{a_i}`` and
+    ``H = sum_i -sum_k pi_ik log pi_ik``.
+    """
+    if len(set(nvec)) == 1:  # equal entries: one softmax over a [B, F, n] view
+        log_p = F.log_softmax(logits.unflatten(-1, (len(nvec), nvec[0])), dim=-1)
+        log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1).sum(-1)
+        return log_prob, -(log_p.exp() * log_p).sum((-2, -1))
+    terms = [
+        categorical_log_prob_entropy(z, a)
+        for z, a in zip(logits.split(list(nvec), dim=-1), actions.unbind(-1), strict=True)
+    ]
+    return sum(t[0] for t in terms), sum(t[1] for t in terms)  # type: ignore[return-value]
+
+
+def bernoulli_log_prob_entropy(logits: Tensor, actions: Tensor) -> tuple[Tensor, Tensor]:
+    """A ``MultiBinary`` policy: entry ``i`` is 1 with probability ``p_i = sigmoid(z_i)``.
+
+    ``log pi(a|s) = sum_i [a_i log p_i + (1 - a_i) log(1 - p_i)] = sum_i [a_i z_i - softplus(z_i)]``
+    and ``H = sum_i -[p_i log p_i + (1 - p_i) log(1 - p_i)] = sum_i [softplus(z_i) - p_i z_i]``.
+    """
+    softplus = F.softplus(logits)
+    log_prob = (actions * logits - softplus).sum(-1)
+    entropy = (softplus - torch.sigmoid(logits) * logits).sum(-1)
+    return log_prob, entropy
+
+
+def gaussian_log_prob_entropy(
+    mean: Tensor, log_std: Tensor, actions: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``N(mu, diag(sigma**2))`` with a state-independent ``log sigma``:
+    ``log pi(a|s) = sum_i [-(a_i - mu_i)**2 / (2 sigma_i**2) - log sigma_i - log(2 pi) / 2]``
+    ``[B]`` and ``H = sum_i [log sigma_i + (1 + log(2 pi)) / 2]`` (a scalar: the same for every
+    state)."""
+    z = (actions - mean) * torch.exp(-log_std)
+    log_prob = (-0.5 * z.square() - log_std - HALF_LOG_2PI).sum(-1)
+    entropy = (log_std + 0.5 + HALF_LOG_2PI).sum()
+    return log_prob, entropy

@@ -135,18 +135,24 @@ def import_path(obj: Any) -> str | None:
         return None
 
 
+def is_env_factory(env: Any) -> bool:
+    """Whether ``env`` builds envs when called (a function or an env class) rather than being
+    an env itself (a class has ``step`` too, as an unbound method)."""
+    return callable(env) and (isinstance(env, type) or not hasattr(env, "step"))
+
+
 def recipe_of(env: Any, env_kwargs: Mapping[str, Any] | None = None) -> EnvRecipe:
     """How to build ``env`` again (see the module docstring)."""
     kwargs = dict(env_kwargs or {})
     if isinstance(env, str):
         kind = "entry_point" if is_entry_point(env) else "id"
         return EnvRecipe(kind, env, kwargs)
-    if kwargs and not callable(env):
+    if kwargs and not is_env_factory(env):
         raise EnvError("env_kwargs apply to an id, an entry point or a callable, not to an env "
                        "object that is already made.")  # fmt: skip
-    if hasattr(env, "step"):
+    if not is_env_factory(env) and hasattr(env, "step"):
         return _recipe_of_object(env)
-    if callable(env):
+    if is_env_factory(env):
         path = import_path(env)
         if path is not None:
             return EnvRecipe("entry_point", path, kwargs)
@@ -158,9 +164,7 @@ def recipe_of(env: Any, env_kwargs: Mapping[str, Any] | None = None) -> EnvRecip
 def _recipe_of_object(env: Any) -> EnvRecipe:
     spec = getattr(env, "spec", None)
     if spec is None:
-        return EnvRecipe(
-            "unrebuildable", reason=f"{type(env).__name__} carries no Gymnasium spec"
-        )
+        return EnvRecipe("unrebuildable", reason=f"{type(env).__name__} carries no Gymnasium spec")
     try:
         return EnvRecipe("gymnasium_spec", spec.to_json())
     except (TypeError, ValueError) as exc:
@@ -174,6 +178,7 @@ __all__ = [
     "EnvRecipe",
     "import_path",
     "is_entry_point",
+    "is_env_factory",
     "load_entry_point",
     "recipe_of",
 ]

@@ -7,6 +7,7 @@ rlx's own ``GridWorld`` / ``GridWorld-RxC`` ids name tabular MDPs.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -54,18 +55,25 @@ def make_env(env: Any, **kwargs: Any) -> Any:
     :class:`~rlx.core.env_recipe.EnvRecipe`, a callable that returns one, or an env object (as
     is).
 
-    An unknown id raises :class:`EnvError` naming the close registered ids.
+    An Atari game's id (``ALE/Breakout-v5``) gets the Nature DQN preprocessing
+    (:func:`rlx.core.atari.atari_env`). An unknown id raises :class:`EnvError` naming the close
+    registered ids.
     """
     import gymnasium as gym
 
-    from rlx.core.env_recipe import EnvRecipe
+    from rlx.core.atari import atari_env, is_atari_id
+    from rlx.core.env_recipe import EnvRecipe, is_env_factory
 
+    if isinstance(env, EnvRecipe) and env.kind == "id":
+        env, kwargs = env.target, {**env.kwargs, **kwargs}  # as the id itself (Atari's too)
     if isinstance(env, EnvRecipe):
         return env.make()
-    if callable(env) and not hasattr(env, "step"):
+    if is_env_factory(env):
         return env(**kwargs)
     if not isinstance(env, str):
         return env
+    if is_atari_id(env):
+        return atari_env(env, **kwargs)
     try:
         return gym.make(env, **kwargs)
     except gym.error.Error as exc:
@@ -83,6 +91,10 @@ def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **
     - ``"sync"``: always ``SyncVectorEnv``;
     - ``"async"``: ``AsyncVectorEnv``, one subprocess per copy (for slow, CPU-heavy envs).
 
+    An Atari game's copies each get the Nature DQN preprocessing
+    (:func:`rlx.core.atari.atari_env`; ``"auto"`` steps them in this process), never ale-py's
+    own vector env, whose observations differ.
+
     Every mode autoresets on the *next* step (Gymnasium's default): the step that returns
     ``terminated`` or ``truncated`` carries the true final observation, and the following
     step of that copy ignores its action and returns the reset observation with reward 0.
@@ -95,10 +107,13 @@ def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **
         )
     if num_envs < 1:
         raise EnvError(f"num_envs={num_envs} must be >= 1.")
+    from rlx.core.atari import atari_env, is_atari_id
     from rlx.core.env_recipe import EnvRecipe
 
     if isinstance(env, EnvRecipe) and env.kind == "id":
         env, kwargs = env.target, {**env.kwargs, **kwargs}
+    if is_atari_id(env):
+        env = functools.partial(atari_env, env, **kwargs)  # one fresh game per copy
     if isinstance(env, str):
         mode = "sync" if vectorization == "auto" else vectorization
         spec = _spec_or_error(env)
@@ -125,11 +140,11 @@ def _env_factory(env: Any, index: int) -> Any:
 
     import gymnasium as gym
 
-    from rlx.core.env_recipe import EnvRecipe
+    from rlx.core.env_recipe import EnvRecipe, is_env_factory
 
     if isinstance(env, EnvRecipe):
         return env.make
-    if callable(env) and not hasattr(env, "step"):
+    if is_env_factory(env):
         return env
     if index == 0:
         return lambda: env

@@ -54,10 +54,15 @@ def evaluate(
     """Run ``episodes`` episodes with ``agent.act(obs, deterministic)``.
 
     ``env`` is a Gymnasium id or env, or an ``rlx.mdp.TabularMDP``; by default the env the
-    agent was trained on. Episodes on a TabularMDP end at a terminal state or after
-    ``max_steps`` (default: the MDP's ``max_episode_steps``, else 10,000). An agent with
-    ``act_batch`` is evaluated on a vector env (episodes split evenly over its copies, so
-    short episodes are not over-counted); episodes then end by the env's own time limit.
+    agent was trained on: rebuilt from ``agent.env_recipe`` (:mod:`rlx.core.env_recipe`,
+    which ``rlx.load`` sets) when it has one, else made from ``agent.env_id``. An env whose
+    recipe cannot be rebuilt raises the recipe's error, which says how to pass it. Where the
+    env gives action masks (:mod:`rlx.core.masks`), a deep agent's ``act_batch`` receives
+    them as ``action_mask``, so that it only chooses valid actions. Episodes on a TabularMDP
+    end at a terminal state or after ``max_steps`` (default: the MDP's
+    ``max_episode_steps``, else 10,000). An agent with ``act_batch`` is evaluated on a vector
+    env (episodes split evenly over its copies, so short episodes are not over-counted);
+    episodes then end by the env's own time limit.
     """
     if episodes < 1:
         raise ConfigError(f"episodes={episodes} must be >= 1.")
@@ -68,9 +73,7 @@ def evaluate(
             f"run use `rlx align eval --model {run_dir}/model --data FILE` "
             "(rlx.llm.exact_match)."
         )
-    env = env if env is not None else getattr(agent, "env_id", None)
-    if env is None:
-        raise ConfigError("evaluate needs an env: the agent does not record one.")
+    env = env if env is not None else trained_env(agent)
     from rlx.core.envs import gridworld_from_id, is_gridworld_id
     from rlx.mdp import TabularMDP
 
@@ -86,6 +89,20 @@ def evaluate(
     return EvalStats(
         float(r.mean()), float(r.std()), float(n.mean()), float(n.std()), episodes, tuple(r)
     )
+
+
+def trained_env(agent: Any) -> Any:
+    """The env ``agent`` was trained on: its recipe (a plain id as the id itself, so that it
+    gets the env's native vector version), else its ``env_id``."""
+    recipe = getattr(agent, "env_recipe", None)
+    if recipe is not None:
+        if not recipe.rebuildable:
+            recipe.make()  # raises, saying how to pass the env
+        return recipe.target if recipe.kind == "id" and not recipe.kwargs else recipe
+    env = getattr(agent, "env_id", None)
+    if env is None:
+        raise ConfigError("evaluate needs an env: the agent does not record one.")
+    return env
 
 
 def final_evaluation(agent: Any, env: Any, run: Any, episodes: int, seed: int) -> dict[str, Any]:
@@ -122,19 +139,42 @@ def _rollouts_mdp(agent, mdp, episodes, seed, deterministic, max_steps):
     return returns, lengths
 
 
-def _rollouts_gym(agent, env, episodes, seed, deterministic):
-    import gymnasium as gym
+def takes_masks(act: Any) -> bool:
+    """Whether an agent's ``act`` / ``act_batch`` takes ``action_mask=`` (rlx's agents do; a
+    user's own agent may not, and then acts without the env's masks)."""
+    import inspect
 
-    env = gym.make(env) if isinstance(env, str) else env
+    try:
+        parameters = inspect.signature(act).parameters
+    except (TypeError, ValueError):
+        return False
+    return "action_mask" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+def _rollouts_gym(agent, env, episodes, seed, deterministic):
+    from rlx.core.envs import make_env
+    from rlx.core.masks import single_env_mask
+
+    made = make_env(env) if isinstance(env, str) or not hasattr(env, "step") else env
     returns, lengths = [], []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total, t, done = 0.0, 0, False
-        while not done:
-            obs, r, terminated, truncated, _ = env.step(agent.act(obs, deterministic=deterministic))
-            total, t, done = total + float(r), t + 1, terminated or truncated
-        returns.append(total)
-        lengths.append(t)
+    masked = takes_masks(agent.act)
+    try:
+        for i in range(episodes):
+            obs, info = made.reset(seed=seed + i)
+            total, t, done = 0.0, 0, False
+            while not done:
+                mask = single_env_mask(made, info) if masked else None
+                options = {} if mask is None else {"action_mask": mask}
+                action = agent.act(obs, deterministic=deterministic, **options)
+                obs, r, terminated, truncated, info = made.step(action)
+                total, t, done = total + float(r), t + 1, terminated or truncated
+            returns.append(total)
+            lengths.append(t)
+    finally:
+        if made is not env:  # an env object belongs to the caller
+            made.close()
     return returns, lengths
 
 
@@ -145,6 +185,7 @@ def _rollouts_vector(agent, env, episodes, seed, deterministic):
     ``episodes`` to finish would favour short ones.
     """
     from rlx.core.envs import EpisodeTracker, make_vec_env
+    from rlx.core.masks import env_mask_size, mask_reader
 
     n = min(episodes, MAX_EVAL_ENVS)
     vec = make_vec_env(env, n)
@@ -153,12 +194,14 @@ def _rollouts_vector(agent, env, episodes, seed, deterministic):
     tracker = EpisodeTracker(n)
     returns, lengths = [], []
     try:
-        obs, _ = vec.reset(seed=seed)
+        obs, infos = vec.reset(seed=seed)
+        read_masks = mask_reader(vec, infos, env_mask_size(vec, infos))
+        read_masks = read_masks if takes_masks(agent.act_batch) else None
         after_done = np.zeros(n, dtype=bool)
         while (done_count < quota).any():
-            obs, reward, terminated, truncated, _ = vec.step(
-                agent.act_batch(obs, deterministic=deterministic)
-            )
+            options = {} if read_masks is None else {"action_mask": read_masks(infos)}
+            actions = agent.act_batch(obs, deterministic=deterministic, **options)
+            obs, reward, terminated, truncated, infos = vec.step(actions)
             # NEXT_STEP autoreset: a step right after a done only resets that copy
             finished = tracker.step(reward, terminated, truncated, stored=~after_done)
             keep = done_count[finished.envs] < quota[finished.envs]
@@ -167,6 +210,6 @@ def _rollouts_vector(agent, env, episodes, seed, deterministic):
             done_count[finished.envs] += 1
             after_done = terminated | truncated
     finally:
-        if isinstance(env, str):  # an env object belongs to the caller
+        if isinstance(env, str) or not hasattr(env, "step"):  # an env object is the caller's
             vec.close()
     return returns, lengths

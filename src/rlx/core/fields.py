@@ -3,8 +3,8 @@
 An algorithm's config inherits the groups its training loop reads and adds only its own
 hyperparameters:
 
-- :class:`RunFields`: the budget, the seed, the env copies and the final evaluation (every
-  deep agent);
+- :class:`RunFields`: the budget, the seed, the env copies, the final evaluation and the
+  device (every deep agent);
 - :class:`ReplayFields`: the off-policy loop's vector env, replay buffer, rhythm of updates,
   logs and checkpoints (DQN, SAC, TD3);
 - :class:`RunnerFields`: Ray env runners, checked as plain data (PPO, A2C, DQN).
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rlx.core.checks import at_least, check_runner_fields, one_of
+from rlx.core.devices import check_device
 from rlx.core.envs import VECTORIZATIONS
 from rlx.errors import ConfigError
 
@@ -48,9 +49,13 @@ class RunFields(CheckedFields):
     """env copies stepped together as one vector env"""
     eval_episodes: int = 20
     """deterministic evaluation episodes after training, for summary.json (0: none)"""
+    device: str = "auto"
+    """where the networks learn and act: auto (CUDA, then MPS, then the CPU), cpu, cuda,
+    cuda:N or mps"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_device(self)
         at_least(self, "total_steps", 1)
         at_least(self, "num_envs", 1)
         at_least(self, "eval_episodes", 0)

@@ -24,9 +24,12 @@ from rlx.core.nets import MLP
 
 
 def supports(policy: Any, config: Any) -> bool:
-    """A discrete policy with MLP actor and critic (tanh or ReLU), no value clipping."""
+    """A discrete policy with MLP actor and critic (tanh or ReLU) on the CPU (the gradients
+    are computed in numpy on the parameters' memory), no image encoder, no value clipping."""
     return (
         policy.discrete
+        and policy.encoder is None
+        and policy.device.type == "cpu"
         and isinstance(policy.actor, MLP)
         and isinstance(policy.critic, MLP)
         and policy.actor.activation in _BACKWARD

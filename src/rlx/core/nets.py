@@ -122,6 +122,9 @@ class QNetwork(nn.Module):
     """``Q(s, .)``: an MLP (or a Nature CNN torso for images) with one output per action.
 
     ``hidden_sizes`` shapes the MLP for vector observations; images use the CNN's 512 features.
+    An ``encoder`` (a module with ``features`` outputs, e.g. the per-key encoder of a
+    ``Dict`` observation with images, :mod:`rlx.core.observations`) reads the flat
+    observation first, and the MLP its features.
 
     With ``dueling=True`` the head splits into a state value and advantages (Wang et al.,
     2016): ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')``.
@@ -134,12 +137,15 @@ class QNetwork(nn.Module):
         n_actions: int,
         hidden_sizes: Sequence[int] = (64, 64),
         dueling: bool = False,
+        encoder: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.dueling = dueling
         outputs = n_actions + 1 if dueling else n_actions
         self.flat = not is_image_space(obs_shape, obs_dtype)
-        if self.flat:
+        if encoder is not None:
+            self.body = nn.Sequential(encoder, mlp(encoder.features, outputs, hidden_sizes))
+        elif self.flat:
             self.body: nn.Module = mlp(int(np.prod(obs_shape)), outputs, hidden_sizes)
         else:
             cnn = NatureCNN(obs_shape)

@@ -37,8 +37,10 @@ from rlx import metrics as M
 from rlx.core.buffers import ReplayBuffer, ReplaySample
 from rlx.core.checks import in_range
 from rlx.core.continuous import ActionScaler, box_action_bounds
+from rlx.core.devices import resolve_device
 from rlx.core.envs import FinishedEpisodes, env_spaces, make_vec_env
 from rlx.core.evaluation import final_evaluation
+from rlx.core.masks import env_mask_size
 from rlx.core.policies import observation_dim
 from rlx.core.runners import EnvRunners
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
@@ -49,7 +51,7 @@ from rlx.core.transitions import (
     Transitions,
     VectorCollector,
 )
-from rlx.errors import CheckpointError, ConfigError
+from rlx.errors import CheckpointError, ConfigError, EnvError
 
 
 # ============================================================================ the algorithm's part
@@ -58,19 +60,26 @@ class ReplayLearner:
     nothing, an algorithm overrides what it needs.
 
     A learner holds the networks and optimisers and is the exploring policy the envs are
-    stepped with (:meth:`explore`). ``self.config`` is its algorithm's config.
+    stepped with (:meth:`explore`). ``self.config`` is its algorithm's config; ``self.device``
+    where its networks learn (replay minibatches move there in one transfer each).
     """
 
     config: Any
+    device: torch.device = torch.device("cpu")
 
     def begin_collection(self, step: int) -> None:
         """Set the exploration of the collection that starts at env step ``step``."""
 
     def explore(
-        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Actions for a batch of observations, and ``Q(s, a)`` of them where ``starts``
-        (copies starting an episode, for the overestimation check), or None."""
+        """Actions for a batch of observations (valid ones only, where ``masks`` is given),
+        and ``Q(s, a)`` of them where ``starts`` (copies starting an episode, for the
+        overestimation check), or None."""
         raise NotImplementedError
 
     def acting_state(self) -> dict[str, Any]:
@@ -92,7 +101,7 @@ class ReplayLearner:
 
     def minibatches(self, sample: ReplaySample, count: int) -> Sequence[Any]:
         """One replay sample of ``count`` minibatches, as the tensors :meth:`update` takes."""
-        return replay_batches(sample, count, self.config.batch_size)
+        return replay_batches(sample, count, self.config.batch_size, self.device)
 
     def update(self, batch: Any) -> dict[str, Tensor]:
         """One gradient step on a minibatch; its metrics, as tensors."""
@@ -122,8 +131,9 @@ class OffPolicyMethod(Protocol):
         take (:class:`~rlx.errors.EnvError`, naming what to use instead)."""
         ...
 
-    def learner(self, config: Any, layout: ReplayLayout) -> ReplayLearner:
-        """A fresh learner (the networks are initialised from torch's seeded generator)."""
+    def learner(self, config: Any, layout: ReplayLayout, device: torch.device) -> ReplayLearner:
+        """A fresh learner on ``device`` (the networks are initialised from torch's seeded
+        generator)."""
         ...
 
     def agent(self, learner: Any, layout: ReplayLayout, env_id: str, config: Any) -> Any:
@@ -167,19 +177,19 @@ class Batch(NamedTuple):
     discounts: Tensor
 
 
-def replay_batches(sample: ReplaySample, n: int, batch_size: int) -> list[Batch]:
+def replay_batches(
+    sample: ReplaySample, n: int, batch_size: int, device: torch.device | None = None
+) -> list[Batch]:
     """Split one replay sample of ``n * batch_size`` transitions into ``n`` minibatches.
 
-    One numpy-to-torch conversion for all of them (views, no copies).
+    One numpy-to-torch conversion for all of them (views, no copies), and one transfer per
+    field to ``device`` (None: they stay on the CPU).
     """
-    whole = Batch(
-        torch.from_numpy(sample.obs),
-        torch.from_numpy(sample.actions),
-        torch.from_numpy(sample.rewards),
-        torch.from_numpy(sample.next_obs),
-        torch.from_numpy(sample.terminated.astype(np.float32)),
-        torch.from_numpy(sample.discounts),
-    )
+    arrays = (
+        sample.obs, sample.actions, sample.rewards, sample.next_obs,
+        sample.terminated.astype(np.float32), sample.discounts,
+    )  # fmt: skip
+    whole = Batch(*(torch.from_numpy(a).to(device) for a in arrays))
     if n == 1:
         return [whole]
     parts = [t.split(batch_size) for t in whole]
@@ -310,11 +320,12 @@ def train_off_policy(
     the NaN check. At the end the last checkpoint, the final evaluation and the summary.
     """
     algo = method.name.upper()
+    device = resolve_device(config.device)
     collector, layout = _open_collector(method, config, env, run.env_id, remote)
     try:
         rng = seed_everything(config.seed)
-        learner = method.learner(config, layout)
-        buffer = layout.replay_buffer(config.buffer_size, collector.num_envs, config.gamma)
+        learner = method.learner(config, layout, device)
+        buffer = replay_buffer(layout, config, collector.num_envs)
         step = gradient_steps = 0
         saved = None if run.resumed_state is None else with_current_layout(run.resumed_state)
         if saved is not None:
@@ -377,6 +388,31 @@ def train_off_policy(
     return agent
 
 
+def replay_buffer(layout: ReplayLayout, config: Any, columns: int) -> ReplayBuffer:
+    """The empty replay buffer of a run: ``config.buffer_size`` transitions of ``layout``
+    over ``columns`` env copies (the one place a run's buffer is chosen)."""
+    return layout.replay_buffer(config.buffer_size, columns, config.gamma)
+
+
+def with_masks(layout: ReplayLayout, size: int | None, algo: str, env_id: str) -> ReplayLayout:
+    """``layout`` storing action masks of ``size`` (None: the env gives none); masks must
+    have one flag per action of a ``Discrete`` space the algorithm takes."""
+    if size is None:
+        return layout
+    n_actions = layout.spec.get("n_actions")
+    if n_actions is None:
+        raise EnvError(
+            f"{env_id} gives action masks; {algo.upper()} has no discrete actions to mask "
+            "(masks apply to dqn, ppo, a2c and reinforce)."
+        )
+    if size != n_actions:
+        raise EnvError(
+            f"{env_id}'s action masks hold {size} flags for its {n_actions} actions; give one "
+            "flag per action."
+        )
+    return dataclasses.replace(layout, mask_size=size)
+
+
 def _open_collector(
     method: OffPolicyMethod, config: Any, env: Any, env_id: str, remote: EnvRunners | None
 ) -> tuple[Any, ReplayLayout]:
@@ -387,6 +423,8 @@ def _open_collector(
         try:
             spaces = vec.single_observation_space, vec.single_action_space
             layout = method.layout(config, *spaces, env_id)
+            _, infos = vec.reset(seed=config.seed)  # VectorCollector.start resets again
+            layout = with_masks(layout, env_mask_size(vec, infos), method.name, env_id)
         except Exception:
             vec.close()
             raise
@@ -398,6 +436,12 @@ def _open_collector(
             "leave runners out."
         )
     layout = method.layout(config, *env_spaces(env), env_id)
+    probe = make_vec_env(env, 1)
+    try:
+        _, infos = probe.reset(seed=config.seed)
+        layout = with_masks(layout, env_mask_size(probe, infos), method.name, env_id)
+    finally:
+        probe.close()
     actor = method.actor(config, layout)
     return RunnerTransitions(remote, env, config, layout, actor, config.runner_steps), layout
 
@@ -409,15 +453,20 @@ class ContinuousLearner(ReplayLearner):
     ``min_k Q_k(s_0, a_0)`` at episode starts; :meth:`act` and :meth:`start_value` are theirs.
     """
 
-    def __init__(self, config: Any, act_dim: int) -> None:
+    def __init__(self, config: Any, act_dim: int, device: torch.device | None = None) -> None:
         self.config, self.act_dim = config, act_dim
+        self.device = torch.device("cpu") if device is None else device
         self.warming_up = True
 
     def begin_collection(self, step: int) -> None:
         self.warming_up = step < self.config.learning_starts
 
     def explore(
-        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         if self.warming_up:
             actions = rng.uniform(-1.0, 1.0, (len(obs), self.act_dim)).astype(np.float32)
@@ -443,6 +492,12 @@ class ContinuousMethod:
     learner_cls: type
 
     def layout(self, config: Any, obs_space: Any, action_space: Any, env_id: str) -> ReplayLayout:
+        if getattr(obs_space, "shape", None) is None:  # Dict, Tuple, ...
+            raise EnvError(
+                f"{self.name.upper()} takes Box observations; {env_id} has {obs_space}; try "
+                "ppo (Dict observations) or flatten it with "
+                "gymnasium.wrappers.FlattenObservation."
+            )
         low, high = box_action_bounds(action_space, self.name.upper(), env_id)
         obs_dim = observation_dim(obs_space, env_id)
         scaler = ActionScaler(low, high)
@@ -451,8 +506,8 @@ class ContinuousMethod:
             spec={"obs_dim": obs_dim, "low": scaler.low.tolist(), "high": scaler.high.tolist()},
         )  # fmt: skip
 
-    def learner(self, config: Any, layout: ReplayLayout) -> ReplayLearner:
-        return self.learner_cls(config, layout.obs_shape[0], layout.action_shape[0])
+    def learner(self, config: Any, layout: ReplayLayout, device: torch.device) -> ReplayLearner:
+        return self.learner_cls(config, layout.obs_shape[0], layout.action_shape[0], device)
 
     def agent(self, learner: Any, layout: ReplayLayout, env_id: str, config: Any) -> Any:
         assert layout.action_scaler is not None
@@ -496,7 +551,8 @@ class ContinuousAgent:
 def load_continuous(
     algo: str, learner_cls: type, config: Any, env_id: str, state: dict
 ) -> ContinuousAgent:
-    """The agent of a SAC or TD3 checkpoint (``rlx.load``), acting deterministically."""
+    """The agent of a SAC or TD3 checkpoint (``rlx.load``), acting deterministically on the
+    CPU (the checkpoint was read there, whatever device trained it)."""
     spec = state["spec"]
     learner = learner_cls(config, int(spec["obs_dim"]), len(spec["low"]))
     learner.load_state_dict(state["learner"])

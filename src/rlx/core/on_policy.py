@@ -46,12 +46,21 @@ from rlx import metrics as M
 from rlx.core.advantages import explained_variance, gae
 from rlx.core.buffers import RolloutBuffer
 from rlx.core.checks import at_least, in_range, positive
+from rlx.core.devices import resolve_device
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import env_spaces, make_vec_env
 from rlx.core.evaluation import final_evaluation
+from rlx.core.masks import mask_reader
 from rlx.core.normalize import ObsNormalizer, RewardScaler
+from rlx.core.observations import ObservationLayout
 from rlx.core.optim import Optimizer, clip_grad_norm
-from rlx.core.policies import ACTIVATIONS, ActorCritic, describe_action_space, observation_dim
+from rlx.core.policies import (
+    ACTIVATIONS,
+    ActorCritic,
+    action_kind,
+    describe_action_space,
+    mask_size,
+)
 from rlx.core.runners import EnvRunners, RunnerGroup, numpy_state, torch_state
 from rlx.core.seeding import env_seed, rng_state, seed_everything, set_rng_state
 from rlx.errors import CheckpointError, ConfigError
@@ -75,15 +84,19 @@ class Collector:
         algo: for error messages.
         env_id: for error messages.
         normalize_obs: normalise observations by running mean and std (None: for ``Box``
-            actions, where observation scales vary most, as SB3's zoo does for MuJoCo).
+            actions, where observation scales vary most, as SB3's zoo does for MuJoCo; never
+            for observations with images, whose pixels the CNN scales by 1/255).
         reward_scale_gamma: scale rewards by the running std of the discounted return with
             this gamma (None: raw rewards).
 
     The statistics stay fixed during a collection and are updated after it, so every row of a
     rollout, and the log-probabilities of the policy that chose its action, see one
-    normalisation. Episode returns and lengths are summed once per rollout from its arrays
-    (:meth:`_finished_episodes`), not per step: for a cheap env a per-step tracker costs a
-    good part of the env step itself.
+    normalisation. Observations are flattened by an
+    :class:`~rlx.core.observations.ObservationLayout` (a ``Dict`` key by key); a lone image
+    stays uint8. Where the env gives action masks (:mod:`rlx.core.masks`) each step's are
+    stored beside it and passed to the policy. Episode returns and lengths are summed once
+    per rollout from its arrays (:meth:`_finished_episodes`), not per step: for a cheap env a
+    per-step tracker costs a good part of the env step itself.
     """
 
     def __init__(
@@ -99,40 +112,39 @@ class Collector:
     ) -> None:
         self.vec = make_vec_env(env, num_envs)
         self.num_envs = num_envs
-        self.obs_dim = observation_dim(self.vec.single_observation_space, env_id)
-        self.actions = describe_action_space(self.vec.single_action_space, algo, env_id)
-        discrete = "n" in self.actions
-        if normalize_obs is None:
-            normalize_obs = not discrete
-        self.normalizer = ObsNormalizer((self.obs_dim,)) if normalize_obs else None
+        try:
+            spaces = self.vec.single_observation_space, self.vec.single_action_space
+            self.layout, self.actions, self.normalizer = collector_spaces(
+                *spaces, algo, env_id, normalize_obs
+            )
+            self.raw_obs, infos = self.vec.reset(seed=seed)
+            self.read_masks = mask_reader(self.vec, infos, mask_size(self.actions))
+        except Exception:
+            self.vec.close()
+            raise
+        self.obs_dim = self.layout.dim
         self.reward_scaler = (
             RewardScaler(num_envs, reward_scale_gamma) if reward_scale_gamma is not None else None
         )
         # the unfinished episode of each copy: return and length so far
         self.episode_return = np.zeros(num_envs, dtype=np.float64)
         self.episode_length = np.zeros(num_envs, dtype=np.int64)
-        self.raw_obs, _ = self.vec.reset(seed=seed)
+        self.masks = None if self.read_masks is None else self.read_masks(infos)
         self.after_done = np.zeros(num_envs, dtype=bool)
         self.last_obs = self.observe(self.raw_obs)
 
     def new_buffer(self, steps: int) -> RolloutBuffer:
-        shape = () if "n" in self.actions else (len(self.actions["low"]),)
-        dtype = np.int64 if "n" in self.actions else np.float32
-        return RolloutBuffer(
-            steps,
-            self.num_envs,
-            (self.obs_dim,),
-            np.float32,
-            action_shape=shape,
-            action_dtype=dtype,
-        )
+        return rollout_buffer(self, steps, masked=self.read_masks is not None)
 
-    def observe(self, raw: np.ndarray) -> np.ndarray:
-        """Observations as the policy sees them: flat float32, normalised if asked."""
-        flat = np.asarray(raw).reshape(len(raw), -1)
+    def observe(self, raw: Any) -> np.ndarray:
+        """Observations as the policy sees them: flat, normalised if asked."""
+        return self.normalized(self.layout.flatten(raw))
+
+    def normalized(self, flat: np.ndarray) -> np.ndarray:
+        """Flat observations normalised if asked; float32, but a lone image stays uint8."""
         if self.normalizer is not None:
             return self.normalizer(flat)
-        return flat.astype(np.float32, copy=False)
+        return flat.astype(observation_dtype(self.layout), copy=False)
 
     def collect(
         self,
@@ -154,11 +166,13 @@ class Collector:
         buffer.reset()
         raw_rows, raw_rewards = [], []
         ended = np.zeros(self.num_envs, dtype=bool)
+        masked = {} if self.masks is None else {"masks": self.masks}
         while not buffer.full and not (until_every_copy_done and ended.all()):
-            obs = self.observe(self.raw_obs)
-            raw_rows.append(self.raw_obs)
-            actions = policy.sample(obs, rng)
-            self.raw_obs, rewards, terminated, truncated, _ = self.vec.step(
+            flat = self.layout.flatten(self.raw_obs)
+            obs = self.normalized(flat)
+            raw_rows.append(flat)
+            actions = policy.sample(obs, rng, self.masks)
+            self.raw_obs, rewards, terminated, truncated, infos = self.vec.step(
                 policy.env_action(actions)
             )
             valid = ~self.after_done  # False: this step only reset a copy that was done
@@ -173,7 +187,10 @@ class Collector:
                 terminated=terminated,
                 truncated=truncated,
                 valid=valid,
+                **masked,
             )
+            if self.read_masks is not None:
+                self.masks = masked["masks"] = self.read_masks(infos)
             self.after_done = terminated | truncated
             if until_every_copy_done:
                 ended |= self.after_done
@@ -224,7 +241,8 @@ class Collector:
     def state_dict(self) -> dict[str, Any]:
         return {
             "env": env_state(self.vec),
-            "raw_obs": np.asarray(self.raw_obs).copy(),
+            "raw_obs": copied(self.raw_obs),
+            "masks": None if self.masks is None else self.masks.copy(),
             "after_done": self.after_done.copy(),
             "episode_return": self.episode_return.copy(),
             "episode_length": self.episode_length.copy(),
@@ -237,7 +255,9 @@ class Collector:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state["env"] is not None:
             restore_env_state(self.vec, state["env"])
-            self.raw_obs = state["raw_obs"].copy()
+            self.raw_obs = copied(state["raw_obs"])
+            if state.get("masks") is not None:
+                self.masks = state["masks"].copy()
             self.after_done = state["after_done"].copy()
             self.episode_return = state["episode_return"].copy()
             self.episode_length = state["episode_length"].copy()
@@ -255,6 +275,59 @@ class Collector:
 
     def close(self) -> None:
         self.vec.close()
+
+
+def collector_spaces(
+    obs_space: Any, action_space: Any, algo: str, env_id: str, normalize_obs: bool | None
+) -> tuple[ObservationLayout, dict[str, Any], ObsNormalizer | None]:
+    """The observation layout, the actions (:func:`describe_action_space`) and the
+    observation normaliser a collector of these spaces uses (module docstring of
+    :class:`Collector` for ``normalize_obs``)."""
+    layout = ObservationLayout.of_space(obs_space, algo, env_id)
+    actions = describe_action_space(action_space, algo, env_id)
+    if normalize_obs and layout.has_images:
+        raise ConfigError(
+            f"{algo}: normalize_obs is for vector observations; {env_id}'s "
+            f"{', '.join(layout.image_keys())} are images (the CNN scales their pixels by "
+            "1/255). Leave normalize_obs unset."
+        )
+    if normalize_obs is None:
+        normalize_obs = action_kind(actions) == "gaussian" and not layout.has_images
+    normalizer = ObsNormalizer((layout.dim,)) if normalize_obs else None
+    return layout, actions, normalizer
+
+
+def observation_dtype(layout: ObservationLayout) -> Any:
+    """How a rollout stores flat observations: a lone image as its uint8 pixels (a quarter of
+    float32's memory), everything else as float32."""
+    return np.uint8 if layout.has_images and not layout.is_dict else np.float32
+
+
+def rollout_buffer(collector: Any, steps: int, *, masked: bool) -> RolloutBuffer:
+    """An empty rollout buffer of ``steps`` vector steps for a collector's spaces."""
+    kind, actions = action_kind(collector.actions), collector.actions
+    if kind == "categorical":
+        shape: tuple[int, ...] = ()
+    elif kind == "factored":
+        shape = (len(actions["nvec"]),)
+    else:
+        shape = (int(actions["binary"]),) if kind == "binary" else (len(actions["low"]),)
+    return RolloutBuffer(
+        steps,
+        collector.num_envs,
+        (collector.obs_dim,),
+        observation_dtype(collector.layout),
+        action_shape=shape,
+        action_dtype=np.int64 if kind in ("categorical", "factored") else np.float32,
+        mask_size=mask_size(actions) if masked else None,
+    )
+
+
+def copied(obs: Any) -> Any:
+    """A copy of a vector env's observations (a dict of arrays for a ``Dict`` space)."""
+    if isinstance(obs, dict):
+        return {key: np.array(value) for key, value in obs.items()}
+    return np.array(obs)
 
 
 def make_collector(
@@ -300,6 +373,7 @@ class RolloutFragment:
     raw_obs: np.ndarray | None  # the raw observations, for the learner's running statistics
     episode_returns: np.ndarray  # episodes that ended, in the order of np.nonzero(ends)
     episode_lengths: np.ndarray
+    masks: np.ndarray | None = None  # [T, N, n]: the valid actions, where the env gives them
 
 
 class _BatchRecorder(ObsNormalizer):
@@ -344,7 +418,7 @@ class RolloutWorker:
         return RolloutFragment(
             b.obs, b.actions, b.rewards, b.terminated, b.truncated, b.valid,
             self.collector.last_obs, None if normalizer is None else normalizer.batch,
-            episodes.returns, episodes.lengths,
+            episodes.returns, episodes.lengths, b.masks,
         )  # fmt: skip
 
 
@@ -381,12 +455,12 @@ class RunnerCollector:
         normalize_obs: bool | None = None,
         reward_scale_gamma: float | None = None,
     ) -> None:
-        obs_space, action_space = env_spaces(env)
-        self.obs_dim = observation_dim(obs_space, env_id)
-        self.actions = describe_action_space(action_space, algo, env_id)
-        if normalize_obs is None:
-            normalize_obs = "n" not in self.actions
-        self.normalizer = ObsNormalizer((self.obs_dim,)) if normalize_obs else None
+        self.layout, self.actions, self.normalizer = collector_spaces(
+            *env_spaces(env), algo, env_id, normalize_obs
+        )
+        self.obs_dim = self.layout.dim
+        normalize_obs = self.normalizer is not None
+        self.masked = False  # known from the first round's fragments
         self.remote, self.address = remote, address
         self.runners, self.envs_per_runner, self.seed = runners, num_envs, seed
         self.num_envs = runners * num_envs
@@ -400,7 +474,9 @@ class RunnerCollector:
         self.assemble_s = 0.0  # the last round's assembly into the buffer (for benchmarks)
 
     def new_buffer(self, steps: int) -> RolloutBuffer:
-        return Collector.new_buffer(self, steps)  # type: ignore[arg-type]  # the same layout
+        # whether the env gives masks is known once the runners have stepped it: a buffer
+        # without masks takes them on the first fragment that has them (_assemble)
+        return rollout_buffer(self, steps, masked=False)
 
     def collect(
         self,
@@ -452,6 +528,10 @@ class RunnerCollector:
             cols = slice(r * N, (r + 1) * N)
             for name in ("obs", "actions", "rewards", "terminated", "truncated", "valid"):
                 getattr(buffer, name)[:, cols] = getattr(fragment, name)
+            if fragment.masks is not None:
+                if buffer.masks is None:
+                    buffer.masks = np.ones((T, self.num_envs, fragment.masks.shape[-1]), bool)
+                buffer.masks[:, cols] = fragment.masks
             self.last_obs[cols] = fragment.last_obs
             t, n = np.nonzero((fragment.terminated | fragment.truncated) & fragment.valid)
             ends[t, r * N + n] = True
@@ -545,6 +625,7 @@ class Batch:
     advantages: Tensor
     returns: Tensor  # value targets: advantages + V_old
     explained_variance: float  # of V_old against the targets, before the update
+    masks: Tensor | None = None  # the valid actions (True), where the env gives masks
 
     def __len__(self) -> int:
         return len(self.obs)
@@ -558,6 +639,7 @@ class Batch:
             self.advantages[idx],
             self.returns[idx],
             self.explained_variance,
+            None if self.masks is None else self.masks[idx],
         )
 
 
@@ -586,7 +668,7 @@ def prepare_batch(
         gae_lambda,
     )
     buffer.returns[:T] = buffer.advantages[:T] + buffer.values[:T]
-    return flat_batch(buffer, buffer.valid[:T])
+    return flat_batch(buffer, buffer.valid[:T], policy.device)
 
 
 def evaluate_rollout(
@@ -595,28 +677,35 @@ def evaluate_rollout(
     """Fill ``buffer.log_probs`` and ``buffer.values`` (``V = 0`` without a critic) in one
     batched pass; returns ``V(s_{t+1})`` ``[T, N]`` (the last row from ``last_obs``)."""
     T, N = buffer.t, buffer.num_envs
-    obs = torch.from_numpy(buffer.obs[:T].reshape(T * N, -1))
+    device = policy.device
+    obs = torch.from_numpy(buffer.obs[:T].reshape(T * N, -1)).to(device)
     actions = torch.from_numpy(buffer.actions[:T].reshape(T * N, *buffer.actions.shape[2:]))
+    masks = None if buffer.masks is None else buffer.masks[:T].reshape(T * N, -1)
     with torch.no_grad():
-        log_probs, _ = policy.log_prob_entropy(obs, actions)
+        log_probs, _ = policy.log_prob_entropy(
+            obs, actions.to(device), None if masks is None else torch.from_numpy(masks).to(device)
+        )
         if policy.has_critic:
-            values = policy.value(torch.cat([obs, torch.from_numpy(last_obs)])).numpy()
+            last = torch.from_numpy(last_obs).to(device)
+            values = policy.value(torch.cat([obs, last])).cpu().numpy()
         else:
             values = np.zeros((T + 1) * N, dtype=np.float32)
-    buffer.log_probs[:T] = log_probs.numpy().reshape(T, N)
+    buffer.log_probs[:T] = log_probs.cpu().numpy().reshape(T, N)
     buffer.values[:T] = values[: T * N].reshape(T, N)
     return np.concatenate([buffer.values[1:T], values[None, T * N :]])
 
 
-def flat_batch(buffer: RolloutBuffer, use: np.ndarray) -> Batch:
-    """The rows of ``buffer`` where ``use`` ``[T, N]`` is True, as flat tensors."""
+def flat_batch(buffer: RolloutBuffer, use: np.ndarray, device: torch.device | None = None) -> Batch:
+    """The rows of ``buffer`` where ``use`` ``[T, N]`` is True, as flat tensors on ``device``
+    (the CPU by default): one transfer per field for the whole update."""
     T, N = buffer.t, buffer.num_envs
     rows = np.flatnonzero(use.reshape(-1))
     idx = None if len(rows) == T * N else torch.from_numpy(rows)
 
     def flat(a: np.ndarray) -> Tensor:
         whole = torch.from_numpy(a[:T].reshape(T * N, *a.shape[2:]))
-        return whole if idx is None else whole[idx]
+        whole = whole if idx is None else whole[idx]
+        return whole if device is None else whole.to(device)
 
     return Batch(
         obs=flat(buffer.obs),
@@ -628,6 +717,7 @@ def flat_batch(buffer: RolloutBuffer, use: np.ndarray) -> Batch:
         explained_variance=explained_variance(
             buffer.values[:T].reshape(-1)[rows], buffer.returns[:T].reshape(-1)[rows]
         ),
+        masks=None if buffer.masks is None else flat(buffer.masks),
     )
 
 
@@ -676,7 +766,7 @@ def policy_shift(policy: ActorCritic, batch: Batch) -> Tensor:
     """
     from rlx.core.policy_losses import approx_kl
 
-    log_probs, _ = policy.log_prob_entropy(batch.obs, batch.actions)
+    log_probs, _ = policy.log_prob_entropy(batch.obs, batch.actions, batch.masks)
     return approx_kl(log_probs - batch.log_probs)
 
 
@@ -738,16 +828,20 @@ def agent_state(policy: ActorCritic, collector: Collector) -> dict[str, Any]:
     }
 
 
-def build_policy(config: Any, collector: Collector, *, critic: bool = True) -> ActorCritic:
-    """The actor-critic a config describes, for the collector's spaces."""
-    return ActorCritic(
+def build_policy(
+    config: Any, collector: Collector, *, critic: bool = True, device: torch.device | None = None
+) -> ActorCritic:
+    """The actor-critic a config describes, for the collector's spaces, on ``device``."""
+    policy = ActorCritic(
         collector.obs_dim,
         collector.actions,
         config.hidden_sizes,
         activation=config.activation,
         critic=critic,
         log_std_init=config.log_std_init,
+        observation=collector.layout.spec,
     )
+    return policy if device is None else policy.to(device)
 
 
 # ---------------------------------------------------------------------------- the agent
@@ -755,8 +849,10 @@ class PolicyAgent:
     """A trained policy: ``act(obs)`` for one observation, ``act_batch(obs)`` for many.
 
     ``deterministic=True`` (the default) takes the most likely action (the Gaussian mean);
-    ``False`` samples from ``pi(.|s)``. Observations are normalised with the training
-    statistics, and Gaussian actions are clipped into the action box.
+    ``False`` samples from ``pi(.|s)``. Observations are flattened as in training (a
+    ``Dict`` key by key) and normalised with the training statistics; Gaussian actions are
+    clipped into the action box. ``action_mask`` (True: valid; ``[B, n]`` for a batch) rules
+    out invalid actions. The agent acts on the CPU, whatever device trained it.
     """
 
     def __init__(self, algo: str, config: Any, env_id: str, state: dict[str, Any]) -> None:
@@ -770,6 +866,9 @@ class PolicyAgent:
                 f"({type(exc).__name__}: {exc}); it may come from another rlx version."
             ) from exc
         self.policy.eval()
+        self.layout = ObservationLayout.of_spec(
+            state["architecture"].get("observation"), self.policy.architecture["obs_dim"]
+        )
         self.normalizer = None
         if state["normalizer"] is not None:
             self.normalizer = ObsNormalizer((self.policy.architecture["obs_dim"],))
@@ -777,20 +876,32 @@ class PolicyAgent:
         self.rng = np.random.default_rng(getattr(config, "seed", 0))
         self.run_dir = None
 
-    def act_batch(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        """Actions for a batch of observations ``[B, ...]``."""
-        flat = np.asarray(obs).reshape(len(obs), -1)
+    def act_batch(
+        self, obs: Any, deterministic: bool = True, action_mask: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Actions for a batch of observations ``[B, ...]`` (a dict of such arrays for a
+        ``Dict`` space)."""
+        flat = self.layout.flatten(obs)
         x = self.normalizer(flat) if self.normalizer is not None else flat.astype(np.float32)
-        actions = self.policy.mode(x) if deterministic else self.policy.sample(x, self.rng)
+        mask = None if action_mask is None else np.asarray(action_mask, dtype=bool)
+        if deterministic:
+            actions = self.policy.mode(x, mask)
+        else:
+            actions = self.policy.sample(x, self.rng, mask)
         return self.policy.env_action(actions)
 
-    def act(self, obs: Any, deterministic: bool = True) -> Any:
-        """The action for one observation: an ``int`` (Discrete) or a float array (Box)."""
-        action = self.act_batch(np.asarray(obs)[None], deterministic)[0]
+    def act(
+        self, obs: Any, deterministic: bool = True, action_mask: np.ndarray | None = None
+    ) -> Any:
+        """The action for one observation: an ``int`` (Discrete) or an array (the others)."""
+        mask = None if action_mask is None else np.asarray(action_mask, dtype=bool)[None]
+        action = self.act_batch(self.layout.batch_of_one(obs), deterministic, mask)[0]
         return int(action) if self.policy.discrete else action
 
     def __repr__(self) -> str:
-        kind = "softmax" if self.policy.discrete else "gaussian"
+        kind = {"categorical": "softmax", "factored": "factored softmax"}.get(
+            self.policy.kind, self.policy.kind
+        )
         return f"PolicyAgent({self.algo}, env={self.env_id}, {kind} policy)"
 
 
@@ -852,9 +963,10 @@ def train_on_policy(
     """
     rng = seed_everything(config.seed)
     algo = method.name.upper()
+    device = resolve_device(config.device)
     with make_collector(config, env, run.env_id, algo, remote) as collector:
         critic = True if method.critic is None else method.critic(config)
-        policy = build_policy(config, collector, critic=critic)
+        policy = build_policy(config, collector, critic=critic, device=device)
         optimizer = method.optimizer(policy, config)
         buffer = collector.new_buffer(getattr(config, method.rollout_steps))
         step = 0

@@ -42,7 +42,8 @@ class Adam:
         self.lr, self.betas, self.eps = float(lr), betas, eps
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
-        self.steps = [torch.zeros((), dtype=torch.float32) for _ in self.params]
+        # on the parameters' device: the fused step reads them there, with no host sync
+        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
 
     def zero_grad(self) -> None:
         for p in self.params:

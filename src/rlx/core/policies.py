@@ -1,23 +1,31 @@
 """The actor-critic of the policy-gradient agents: ``pi(a|s)`` and ``V(s)`` as two MLPs.
 
 - ``Discrete(n)`` actions: a softmax policy, ``pi(a|s) = softmax(logits(s))_a``.
+- ``MultiDiscrete(nvec)`` actions: one softmax per entry, independent given the state,
+  ``pi(a|s) = prod_i softmax(logits_i(s))_{a_i}``.
+- ``MultiBinary(n)`` actions: one Bernoulli per entry, ``pi(a_i = 1|s) = sigmoid(z_i(s))``.
 - ``Box`` actions: a diagonal Gaussian ``N(mu(s), diag(sigma**2))`` whose log std is one
   learned vector, independent of the state (as in PPO's paper); the env receives the sampled
   action clipped to the box, the log-probability is that of the unclipped sample.
 - An empty ``hidden_sizes`` gives the linear case exactly: logits ``theta x`` and value
   ``w . x``, linear in the features and without bias terms
   (``docs/concepts/policy-formulas.md``).
+- Observations with images (a 3-d ``uint8`` box, alone or under a ``Dict`` key) pass through
+  one :class:`~rlx.core.observations.ObservationEncoder` (a Nature CNN per image) that the
+  policy and the critic share; the MLPs read its features.
+- Invalid actions (a mask, ``Discrete`` and ``MultiDiscrete`` only) get the logit
+  :data:`~rlx.core.distributions.MASKED_LOGIT`: probability 0 in sampling, in the most likely
+  action, in log-probabilities and in the entropy.
 
-Log-probabilities and entropies are written out from their formulas instead of going through
-``torch.distributions`` (:mod:`rlx.core.distributions`): on minibatches of a few hundred
-samples its argument handling is a noticeable share of a small network's gradient step. Acting
-samples with the caller's numpy Generator, so one seeded stream drives every action and its
-state travels in a checkpoint.
+Log-probabilities and entropies are written out from their formulas
+(:mod:`rlx.core.distributions`) instead of going through ``torch.distributions``: on
+minibatches of a few hundred samples its argument handling is a noticeable share of a small
+network's gradient step. Acting samples with the caller's numpy Generator, so one seeded
+stream drives every action and its state travels in a checkpoint.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,52 +34,89 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rlx.core.distributions import (
+    MASKED_LOGIT,
+    bernoulli_log_prob_entropy,
+    categorical_log_prob_entropy,
+    factored_categorical_log_prob_entropy,
+    gaussian_log_prob_entropy,
+    mask_logits,
+)
 from rlx.core.nets import mlp, orthogonal_init
+from rlx.core.observations import ObservationLayout, observation_encoder
 from rlx.errors import EnvError
 
-HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu}
 POLICY_OUT_GAIN = 0.01  # a new policy starts near uniform (or near mean 0)
+FACTORED_ACTIONS = "ppo, a2c or reinforce"
+"""The algorithms that take ``MultiDiscrete`` and ``MultiBinary`` actions, for messages."""
 
 
 def describe_action_space(space: Any, algo: str, env_id: str) -> dict[str, Any]:
     """What the policy needs to know of an action space, as plain data for a checkpoint.
 
-    ``Discrete(n)`` gives ``{"n": n}``; a 1-d ``Box`` gives ``{"low": ..., "high": ...}``.
+    ``Discrete(n)`` gives ``{"n": n}``; ``MultiDiscrete`` ``{"nvec": [...], "start": [...]}``;
+    ``MultiBinary(n)`` ``{"binary": n}``; a 1-d ``Box`` ``{"low": ..., "high": ...}``.
     Anything else raises :class:`EnvError`.
     """
     import gymnasium as gym
 
     if isinstance(space, gym.spaces.Discrete):
         return {"n": int(space.n)}
+    if isinstance(space, gym.spaces.MultiDiscrete) and len(space.shape) == 1:
+        return {
+            "nvec": [int(n) for n in space.nvec],
+            "start": [int(s) for s in space.start],
+        }
+    if isinstance(space, gym.spaces.MultiBinary) and np.ndim(space.n) == 0:
+        return {"binary": int(space.n)}
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return {
             "low": np.asarray(space.low, dtype=np.float32),
             "high": np.asarray(space.high, dtype=np.float32),
         }
     raise EnvError(
-        f"{algo} needs Discrete or 1-d Box actions, but {env_id} has {space}; "
-        "flatten or wrap the action space first."
+        f"{algo} takes Discrete, 1-d MultiDiscrete, 1-d MultiBinary or 1-d Box actions; "
+        f"{env_id} has {space}; flatten or wrap the action space first."
     )
 
 
-def observation_dim(space: Any, env_id: str) -> int:
-    """The length of a flat vector observation (``Box`` of any shape, flattened)."""
-    import gymnasium as gym
+def action_kind(actions: dict[str, Any]) -> str:
+    """``"categorical"``, ``"factored"``, ``"binary"`` or ``"gaussian"``, from
+    :func:`describe_action_space`'s data."""
+    if "n" in actions:
+        return "categorical"
+    if "nvec" in actions:
+        return "factored"
+    return "binary" if "binary" in actions else "gaussian"
 
-    if isinstance(space, gym.spaces.Box):
-        return int(np.prod(space.shape))
-    if isinstance(space, gym.spaces.Discrete):
-        raise EnvError(
-            f"{env_id} has Discrete({space.n}) observations; policy-gradient agents need "
-            "vector (Box) observations. Use a tabular method (rlx train q-learning), or "
-            "one-hot encode the observation with a wrapper."
-        )
-    raise EnvError(f"{env_id} has {space} observations; policy-gradient agents need a Box.")
+
+def output_size(actions: dict[str, Any]) -> int:
+    """The actor's outputs: a logit per action (per value of each entry when factored), a
+    logit per binary entry, or a mean per Gaussian dimension."""
+    kind = action_kind(actions)
+    if kind == "categorical":
+        return int(actions["n"])
+    if kind == "factored":
+        return int(sum(actions["nvec"]))
+    return int(actions["binary"]) if kind == "binary" else len(actions["low"])
+
+
+def mask_size(actions: dict[str, Any]) -> int | None:
+    """The length of an action mask for these actions (one flag per value of each entry), or
+    None where masks do not apply (``MultiBinary`` and ``Box``)."""
+    return output_size(actions) if action_kind(actions) in ("categorical", "factored") else None
+
+
+def observation_dim(space: Any, env_id: str, algo: str = "policy-gradient agents") -> int:
+    """The length of a flat observation (a ``Box`` of any shape, or a ``Dict``, flattened by
+    :class:`~rlx.core.observations.ObservationLayout`)."""
+    return ObservationLayout.of_space(space, algo, env_id).dim
 
 
 class ActorCritic(nn.Module):
-    """``pi(a|s)`` and, with ``critic=True``, ``V(s)``: two MLPs.
+    """``pi(a|s)`` and, with ``critic=True``, ``V(s)``: two MLPs (after a shared image
+    encoder when the observations hold images).
 
     Args:
         obs_dim: length of the (flattened, possibly normalised) observation.
@@ -80,6 +125,8 @@ class ActorCritic(nn.Module):
         activation: ``"tanh"`` (PPO's and SB3's choice) or ``"relu"`` between hidden layers.
         critic: build the value network too (REINFORCE without a learned baseline has none).
         log_std_init: initial log standard deviation of a Gaussian policy.
+        observation: :attr:`ObservationLayout.spec` of the observations (None: a plain
+            vector of ``obs_dim`` numbers).
     """
 
     def __init__(
@@ -91,6 +138,7 @@ class ActorCritic(nn.Module):
         activation: str = "tanh",
         critic: bool = True,
         log_std_init: float = 0.0,
+        observation: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -103,17 +151,23 @@ class ActorCritic(nn.Module):
             "activation": activation,
             "critic": bool(critic),
         }
-        self.discrete = "n" in actions
-        self.action_dim = int(actions["n"]) if self.discrete else len(actions["low"])
-        self.low = None if self.discrete else np.asarray(actions["low"], np.float32)
-        self.high = None if self.discrete else np.asarray(actions["high"], np.float32)
+        if observation is not None:
+            self.architecture["observation"] = observation
+        self.kind = action_kind(actions)
+        self.discrete = self.kind == "categorical"
+        self.nvec = tuple(int(n) for n in actions.get("nvec", ()))
+        self.start = np.asarray(actions.get("start", ()), dtype=np.int64)
+        self.action_dim = output_size(actions)  # the actor's outputs
+        gaussian = self.kind == "gaussian"
+        self.low = np.asarray(actions["low"], np.float32) if gaussian else None
+        self.high = np.asarray(actions["high"], np.float32) if gaussian else None
+        self.encoder = observation_encoder(ObservationLayout.of_spec(observation, obs_dim))
+        features = obs_dim if self.encoder is None else self.encoder.features
         act = ACTIVATIONS[activation]
-        self.actor = _network(obs_dim, self.action_dim, hidden_sizes, act, POLICY_OUT_GAIN)
-        self.critic = _network(obs_dim, 1, hidden_sizes, act, 1.0) if critic else None
+        self.actor = _network(features, self.action_dim, hidden_sizes, act, POLICY_OUT_GAIN)
+        self.critic = _network(features, 1, hidden_sizes, act, 1.0) if critic else None
         self.log_std = (
-            None
-            if self.discrete
-            else nn.Parameter(torch.full((self.action_dim,), float(log_std_init)))
+            nn.Parameter(torch.full((self.action_dim,), float(log_std_init))) if gaussian else None
         )
         self._numpy_actor: NumpyForward | None = None
 
@@ -126,65 +180,133 @@ class ActorCritic(nn.Module):
     def has_critic(self) -> bool:
         return self.critic is not None
 
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters are (:func:`rlx.core.devices.resolve_device` chose it)."""
+        return next(self.parameters()).device
+
+    def features(self, obs: Tensor) -> Tensor:
+        """What the MLPs read: the observation itself, or the encoder's features of it."""
+        return obs if self.encoder is None else self.encoder(obs)
+
     # ------------------------------------------------------------------ training (autograd)
-    def evaluate(self, obs: Tensor, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def evaluate(
+        self, obs: Tensor, actions: Tensor, masks: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """``log pi(a|s)``, ``H(pi(.|s))`` and ``V(s)``: what a loss needs (see below)."""
-        return (*self.log_prob_entropy(obs, actions), self.value(obs))
+        if self.encoder is None:
+            return (*self.log_prob_entropy(obs, actions, masks), self.value(obs))
+        x = self.encoder(obs)  # once for both heads
+        log_prob, entropy = self.log_prob_entropy_of(self.actor(x), actions, masks)
+        return log_prob, entropy, self._critic(x)
 
-    def log_prob_entropy(self, obs: Tensor, actions: Tensor) -> tuple[Tensor, Tensor]:
-        """``log pi(a|s)`` ``[B]`` and the entropy ``H(pi(.|s))`` (``[B]``, or ``[]`` if Gaussian).
+    def log_prob_entropy(
+        self, obs: Tensor, actions: Tensor, masks: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """``log pi(a|s)`` ``[B]`` and the entropy ``H(pi(.|s))`` (``[B]``, or ``[]`` if
+        Gaussian), from the formulas of :mod:`rlx.core.distributions`; ``masks`` ``[B, n]``
+        (True: a valid action) for ``Discrete`` and ``MultiDiscrete`` actions."""
+        return self.log_prob_entropy_of(self.actor(self.features(obs)), actions, masks)
 
-        Softmax: ``log pi(a|s) = log_softmax(logits)_a``, ``H = -sum_a pi_a log pi_a``.
-        Gaussian: ``log pi(a|s) = sum_i [-(a_i - mu_i)**2 / (2 sigma_i**2) - log sigma_i
-        - log(2 pi) / 2]``, ``H = sum_i [log sigma_i + (1 + log(2 pi)) / 2]`` (state-independent).
-        """
-        out = self.actor(obs)
-        if self.discrete:
-            log_p = F.log_softmax(out, dim=-1)
-            log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-            entropy = -(log_p.exp() * log_p).sum(-1)
-            return log_prob, entropy
+    def log_prob_entropy_of(
+        self, out: Tensor, actions: Tensor, masks: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`log_prob_entropy` from the actor's output ``out``."""
+        if self.kind == "categorical":
+            return categorical_log_prob_entropy(mask_logits(out, masks), actions)
+        if self.kind == "factored":
+            return factored_categorical_log_prob_entropy(
+                mask_logits(out, masks), actions, self.nvec
+            )
+        if self.kind == "binary":
+            return bernoulli_log_prob_entropy(out, actions)
         assert self.log_std is not None
-        z = (actions - out) * torch.exp(-self.log_std)
-        log_prob = (-0.5 * z.square() - self.log_std - HALF_LOG_2PI).sum(-1)
-        entropy = (self.log_std + 0.5 + HALF_LOG_2PI).sum()
-        return log_prob, entropy
+        return gaussian_log_prob_entropy(out, self.log_std, actions)
 
     def value(self, obs: Tensor) -> Tensor:
         """``V(s)`` ``[B]``."""
+        return self._critic(self.features(obs))
+
+    def _critic(self, x: Tensor) -> Tensor:
         if self.critic is None:
             raise RuntimeError("this policy was built without a critic.")
-        return self.critic(obs).squeeze(-1)
+        return self.critic(x).squeeze(-1)
 
     # ------------------------------------------------------------------ acting (no autograd)
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def actor_output(self, obs: np.ndarray) -> np.ndarray:
+        """The actor's output for a batch of observations, as numpy: in numpy itself for an
+        MLP on the CPU (:class:`NumpyForward`), else one torch pass on the policy's device."""
+        if self._numpy_actor is None and self.encoder is None and self.device.type == "cpu":
+            self._numpy_actor = NumpyForward(self.actor)  # until .to() moves the parameters
+        if self._numpy_actor is not None:
+            return self._numpy_actor(obs)
+        with torch.inference_mode():
+            x = torch.from_numpy(obs).to(self.device)
+            return self.actor(self.features(x)).cpu().numpy()
+
+    def sample(
+        self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None
+    ) -> np.ndarray:
         """Actions ``a ~ pi(.|s)`` for a batch of observations, drawn from ``rng``.
 
-        Softmax by the inverse CDF of one uniform per row; Gaussian as ``mu + sigma * z``.
-        The Gaussian sample is returned unclipped (see :meth:`env_action`).
+        Softmax by the inverse CDF of one uniform per row (per entry for ``MultiDiscrete``);
+        Bernoulli entries as ``u < sigmoid(z)``; Gaussian as ``mu + sigma * z``. The Gaussian
+        sample is returned unclipped (see :meth:`env_action`); ``masks`` rule out invalid
+        actions.
         """
-        if self._numpy_actor is None:
-            self._numpy_actor = NumpyForward(self.actor)
-        out = self._numpy_actor(obs)
-        if self.discrete:
-            cdf = np.cumsum(np.exp(out - out.max(axis=-1, keepdims=True)), axis=-1)
-            u = rng.random(len(out)) * cdf[:, -1]  # < cdf[:, -1], so at most n - 1 below
-            return (u[:, None] >= cdf).sum(-1)  # the first action whose cdf exceeds u
+        out = self.actor_output(obs)
+        if self.kind == "categorical":
+            return _inverse_cdf(_masked(out, masks), rng.random(len(out)))
+        if self.kind == "factored":
+            logits, u = _masked(out, masks), rng.random((len(out), len(self.nvec)))
+            parts = np.split(logits, np.cumsum(self.nvec)[:-1], axis=-1)
+            return np.stack([_inverse_cdf(z, u[:, i]) for i, z in enumerate(parts)], axis=-1)
+        if self.kind == "binary":
+            p = 1.0 / (1.0 + np.exp(-out))
+            return (rng.random(out.shape) < p).astype(np.float32)
         assert self.log_std is not None
-        std = np.exp(self.log_std.detach().numpy())
+        std = np.exp(self.log_std.detach().cpu().numpy())
         return (out + std * rng.standard_normal(out.shape)).astype(np.float32)
 
-    @torch.inference_mode()
-    def mode(self, obs: np.ndarray) -> np.ndarray:
-        """The most likely actions: ``argmax_a pi(a|s)``, or the Gaussian mean ``mu(s)``."""
-        out = self.actor(torch.from_numpy(obs)).numpy()
-        return out.argmax(axis=-1) if self.discrete else out
+    def mode(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+        """The most likely actions: ``argmax_a pi(a|s)`` (per entry when factored), or the
+        Gaussian mean ``mu(s)``."""
+        with torch.inference_mode():
+            x = torch.from_numpy(obs).to(self.device)
+            out = self.actor(self.features(x)).cpu().numpy()
+        if self.kind == "categorical":
+            return _masked(out, masks).argmax(axis=-1)
+        if self.kind == "factored":
+            parts = np.split(_masked(out, masks), np.cumsum(self.nvec)[:-1], axis=-1)
+            return np.stack([z.argmax(axis=-1) for z in parts], axis=-1)
+        if self.kind == "binary":
+            return (out > 0).astype(np.float32)
+        return out
 
     def env_action(self, actions: np.ndarray) -> np.ndarray:
-        """Actions as the env takes them: Gaussian samples clipped into the ``Box``."""
-        if self.discrete:
+        """Actions as the env takes them: Gaussian samples clipped into the ``Box``,
+        ``MultiDiscrete`` entries shifted by the space's start, ``MultiBinary`` as int8."""
+        if self.kind == "categorical":
             return actions
+        if self.kind == "factored":
+            return actions + self.start
+        if self.kind == "binary":
+            return actions.astype(np.int8)
         return np.clip(actions, self.low, self.high)
+
+
+def _masked(logits: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+    """``logits`` with the invalid actions at :data:`MASKED_LOGIT` (numpy's
+    :func:`~rlx.core.distributions.mask_logits`)."""
+    return logits if masks is None else np.where(masks, logits, MASKED_LOGIT)
+
+
+def _inverse_cdf(logits: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One draw per row of ``softmax(logits)`` from the uniforms ``u`` ``[B]``: the first
+    action whose cumulative probability exceeds ``u``."""
+    cdf = np.cumsum(np.exp(logits - logits.max(axis=-1, keepdims=True)), axis=-1)
+    u = u * cdf[:, -1]  # < cdf[:, -1], so at most n - 1 below
+    return (u[:, None] >= cdf).sum(-1)
 
 
 def _relu(x: np.ndarray) -> np.ndarray:

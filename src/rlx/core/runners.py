@@ -68,7 +68,7 @@ class EnvRunners(Protocol):
 
 def numpy_state(state: dict[str, Any]) -> dict[str, np.ndarray]:
     """A network's state as numpy arrays, for a payload."""
-    return {name: value.detach().numpy() for name, value in state.items()}
+    return {name: value.detach().cpu().numpy() for name, value in state.items()}
 
 
 def torch_state(state: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,17 @@ def q_learning_target(
     return td_target(reward, gamma, next_q_target.amax(dim=-1), terminated)
 
 
+def mask_q(q: Tensor, masks: Tensor | None) -> Tensor:
+    """``Q(s, .)`` with every invalid action (``masks`` False) at minus infinity, so that a max
+    or an argmax over actions takes only the valid ones; None: no mask. A row without any
+    valid action (a terminal state's, whose value the target does not use) stays as it is,
+    so that its maximum stays finite."""
+    if masks is None:
+        return q
+    legal = masks | ~masks.any(dim=-1, keepdim=True)
+    return q.masked_fill(~legal, float("-inf"))
+
+
 def double_q_target(
     reward: Tensor, gamma: Any, next_q_online: Tensor, next_q_target: Tensor, terminated: Tensor
 ) -> Tensor:

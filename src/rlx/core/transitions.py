@@ -28,6 +28,8 @@ from rlx.core.buffers import ReplayBuffer
 from rlx.core.continuous import ActionScaler
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import EpisodeTracker, FinishedEpisodes, make_vec_env
+from rlx.core.frame_buffer import FrameReplayBuffer, stores_frames_once
+from rlx.core.masks import MASK_KEY, masks_from_infos, masks_from_method
 from rlx.core.runners import EnvRunners, RunnerGroup
 from rlx.core.seeding import env_seed
 
@@ -48,6 +50,11 @@ class ReplayLayout:
         rewards: what the learner stores and discounts instead of the env's rewards, e.g.
             clipped (None: the env's rewards as they come).
         spec: what rebuilding the trained agent needs, kept in every checkpoint.
+        flatten: turns a vector env's observations into the stored ones (a ``Dict``'s keys
+            into one vector, :class:`~rlx.core.observations.ObservationLayout`); None: they
+            are stored as they come, reshaped.
+        mask_size: the length of the env's action masks (:mod:`rlx.core.masks`), stored with
+            each transition's next observation; None: the env gives none.
     """
 
     obs_shape: tuple[int, ...]
@@ -58,17 +65,23 @@ class ReplayLayout:
     action_scaler: ActionScaler | None = None
     rewards: Callable[[np.ndarray], np.ndarray] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
+    flatten: Callable[[Any], np.ndarray] | None = None
+    mask_size: int | None = None
 
     def observations(self, obs: Any) -> np.ndarray:
         """A vector env's observations ``[N, ...]`` in the stored shape and dtype."""
+        if self.flatten is not None:
+            obs = self.flatten(obs)
         return np.asarray(obs, dtype=self.obs_dtype).reshape(len(obs), *self.obs_shape)
 
     def replay_buffer(self, capacity: int, columns: int, gamma: float) -> ReplayBuffer:
-        """An empty replay buffer of this layout with ``columns`` env copies."""
-        return ReplayBuffer(
+        """An empty replay buffer of this layout with ``columns`` env copies; stacked uint8
+        frames go to one that stores each frame once (:mod:`rlx.core.frame_buffer`)."""
+        frames = stores_frames_once(self.obs_shape, self.obs_dtype)
+        return (FrameReplayBuffer if frames else ReplayBuffer)(
             capacity, self.obs_shape, self.obs_dtype, num_envs=columns,
             action_shape=self.action_shape, action_dtype=self.action_dtype,
-            n_step=self.n_step, gamma=gamma,
+            n_step=self.n_step, gamma=gamma, mask_size=self.mask_size,
         )  # fmt: skip
 
 
@@ -90,12 +103,15 @@ class Transitions(NamedTuple):
     terminated: np.ndarray
     truncated: np.ndarray
     stored: np.ndarray
+    next_masks: np.ndarray | None = None  # the valid actions at next_obs, if the env masks
 
     def store_in(self, buffer: ReplayBuffer) -> None:
         """Add every vector step to ``buffer``, in time order, the stored transitions only."""
         for t in range(len(self.stored)):
+            masks = None if self.next_masks is None else self.next_masks[t]
             buffer.add(self.obs[t], self.actions[t], self.rewards[t], self.next_obs[t],
-                       self.terminated[t], self.truncated[t], where=self.stored[t])  # fmt: skip
+                       self.terminated[t], self.truncated[t], where=self.stored[t],
+                       next_masks=masks)  # fmt: skip
 
 
 class Collected(NamedTuple):
@@ -122,10 +138,15 @@ class Explorer(Protocol):
     """The exploring policy an off-policy learner collects with."""
 
     def explore(
-        self, obs: np.ndarray, starts: np.ndarray, rng: np.random.Generator
+        self,
+        obs: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Actions for a batch of observations, and the value estimate ``Q(s, a)`` of those
-        actions where ``starts`` (copies starting an episode), or None when it has none."""
+        """Actions for a batch of observations (only valid ones where ``masks`` says which),
+        and the value estimate ``Q(s, a)`` of those actions where ``starts`` (copies starting
+        an episode), or None when it has none."""
         ...
 
 
@@ -150,28 +171,43 @@ class VectorCollector:
         self.tracker = EpisodeTracker(self.num_envs, gamma)
         self.after_done = np.zeros(self.num_envs, dtype=bool)
         self.obs: np.ndarray | None = None
+        self.masks: np.ndarray | None = None  # the valid actions at self.obs, if masked
 
     def start(self, seed: int, step: int = 0) -> None:
         """Reset every copy from ``seed + step``: a run resumed at ``step`` whose envs could
         not be saved starts other episodes than the run's first ones."""
-        self.obs = self.layout.observations(self.vec.reset(seed=seed + step)[0])
+        obs, infos = self.vec.reset(seed=seed + step)
+        self.obs = self.layout.observations(obs)
+        self.masks = self.read_masks(infos)
+
+    def read_masks(self, infos: dict[str, Any]) -> np.ndarray | None:
+        """The copies' action masks after a reset or step (None: the layout has none)."""
+        if self.layout.mask_size is None:
+            return None
+        if MASK_KEY in infos:
+            return masks_from_infos(infos, self.num_envs, self.layout.mask_size)
+        return masks_from_method(self.vec, self.layout.mask_size)
 
     def collect(self, explorer: Explorer, step: int, rng: np.random.Generator) -> Collected:
         """One vector step with the explorer's actions; ``step`` is the count before it."""
         starts = ~self.after_done & (self.tracker.lengths == 0)
-        actions, start_values = explorer.explore(self.obs, starts, rng)
+        masked = {} if self.masks is None else {"masks": self.masks}
+        actions, start_values = explorer.explore(self.obs, starts, rng, **masked)
         scaler = self.layout.action_scaler
         env_actions = actions if scaler is None else scaler.to_env(actions)
-        next_obs, rewards, terminated, truncated, _ = self.vec.step(env_actions)
+        next_obs, rewards, terminated, truncated, infos = self.vec.step(env_actions)
         next_obs = self.layout.observations(next_obs)
+        self.masks = self.read_masks(infos)
         stored = ~self.after_done  # False: this step only reset a copy that was done
         seen = rewards if self.layout.rewards is None else self.layout.rewards(rewards)
         ended = self.tracker.step(rewards, terminated, truncated, stored, start_values, seen)
-        block = Transitions(self.obs, actions, seen, next_obs, terminated, truncated, stored)
+        block = Transitions(
+            self.obs, actions, seen, next_obs, terminated, truncated, stored, self.masks
+        )
         self.after_done = terminated | truncated
         self.obs = next_obs
         step += int(stored.sum())
-        one_step = Transitions(*(np.asarray(x)[None] for x in block))
+        one_step = Transitions(*(None if x is None else np.asarray(x)[None] for x in block))
         return Collected(one_step, ended, np.full(len(ended.envs), step), step, NO_COLUMNS)
 
     # ------------------------------------------------------------------ checkpoints
@@ -180,6 +216,7 @@ class VectorCollector:
         return {
             "env": env_state(self.vec),
             "obs": np.array(self.obs),
+            "masks": None if self.masks is None else self.masks.copy(),
             "after_done": self.after_done.copy(),
             "tracker": self.tracker.state_dict(),
         }
@@ -191,6 +228,8 @@ class VectorCollector:
             return
         restore_env_state(self.vec, state["env"])
         self.obs = np.array(state["obs"])
+        if state.get("masks") is not None:
+            self.masks = np.array(state["masks"])
         self.after_done = np.array(state["after_done"])
         self.tracker.load_state_dict(state["tracker"])
 
@@ -244,7 +283,9 @@ class TransitionWorker:
         self.actor.load_acting_state(acting_state)
         steps = [self.collector.collect(self.actor, 0, self.rng) for _ in range(self.steps)]
         blocks = [got.transitions for got in steps]
-        transitions = Transitions(*(np.concatenate(a) for a in zip(*blocks, strict=True)))
+        transitions = Transitions(
+            *(None if a[0] is None else np.concatenate(a) for a in zip(*blocks, strict=True))
+        )
         ended = [got.episodes for got in steps if len(got.episodes.envs)] or [NO_EPISODES]
         episodes = FinishedEpisodes(*(np.concatenate(a) for a in zip(*ended, strict=True)))
         ended_at = np.concatenate(
@@ -303,6 +344,9 @@ class RunnerTransitions:
         template = kept[0][1].transitions
         arrays = []
         for i, like in enumerate(template):
+            if like is None:  # no masks (the runners' envs give none)
+                arrays.append(None)
+                continue
             full = np.zeros((like.shape[0], self.num_envs, *like.shape[2:]), dtype=like.dtype)
             for r, fragment in kept:
                 full[:, r * N : (r + 1) * N] = fragment.transitions[i]

@@ -57,6 +57,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from rlx import registry
 from rlx.core.checks import at_least, check_runner_fields, in_range, one_of, positive
+from rlx.core.devices import check_device, resolve_device
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
 from rlx.errors import CheckpointError, ConfigError
@@ -126,6 +127,9 @@ class AlphaZeroConfig:
         max_minutes: also stop (checkpoint saved) once an iteration ends after this many
             minutes of training; 0: no time limit.
         seed: seeds the network, self-play and the arena.
+        device: where the network learns and evaluates positions: auto (CUDA, then MPS, then
+            the CPU), cpu, cuda, cuda:N or mps (:mod:`rlx.core.devices`); self-play worker
+            processes evaluate on the CPU.
     """
 
     iterations: int = 30
@@ -160,8 +164,10 @@ class AlphaZeroConfig:
     ray_address: str | None = None
     max_minutes: float = 0.0
     seed: int = 0
+    device: str = "auto"
 
     def __post_init__(self) -> None:
+        check_device(self)
         for name in ("iterations", "games_per_iteration", "simulations", "eval_simulations",
                      "batch_size", "eval_every", "buffer_size", "workers"):  # fmt: skip
             at_least(self, name, 1)
@@ -335,11 +341,14 @@ def evaluator(net: PolicyValueNet) -> PolicyValueEvaluator:
     ``(priors, values)`` of a batch of planes and legal masks)."""
     frozen = search_copy(net)
 
+    device = next(frozen.parameters()).device
+
     def policy_value(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # one transfer each way per batch of leaves: the search itself runs on the host
         with torch.inference_mode():
-            logits, values = frozen(torch.from_numpy(planes))
-            logits = logits.masked_fill(~torch.from_numpy(legal), -torch.inf)
-            return torch.softmax(logits, -1).numpy(), values.numpy()
+            logits, values = frozen(torch.from_numpy(planes).to(device))
+            logits = logits.masked_fill(~torch.from_numpy(legal).to(device), -torch.inf)
+            return torch.softmax(logits, -1).cpu().numpy(), values.cpu().numpy()
 
     return PolicyValueEvaluator(policy_value)
 
@@ -364,12 +373,15 @@ class SampleBuffer:
             self.cursor = (self.cursor + 1) % self.capacity
             self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[Tensor, Tensor, Tensor]:
+    def sample(
+        self, n: int, rng: np.random.Generator, device: torch.device | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``n`` samples drawn uniformly, as tensors on ``device`` (None: the CPU)."""
         idx = rng.integers(0, self.size, size=n)
         return (
-            torch.from_numpy(self.planes[idx]),
-            torch.from_numpy(self.pi[idx]),
-            torch.from_numpy(self.z[idx]),
+            torch.from_numpy(self.planes[idx]).to(device),
+            torch.from_numpy(self.pi[idx]).to(device),
+            torch.from_numpy(self.z[idx]).to(device),
         )
 
     def state(self) -> dict[str, Any]:
@@ -536,7 +548,7 @@ class SelfPlayPool:
         n, k = self.config.games_per_iteration, self.config.runners or self.config.workers
         shares = [n // k + (i < n % k) for i in range(k)]
         seeds = rng.integers(0, 2**63 - 1, size=k)
-        weights = {name: t.detach().clone() for name, t in net.state_dict().items()}
+        weights = {name: t.detach().cpu().clone() for name, t in net.state_dict().items()}
         if self.remote is not None:
             return merge(self.remote.play(weights, [int(s) for s in seeds], shares))
         futures = [
@@ -592,9 +604,10 @@ def train_network(
     if buffer.size == 0:
         return {}
     net.train()
-    totals = torch.zeros(3)
+    device = next(net.parameters()).device
+    totals = torch.zeros(3, device=device)  # read once, after the steps
     for _ in range(config.train_steps):
-        planes, pi, z = buffer.sample(config.batch_size, rng)
+        planes, pi, z = buffer.sample(config.batch_size, rng, device)
         if config.net == "resnet":
             planes = planes.contiguous(memory_format=torch.channels_last)
         logits, values = net(planes)
@@ -686,7 +699,7 @@ class Learner:
     @classmethod
     def create(cls, game: Game, config: AlphaZeroConfig) -> Learner:
         rng = seed_everything(config.seed)
-        net = PolicyValueNet(game, config)
+        net = PolicyValueNet(game, config).to(resolve_device(config.device))
         if config.net == "resnet":
             # channels-last memory: the layout oneDNN's CPU convolutions run fastest on
             net = net.to(memory_format=torch.channels_last)

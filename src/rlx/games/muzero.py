@@ -67,6 +67,7 @@ from torch import Tensor, nn
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, in_range, positive
+from rlx.core.devices import check_device, resolve_device
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.errors import CheckpointError, ConfigError
 from rlx.games import make
@@ -110,6 +111,8 @@ class MuZeroConfig:
         eval_opponents: ``random``, ``mcts-K`` (pure MCTS with K rollout simulations) or
             ``solver`` (perfect play, tic-tac-toe only).
         seed: seeds the networks, self-play, the replay sampling and the arena.
+        device: where the networks learn and evaluate positions: auto (CUDA, then MPS, then
+            the CPU), cpu, cuda, cuda:N or mps (:mod:`rlx.core.devices`).
     """
 
     iterations: int = 100
@@ -136,8 +139,10 @@ class MuZeroConfig:
     eval_games: int = 100
     eval_opponents: tuple[str, ...] = ("random", "solver")
     seed: int = 0
+    device: str = "auto"
 
     def __post_init__(self) -> None:
+        check_device(self)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "eval_opponents", tuple(self.eval_opponents))
         for name in ("iterations", "games_per_iteration", "simulations", "unroll_steps",
@@ -293,14 +298,17 @@ class LatentModel:
 
     def __init__(self, net: Any) -> None:
         self.net = net
+        # the search keeps latent states on the host: one transfer each way per batch
+        parameters = net.parameters() if isinstance(net, nn.Module) else iter(())
+        self.device = next(parameters, torch.zeros(())).device
 
     def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
-        planes = torch.from_numpy(game.encode_batch(states))
+        planes = torch.from_numpy(game.encode_batch(states)).to(self.device)
         legal = np.stack([game.legal_mask(s) for s in states])
         with torch.inference_mode():
             hidden, logits, _ = self.net.initial_inference(planes)
-        priors = _softmax(logits.numpy(), legal)
-        rows = zip(hidden.numpy(), legal, priors, strict=True)
+        priors = _softmax(logits.cpu().numpy(), legal)
+        rows = zip(hidden.cpu().numpy(), legal, priors, strict=True)
         return [Leaf(h, 0.0, mask, prior) for h, mask, prior in rows]
 
     def leaves(
@@ -310,14 +318,15 @@ class LatentModel:
         actions: Sequence[int],
         rng: np.random.Generator,
     ) -> list:
-        parents = torch.from_numpy(np.stack(positions))
+        parents = torch.from_numpy(np.stack(positions)).to(self.device)
         with torch.inference_mode():
             s_next, rewards, logits, values = self.net.recurrent_inference(
-                parents, torch.tensor(actions)
+                parents, torch.tensor(actions, device=self.device)
             )
-        priors = _softmax(logits.numpy())
+        priors = _softmax(logits.cpu().numpy())
         everything = np.ones(game.num_actions, dtype=bool)
-        rows = zip(s_next.numpy(), values.numpy(), priors, rewards.numpy(), strict=True)
+        s_next, values, rewards = (x.cpu().numpy() for x in (s_next, values, rewards))
+        rows = zip(s_next, values, priors, rewards, strict=True)
         return [Leaf(s, float(v), everything, prior, reward=r) for s, v, prior, r in rows]
 
 
@@ -565,8 +574,11 @@ def muzero_loss(
     }
 
 
-def _as_tensors(batch: UnrollTargets) -> dict[str, Tensor]:
-    return {f: torch.from_numpy(np.ascontiguousarray(getattr(batch, f))) for f in batch.FIELDS}
+def _as_tensors(batch: UnrollTargets, device: torch.device | None = None) -> dict[str, Tensor]:
+    return {
+        f: torch.from_numpy(np.ascontiguousarray(getattr(batch, f))).to(device)
+        for f in batch.FIELDS
+    }
 
 
 def train_network(
@@ -579,14 +591,15 @@ def train_network(
 ) -> dict[str, float]:
     """``train_steps_per_iteration`` gradient steps on replayed positions; the mean losses."""
     net.train()
-    totals = torch.zeros(4)
+    device = next(net.parameters()).device
+    totals = torch.zeros(4, device=device)  # read once, after the steps
     cell_perms, action_perms = symmetries
     for _ in range(config.train_steps_per_iteration):
         batch = buffer.sample(config.batch_size, rng)
         if config.augment and len(cell_perms) > 1:
             which = rng.integers(0, len(cell_perms), size=config.batch_size)
             batch = augment(batch, cell_perms, action_perms, which)
-        t = _as_tensors(batch)
+        t = _as_tensors(batch, device)
         logits, values, rewards = unroll(net, t["observations"], t["actions"])
         loss, parts = muzero_loss(
             logits, values, rewards, t["policies"], t["policy_mask"], t["values"],
@@ -671,7 +684,7 @@ def train(config: MuZeroConfig, env: Any, run: Any) -> MuZeroAgent:
     game = make(env)
     check_opponents(game, config.eval_opponents)
     rng = seed_everything(config.seed)
-    net = MuZeroNet(game, config.latent_size, config.hidden)
+    net = MuZeroNet(game, config.latent_size, config.hidden).to(resolve_device(config.device))
     optimizer = torch.optim.Adam(
         net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
     )
