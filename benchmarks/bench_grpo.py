@@ -84,10 +84,11 @@ def run_trl(sft: Path, root: Path, steps: int, lr: float, precision: str) -> tup
     import trl
     from transformers import AutoTokenizer
 
-    from rlx.llm.tasks import exact_match_reward, load_verifier_jsonl
+    from rlx.llm.rewards import exact_match_reward
+    from rlx.llm.tasks import load_verifier_jsonl
 
     def exact_match(prompts, completions, answer, **kwargs):
-        return exact_match_reward(prompts, completions, answers=answer)
+        return exact_match_reward(prompts, completions, answer=answer)
 
     datasets.disable_progress_bars()
     bf16 = precision == "bf16-mixed"

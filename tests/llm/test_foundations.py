@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from rlx import llm
 from rlx.errors import ConfigError, RLXError
-from rlx.llm import batching, losses, models, tasks
+from rlx.llm import batching, losses, models, rewards, tasks
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "max_length": 32}
 
@@ -447,13 +447,13 @@ def test_malformed_line_names_file_line_and_field(tmp_path, line, expected):
 
 
 def test_exact_match_reward_and_registry():
-    reward = tasks.get_reward("exact-match")
+    reward = rewards.get_reward("exact-match")
     assert reward(["1+1=", "2+2="], [" 2 ", "5"], answers=["2", "4"]) == [1.0, 0.0]
     with pytest.raises(ConfigError, match="answers"):
         reward(["1+1="], ["2"])
-    assert tasks.get_reward(len) is len
+    assert rewards.get_reward(len) is len
     with pytest.raises(ConfigError, match="exact-match") as err:
-        tasks.get_reward("bleu")
+        rewards.get_reward("bleu")
     assert "'bleu'" in str(err.value)
 
 

@@ -18,6 +18,8 @@ from rlx.core.policy_losses import clipped_surrogate
 from rlx.errors import ConfigError
 from rlx.llm.online import RewardFunctionError, frozen_copy
 from rlx.llm.stages import grpo as G
+from rlx.llm.training import resolved
+from rlx.llm.training import StageData
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "max_length": 32}
 
@@ -234,7 +236,7 @@ def test_a_callable_reward_reaches_its_own_run_only_and_resumes_when_given_again
     assert not any(value is counting for value in vars(G).values())
     with pytest.raises(ConfigError, match="pass reward= again"):
         G.reward_function("callable:counting")
-    assert G.reward_function("callable:x", G.RewardedPrompts(str(data), counting)) is counting
+    assert G.reward_function("callable:x", StageData(str(data), counting)) is counting
 
 
 def test_packed_groups_score_exactly_as_separate_rows(tiny):
@@ -264,6 +266,7 @@ def test_a_packed_step_trains_the_same_weights_as_separate_rows(tiny):
     model, tokenizer = llm.load_model(path)
     config = G.GRPOConfig(model=str(path), data="x", batch_size=2, group_size=4,
                           max_new_tokens=4, learning_rate=1e-2, steps=1)  # fmt: skip
+    config = resolved(config)  # device "auto" decided, as the stage's train does first
     rows = llm.arithmetic(2, seed=3)
 
     def longer_is_better(prompts, completions, **kw):  # rewards that differ within a group

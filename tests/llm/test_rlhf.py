@@ -201,14 +201,14 @@ def test_ppo_learns_what_the_reward_rewards(tiny, tmp_path, monkeypatch):
     """A reward for completions that start with '7' (about 1 in 20 at random init): PPO with
     per-token GAE must make it most of them; a sign error or a misaligned value/log-prob index
     goes nowhere."""
-    from rlx.llm import tasks
+    from rlx.llm import rewards
 
     root, model, _ = tiny
 
     def starts_with_seven(prompts, completions, **kw):
         return [1.0 if c.startswith("7") else 0.0 for c in completions]
 
-    monkeypatch.setitem(tasks.REWARDS, "starts-with-7", starts_with_seven)
+    monkeypatch.setitem(rewards.REWARDS, "starts-with-7", starts_with_seven)
     llm.rlhf(model, root / "prompts.jsonl", reward_model="starts-with-7", run_dir=tmp_path / "r",
              steps=40, batch_size=16, max_new_tokens=3, learning_rate=3e-3, beta=0.0,
              eval_exact_match=False, progress=False)  # fmt: skip

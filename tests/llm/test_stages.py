@@ -77,6 +77,7 @@ def test_accumulated_micro_batches_give_the_full_batch_gradient(files, stage_mod
         dpo_stage: dpo_stage.DPOConfig,
     }[stage_module]
     config = config_type(model=str(files["model"]), data=str(data), steps=1, learning_rate=1e-3)
+    config = training.resolved(config)  # device "auto" decided, as run_stage does first
     stage = stage_module.prepare(config).build(config)
     stage.model.eval()  # no dropout, so the two passes see the same function
     rows = np.arange(8)

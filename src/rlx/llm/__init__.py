@@ -7,8 +7,10 @@ model, tokenizer = llm.load_model(path)
 rows = llm.arithmetic(100, seed=0)      # VerifierExample("23+58=", "81"), ...
 ```
 
-Modules: ``models`` (load any local causal LM, build a tiny one), ``tasks`` (JSONL data,
-generated tasks, reward functions), ``batching`` (tokenise, pad, log-probabilities),
+Modules: ``models`` (load any local causal LM, build a tiny one), ``data`` (files, data sets
+and TRL's column shapes), ``chat`` (chat templates), ``tasks`` (rlx's row kinds, generated
+tasks), ``rewards`` (TRL-style reward functions), ``lora`` (LoRA adapters with ``peft``),
+``batching`` (tokenise, pad, log-probabilities),
 ``losses`` (Bradley-Terry, DPO, SFT), ``generation`` (greedy decoding, sampling, exact match),
 ``training`` and ``online`` (what the stages share), ``stages`` (one file per stage) and
 ``agent`` (a trained model as ``rlx.load`` returns it). Names load on first use, so
@@ -47,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "load_model": "models",
     "load_tokenizer": "models",
     "make_tiny_lm": "models",
+    "make_tiny_chat_lm": "models",
     "character_tokenizer": "models",
     "count_parameters": "models",
     # tasks
@@ -64,10 +67,24 @@ _EXPORTS: dict[str, str] = {
     "arithmetic_preferences": "tasks",
     "length_biased_preferences": "tasks",
     "gold_reward": "tasks",
-    "exact_match_reward": "tasks",
-    "REWARDS": "tasks",
-    "get_reward": "tasks",
     "task_texts": "tasks",
+    # data in the ecosystem's shapes
+    "read_rows": "data",
+    "ChatExample": "data",
+    "PromptRow": "data",
+    # rewards
+    "exact_match_reward": "rewards",
+    "numeric_reward": "rewards",
+    "math_reward": "rewards",
+    "format_reward": "rewards",
+    "python_tests_reward": "rewards",
+    "REWARDS": "rewards",
+    "get_reward": "rewards",
+    "RewardFunction": "rewards",
+    "RewardFunctionError": "rewards",
+    "reward_set": "rewards",
+    # LoRA adapters
+    "load_adapter": "lora",
     # batching
     "Batch": "batching",
     "EncodedSequence": "batching",
@@ -102,8 +119,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 _SUBMODULES = frozenset(
-    {"agent", "models", "tasks", "batching", "losses", "generation", "online", "training", "stages"}
-)
+    {
+        "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
+        "losses", "generation", "online", "training", "stages",
+    }
+)  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -8,13 +8,13 @@ actions are scores.)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlx.llm.generation import greedy, sample
-from rlx.llm.models import load_model
 
 DEFAULT_MAX_NEW_TOKENS = 16
 """Longest completion ``act`` writes when the run's config names none (SFT, DPO)."""
@@ -39,9 +39,13 @@ class LoadedModel:
     @classmethod
     def from_checkpoint(cls, config: Any, state: dict[str, Any]) -> LoadedModel:
         """The start model of ``config.model`` with the checkpoint's weights."""
-        model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+        from rlx.llm.lora import load_for_training, merged
+
+        # the trained structure, LoRA included, on the CPU whatever device it trained on
+        on_cpu = dataclasses.replace(config, device="cpu", gradient_checkpointing=False)
+        model, tokenizer = load_for_training(on_cpu)
         model.load_state_dict(state["model"])
-        return cls(model, tokenizer, config)
+        return cls(merged(model).eval(), tokenizer, config)
 
     @property
     def max_new_tokens(self) -> int:

@@ -6,6 +6,10 @@ Conventions, fixed here once:
   has one; ``eos`` is appended to every completion so the model learns to stop (data files carry
   no end marker). Prompt and completion are tokenised *separately*, so the boundary between them
   is exact and matches generation, where the completion's tokens follow the prompt's.
+- A conversation (a list of ``{"role", "content"}`` messages) is rendered by the tokenizer's
+  chat template (:mod:`rlx.llm.chat`): the prompt with the generation prompt, the completion as
+  the text the template adds for the assistant's turn, which ends at eos; the template places
+  any bos itself.
 - ``loss_mask[t]`` is over **target tokens**: it says whether token ``t`` is predicted and
   scored, i.e. it belongs to the completion or is its eos. The prediction of token ``t`` comes
   from the logits at ``t - 1``, so ``logits[:, :-1]`` pairs with ``input_ids[:, 1:]`` and
@@ -17,6 +21,7 @@ Conventions, fixed here once:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from rlx.errors import ConfigError
+from rlx.llm.chat import Prompt, is_conversation, render_completion, render_prompt, segments
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -89,14 +95,18 @@ class Batch:
         return self.input_ids.shape[0]
 
 
-def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str) -> list[int]:
-    """``[bos] + prompt`` token ids (bos when the tokenizer has one): what generation feeds in."""
+def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: Prompt) -> list[int]:
+    """The prompt's token ids, what generation feeds in: ``[bos] + prompt`` for text (bos when
+    the tokenizer has one), the chat template's rendering with the generation prompt for a
+    conversation (the template places any bos itself)."""
+    if is_conversation(prompt):
+        return tokenizer(render_prompt(tokenizer, prompt), add_special_tokens=False)["input_ids"]
     ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     return _with_bos(tokenizer, ids)
 
 
 def encode_prompt_completion(
-    tokenizer: PreTrainedTokenizerBase, prompt: str, completion: str, max_length: int | None
+    tokenizer: PreTrainedTokenizerBase, prompt: Prompt, completion: Any, max_length: int | None
 ) -> EncodedSequence:
     """Tokenise ``[bos] + prompt + completion + [eos]`` with its loss mask over target tokens.
 
@@ -108,22 +118,91 @@ def encode_prompt_completion(
 
 def encode_prompt_completions(
     tokenizer: PreTrainedTokenizerBase,
-    prompts: Sequence[str],
-    completions: Sequence[str],
+    prompts: Sequence[Prompt],
+    completions: Sequence[Any],
     max_length: int | None,
 ) -> list[EncodedSequence]:
-    """:func:`encode_prompt_completion` for many rows, with one tokenizer call per column."""
+    """:func:`encode_prompt_completion` for many rows, with one tokenizer call per column.
+
+    Prompt and completion are tokenised apart: the completion's tokens are those the model
+    generates after the prompt's, where tokenising the joined text could merge tokens across
+    the boundary (BPE turns ``"is " + "Paris"`` into ``"is" + " Paris"``). A conversation's
+    completion is the text the chat template adds after the generation prompt, cut after the
+    first eos (the end of the assistant's turn); a text completion gets eos appended. Rows cut
+    to ``max_length`` are counted in one :class:`TruncationWarning`.
+    """
     if len(prompts) != len(completions):
         raise ConfigError(f"got {len(prompts)} prompts but {len(completions)} completions.")
     if not prompts:
         return []
-    prompt_ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-    completion_ids = tokenizer(list(completions), add_special_tokens=False)["input_ids"]
-    eos = [] if tokenizer.eos_token_id is None else [tokenizer.eos_token_id]
-    return [
-        EncodedSequence.from_parts(_with_bos(tokenizer, p), c + eos, max_length)
-        for p, c in zip(prompt_ids, completion_ids, strict=True)
-    ]
+    prompt_texts, completion_texts, chats = [], [], []
+    for prompt, completion in zip(prompts, completions, strict=True):
+        chat = is_conversation(prompt)
+        prompt_texts.append(render_prompt(tokenizer, prompt) if chat else prompt)
+        completion_texts.append(
+            render_completion(tokenizer, prompt, completion) if chat else completion
+        )
+        chats.append(chat)
+    prompt_ids = tokenizer(prompt_texts, add_special_tokens=False)["input_ids"]
+    completion_ids = tokenizer(completion_texts, add_special_tokens=False)["input_ids"]
+    seqs, cut = [], 0
+    for p, c, chat in zip(prompt_ids, completion_ids, chats, strict=True):
+        prompt = p if chat else _with_bos(tokenizer, p)
+        completion = ended(c, tokenizer.eos_token_id)
+        seqs.append(EncodedSequence.from_parts(prompt, completion, max_length))
+        cut += len(seqs[-1].input_ids) < len(prompt) + len(completion)
+    warn_truncated(cut, len(seqs), max_length)
+    return seqs
+
+
+def encode_conversations(
+    tokenizer: PreTrainedTokenizerBase, conversations: Sequence[list[Any]], max_length: int | None
+) -> list[EncodedSequence]:
+    """Whole conversations, rendered by the chat template, with the loss over the assistant's
+    turns: each turn's text up to and including its eos (:func:`rlx.llm.chat.segments`).
+    Every segment is tokenised on its own, so a turn's tokens are the ones generated after
+    the text before it. Too long a conversation loses its tail (one warning counts them)."""
+    out, cut = [], 0
+    for messages in conversations:
+        ids: list[int] = []
+        mask: list[bool] = []
+        for text, trained in segments(tokenizer, messages):
+            part = tokenizer(text, add_special_tokens=False)["input_ids"]
+            targets = len(ended(part, tokenizer.eos_token_id)) if trained else 0
+            targets = min(targets, len(part))
+            ids += part
+            mask += [True] * targets + [False] * (len(part) - targets)
+        if max_length is not None and len(ids) > max_length:
+            ids, mask, cut = ids[:max_length], mask[:max_length], cut + 1
+        if mask:
+            mask[0] = False  # token 0 has no context to be predicted from
+        first = mask.index(True) if True in mask else len(ids)
+        out.append(EncodedSequence(ids, mask, first))
+    warn_truncated(cut, len(out), max_length)
+    return out
+
+
+def ended(ids: Sequence[int], eos: int | None) -> list[int]:
+    """A completion's tokens ending at eos: cut after its first eos, or eos appended."""
+    ids = list(ids)
+    if eos is None:
+        return ids
+    return ids[: ids.index(eos) + 1] if eos in ids else [*ids, eos]
+
+
+class TruncationWarning(UserWarning):
+    """Rows longer than ``max_length`` lost their tails."""
+
+
+def warn_truncated(count: int, total: int, max_length: int | None) -> None:
+    """The one warning of an encoding that cut ``count`` of ``total`` rows to ``max_length``."""
+    if count:
+        warnings.warn(
+            f"{count} of {total} rows are longer than max_length={max_length} tokens and lose "
+            "their tails (the completion's end, eos first); raise max_length to keep them whole.",
+            TruncationWarning,
+            stacklevel=3,
+        )
 
 
 def _with_bos(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> list[int]:
@@ -218,15 +297,19 @@ def completion_lengths(batch: Batch) -> Tensor:
 __all__ = [
     "Batch",
     "EncodedSequence",
+    "TruncationWarning",
     "completion_lengths",
+    "encode_conversations",
     "encode_prompt",
     "encode_prompt_completion",
     "encode_prompt_completions",
+    "ended",
     "forward_logits",
     "logprobs_from_logits",
     "pad_batch",
     "sequence_logprobs",
     "token_logprobs",
+    "warn_truncated",
 ]
 
 

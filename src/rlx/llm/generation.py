@@ -19,6 +19,7 @@ from torch import Tensor
 
 from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
+from rlx.llm.chat import completion_text
 from rlx.llm.models import load_model
 from rlx.llm.tasks import PreferencePair, load_verifier_jsonl
 
@@ -94,7 +95,7 @@ def answers_of(rows: Sequence[Any]) -> tuple[list[str], list[str]]:
                 f"exact match needs rows with a prompt and an answer (or completion); got {row!r}."
             )
         prompts.append(row.prompt)
-        answers.append(answer)
+        answers.append(completion_text(answer))  # a conversational one: its message's text
     return prompts, answers
 
 
@@ -240,7 +241,8 @@ def _warpers(temperature: float, top_p: float) -> Any:
 def _forward_names(model: Any) -> tuple[str, bool]:
     """The name ``model.forward`` takes its key/value cache under (``cache`` since
     transformers 5.x, ``past_key_values`` before) and whether it takes ``logits_to_keep``."""
-    params = inspect.signature(model.forward).parameters
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft
+    params = inspect.signature(inner.forward).parameters
     return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
 
 

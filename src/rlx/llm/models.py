@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from rlx.core.devices import DEVICE_NAMES
 from rlx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,8 +39,21 @@ DTYPES: dict[str, torch.dtype] = {
 }
 """The dtypes a model loads in, by name; ``None`` means float32, the safe choice for training."""
 
-ARCHITECTURES = ("llama", "gpt2")
-"""The tiny model families :func:`make_tiny_lm` builds."""
+ARCHITECTURES = ("llama", "gpt2", "qwen2")
+"""The tiny model families :func:`make_tiny_lm` and :func:`make_tiny_chat_lm` build."""
+
+CHAT_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+"""The BPE chat tokenizer's special tokens (Qwen2's): padding, turn start, turn end (= eos)."""
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+"""ChatML, the template of Qwen2's chat models: every turn is ``<|im_start|>ROLE\\nTEXT<|im_end|>``
+and a line break; the generation prompt opens an assistant turn."""
+
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -176,10 +190,16 @@ def torch_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
 
 
 def _parse_device(device: str | torch.device) -> torch.device:
+    if str(device) == "auto":  # CUDA, then MPS, then the CPU
+        from rlx.core.devices import resolve_device
+
+        return resolve_device("auto")
     try:
         target = torch.device(device)
     except (RuntimeError, TypeError, ValueError) as err:
-        raise ConfigError(f"device={device!r} is not a torch device, e.g. 'cpu', 'cuda'.") from err
+        raise ConfigError(
+            f"device={device!r} is not a torch device; use one of {', '.join(DEVICE_NAMES)}."
+        ) from err
     if target.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device={device!r} asks for CUDA, which this machine lacks; use 'cpu'.")
     return target
@@ -245,6 +265,92 @@ def make_tiny_lm(
     tokenizer.save_pretrained(out)
     _portable_tokenizer_class(out)
     return out
+
+
+def make_tiny_chat_lm(
+    out_dir: str | Path,
+    texts: Iterable[str] | None = None,
+    *,
+    arch: str = "qwen2",
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    max_length: int = 256,
+    seed: int = 0,
+) -> Path:
+    """Build a tiny randomly initialised chat model as a user's real one is laid out: a
+    Hugging Face architecture (``qwen2``, ``llama`` or ``gpt2``), a byte-level BPE tokenizer
+    trained on ``texts`` with the ``tokenizers`` library, and a chat template, saved in
+    ``out_dir`` for :func:`load_model` or ``AutoModelForCausalLM`` / ``AutoTokenizer``.
+
+    The tokenizer is Qwen2's kind: byte-level BPE (GPT-2's pre-tokenizer, so any text encodes)
+    with up to ``vocab_size`` tokens, no bos, ``<|im_end|>`` as eos (a chat model stops at
+    the end of its turn), ``<|endoftext|>`` as padding, and the ChatML template
+    (:data:`CHAT_TEMPLATE`). BPE merges text across characters, so unlike
+    :func:`make_tiny_lm`'s tokenizer the tokens of ``prompt + completion`` are not always those
+    of the prompt followed by those of the completion: the tests of token boundaries use it.
+    Weights depend only on ``seed``.
+    """
+    from transformers import AutoModelForCausalLM
+
+    _check_tiny_sizes(arch, hidden_size, num_layers, num_heads, max_length)
+    tokenizer = bpe_chat_tokenizer(texts, vocab_size=vocab_size, max_length=max_length)
+    special_ids = {
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": None,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
+    sizes = (hidden_size, num_layers, num_heads, max_length)
+    config = _tiny_config(arch, len(tokenizer), *sizes, special_ids)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.generation_config.update(**special_ids)
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    with no_progress_bars():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    _portable_tokenizer_class(out)
+    return out
+
+
+def bpe_chat_tokenizer(
+    texts: Iterable[str] | None = None, *, vocab_size: int = 512, max_length: int = 256
+) -> PreTrainedTokenizerBase:
+    """A byte-level BPE tokenizer trained on ``texts`` (default: :data:`DEFAULT_ALPHABET`'s
+    characters), with Qwen2's special tokens and the ChatML template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if isinstance(texts, str):
+        texts = [texts]
+    corpus = list(texts) if texts is not None else [DEFAULT_ALPHABET]
+    if not all(isinstance(text, str) for text in corpus):
+        raise ConfigError("texts must be strings.")
+    pad, _, eos = CHAT_SPECIAL_TOKENS
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(CHAT_SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte stays encodable
+        show_progress=False,
+    )
+    # the template's own text, so its role names and line breaks get tokens of their own
+    roles = [f"<|im_start|>{role}\n" for role in ("system", "user", "assistant")]
+    backend.train_from_iterator([*corpus, *roles], trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=pad,
+        eos_token=eos,
+        model_max_length=max_length,
+        padding_side="right",
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+    )
 
 
 def character_tokenizer(
@@ -318,8 +424,21 @@ def _tiny_config(
     max_length: int,
     special_ids: dict[str, int],
 ) -> Any:
-    from transformers import GPT2Config, LlamaConfig
+    from transformers import GPT2Config, LlamaConfig, Qwen2Config
 
+    if arch == "qwen2":
+        return Qwen2Config(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=num_heads,
+            num_key_value_heads=num_heads,
+            max_position_embeddings=max_length,
+            tie_word_embeddings=True,  # as Qwen2's small models do
+            architectures=["Qwen2ForCausalLM"],
+            **special_ids,
+        )
     if arch == "gpt2":
         return GPT2Config(
             vocab_size=vocab_size,
@@ -397,14 +516,18 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
 
 __all__ = [
     "ARCHITECTURES",
+    "CHAT_SPECIAL_TOKENS",
+    "CHAT_TEMPLATE",
     "DEFAULT_ALPHABET",
     "DTYPES",
     "SPECIAL_TOKENS",
+    "bpe_chat_tokenizer",
     "causal_lm_folder",
     "character_tokenizer",
     "count_parameters",
     "load_model",
     "load_tokenizer",
+    "make_tiny_chat_lm",
     "make_tiny_lm",
     "model_folder",
     "no_progress_bars",

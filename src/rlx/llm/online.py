@@ -1,9 +1,10 @@
 """What the online stages (GRPO, RLHF-PPO) share: they sample completions of the policy, score
 them with a reward function, and keep the policy near a frozen reference.
 
-- :func:`guarded_reward`: the reward function, run in the sandbox when it executes
+- :func:`guarded_reward`: the reward functions, run in the sandbox when they execute
   model-written code (``python-tests``), the sandbox's protections recorded in the run;
-- :func:`score`: its values for a batch of completions, checked (one finite number each);
+- :func:`score`: their weighted sum for a batch of completions, checked (one finite number or
+  None each), with the data's other columns passed by name (:func:`row_columns`);
 - :func:`check_prompt_lengths`: every prompt plus ``max_new_tokens`` fits the model's context;
 - :func:`frozen_copy`: the reference ``pi_ref``, a copy of the start model without gradients;
 - :func:`evaluate`: greedy exact match on held-out rows that carry answers.
@@ -12,60 +13,70 @@ them with a reward function, and keep the policy near a frozen reference.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from rlx import metrics as M
-from rlx.errors import ConfigError, RLXError
+from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
-from rlx.llm.tasks import RewardFunction
+from rlx.llm.chat import completion_message, is_conversation
+from rlx.llm.rewards import RewardFunction, RewardFunctionError, RewardSet
 
 EVAL_ROWS = 200
 """Held-out rows decoded per evaluation: greedy decoding is the slow part of one."""
 
 
-class RewardFunctionError(RLXError):
-    """A reward function raised, or returned something other than one finite number per
-    completion."""
-
-
-def guarded_reward(reward: RewardFunction, config: Any, run: Any) -> RewardFunction:
-    """``reward`` as the run calls it: sandboxed when it runs model-written code (refused
-    where the sandbox cannot isolate it, unless ``config.allow_unisolated``), with the
-    sandbox's protections written into the run's summary."""
+def guarded_reward(reward: RewardSet, config: Any, run: Any) -> RewardSet:
+    """``reward``'s functions as the run calls them: sandboxed when they run model-written
+    code (refused where the sandbox cannot isolate it, unless ``config.allow_unisolated``),
+    with the sandbox's protections written into the run's summary."""
     from rlx.llm.sandbox import prepare_for_run
 
-    guarded, sandbox = prepare_for_run(reward, config.allow_unisolated)
-    if sandbox is not None:
-        run.add_to_summary(sandbox=sandbox)
-    return guarded
+    protections: list[Any] = []
+
+    def guard(function: RewardFunction) -> RewardFunction:
+        guarded, sandbox = prepare_for_run(function, config.allow_unisolated)
+        if sandbox is not None:
+            protections.append(sandbox)
+        return guarded
+
+    out = reward.map(guard)
+    if protections:
+        run.add_to_summary(sandbox=protections[0])
+    return out
 
 
 def score(
-    reward: RewardFunction, prompts: list[str], texts: list[str], answers: list[str]
-) -> Tensor:
-    """The reward function's values as a float32 tensor, or a RewardFunctionError that names
-    the function."""
-    name = getattr(reward, "__name__", repr(reward))
-    try:
-        values = reward(prompts, texts, answers=answers)
-    except Exception as exc:
-        raise RewardFunctionError(
-            f"the reward function {name} raised {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(values, Sequence) or len(values) != len(texts):
-        got = len(values) if isinstance(values, Sequence) else type(values).__name__
-        raise RewardFunctionError(
-            f"the reward function {name} must return one number per completion "
-            f"({len(texts)}), got {got}."
-        )
-    out = torch.tensor([float(v) for v in values], dtype=torch.float32)
-    if not torch.isfinite(out).all():
-        raise RewardFunctionError(f"the reward function {name} returned NaN or inf.")
-    return out
+    reward: RewardSet | RewardFunction,
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    columns: Mapping[str, Sequence[Any]] | None = None,
+    completion_ids: Sequence[Sequence[int]] | None = None,
+) -> tuple[Tensor, dict[str, float]]:
+    """The combined reward ``[N]`` of the completions and each function's mean as
+    ``reward/<name>`` (:meth:`rlx.llm.rewards.RewardSet.score`); a bare function is a set
+    of one. Raises :class:`~rlx.llm.rewards.RewardFunctionError` naming a function that
+    fails."""
+    rewards = reward if isinstance(reward, RewardSet) else RewardSet([reward], [1.0])
+    return rewards.score(prompts, completions, columns, completion_ids)
+
+
+def completions_for_rewards(prompts: Sequence[Any], texts: Sequence[str]) -> list[Any]:
+    """Decoded completions as reward functions receive them (TRL's form): the text for a
+    text prompt, one assistant message for a conversational one."""
+    return [completion_message(t) if is_conversation(p) else t
+            for p, t in zip(prompts, texts, strict=True)]  # fmt: skip
+
+
+def row_columns(rows: Sequence[Any], repeat: int = 1) -> dict[str, list[Any]]:
+    """The extra columns of prompt rows (:class:`rlx.llm.data.PromptRow`), each value
+    repeated ``repeat`` times so they line up with ``repeat`` completions per prompt."""
+    names = {name for row in rows for name in getattr(row, "columns", {})}
+    return {name: [row.columns.get(name) for row in rows for _ in range(repeat)]
+            for name in sorted(names)}  # fmt: skip
 
 
 def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: Any) -> None:
@@ -86,7 +97,8 @@ def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: An
 
 
 def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` in eval mode whose parameters take no gradient: the reference."""
+    """A copy of ``model`` in eval mode whose parameters take no gradient: the reference
+    (:func:`rlx.llm.lora.reference_of` gives a LoRA model's without a copy)."""
     return copy.deepcopy(model).eval().requires_grad_(False)
 
 
@@ -105,8 +117,10 @@ __all__ = [
     "EVAL_ROWS",
     "RewardFunctionError",
     "check_prompt_lengths",
+    "completions_for_rewards",
     "evaluate",
     "frozen_copy",
     "guarded_reward",
+    "row_columns",
     "score",
 ]

@@ -1,4 +1,4 @@
-"""Data for language-model alignment: JSONL files, generated tasks, and reward functions.
+"""Data for language-model alignment: rlx's row kinds, their JSONL files, and generated tasks.
 
 Three row kinds, one frozen dataclass each, one JSON object per line in files:
 
@@ -11,10 +11,8 @@ Completions and answers carry **no end marker**: the training code appends the t
 to every completion (:func:`rlx.llm.batching.encode_prompt_completion`), so a model learns to stop
 right after ``"81"`` and generation stops at eos.
 
-A reward function is a plain callable ``(prompts, completions, **kw) -> list[float]`` (TRL's
-convention). GRPO and RLHF-PPO pass the rows' answers as the keyword list ``answers`` (one per
-completion); other columns of a verifier file are not read, so a reward takes ``**kw`` and uses
-``answers`` or nothing.
+The stages read any source and TRL's column names through :mod:`rlx.llm.data`; prompts and
+completions there may also be conversations. Reward functions live in :mod:`rlx.llm.rewards`.
 """
 
 from __future__ import annotations
@@ -32,26 +30,26 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rlx.errors import ConfigError
-
-RewardFunction = Callable[..., list[float]]
-"""``(prompts, completions, **kw) -> list[float]``, one score per completion."""
+from rlx.llm.chat import Prompt
 
 
 @dataclass(frozen=True, slots=True)
 class SFTExample:
-    """A demonstration: the model learns ``completion`` (then eos) after ``prompt``."""
+    """A demonstration: the model learns ``completion`` (then eos) after ``prompt`` (text, or
+    with :mod:`rlx.llm.data`, conversations: lists of messages)."""
 
-    prompt: str
-    completion: str
+    prompt: Prompt
+    completion: Prompt
 
 
 @dataclass(frozen=True, slots=True)
 class PreferencePair:
-    """A comparison: for ``prompt``, ``chosen`` was preferred over ``rejected``."""
+    """A comparison: for ``prompt``, ``chosen`` was preferred over ``rejected`` (text, or
+    conversations)."""
 
-    prompt: str
-    chosen: str
-    rejected: str
+    prompt: Prompt
+    chosen: Prompt
+    rejected: Prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,110 +328,23 @@ def _solve(prompt: str) -> int:
     return _OPERATIONS[op](int(a), int(b))
 
 
-# --- reward functions ---------------------------------------------------------------------------
-
-
-def exact_match_reward(
-    prompts: Sequence[str],
-    completions: Sequence[str],
-    answers: Sequence[str] | None = None,
-    **_: Any,
-) -> list[float]:
-    """1.0 when ``completion.strip() == answer.strip()``, else 0.0, one per completion.
-
-    ``answers`` is the ``answer`` column of verifier rows, aligned with ``completions``.
-    """
-    if answers is None:
-        raise ConfigError(
-            "the exact-match reward needs answers: rows {'prompt', 'answer'} (verifier data)."
-        )
-    _same_length(prompts, completions, "completions")
-    _same_length(prompts, answers, "answers")
-    return [
-        float(completion.strip() == answer.strip())
-        for completion, answer in zip(completions, answers, strict=True)
-    ]
-
-
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def numeric_reward(
-    prompts: Sequence[str],
-    completions: Sequence[str],
-    answers: Sequence[str] | None = None,
-    **_: Any,
-) -> list[float]:
-    """1.0 when the last number in the completion equals the answer as a number ("81",
-    " 81.0", "= 81" all match 81; within 1e-6 relative), else 0.0."""
-    if answers is None:
-        raise ConfigError("the numeric reward needs answers: rows {'prompt', 'answer'}.")
-    _same_length(prompts, completions, "completions")
-    _same_length(prompts, answers, "answers")
-    return [float(_numbers_equal(c, a)) for c, a in zip(completions, answers, strict=True)]
-
-
-def _numbers_equal(completion: str, answer: str) -> bool:
-    found = _NUMBER.findall(completion)
-    target = _NUMBER.findall(answer)
-    if not found or not target:
-        return False
-    got, want = float(found[-1]), float(target[-1])
-    return abs(got - want) <= 1e-6 * max(1.0, abs(want))
-
-
-def python_tests_reward(
-    prompts: Sequence[str], completions: Sequence[str], **kw: Any
-) -> list[float]:
-    """Runs each completion against its row's tests in a sandbox (:mod:`rlx.llm.sandbox`)."""
-    from rlx.llm.sandbox import python_tests_reward as run
-
-    return run(prompts, completions, **kw)
-
-
-python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
-
-
-REWARDS: dict[str, RewardFunction] = {
-    "exact-match": exact_match_reward,
-    "numeric": numeric_reward,
-    "python-tests": python_tests_reward,
-    "arithmetic-gold": gold_reward,
-}
-"""Reward functions by name, as the CLI and ``llm.grpo(reward=...)`` accept them."""
-
-
-def get_reward(name_or_callable: str | RewardFunction) -> RewardFunction:
-    """The reward function named in :data:`REWARDS`, or the callable itself."""
-    if callable(name_or_callable):
-        return name_or_callable
-    if isinstance(name_or_callable, str) and name_or_callable in REWARDS:
-        return REWARDS[name_or_callable]
-    raise ConfigError(
-        f"reward={name_or_callable!r} is not a known reward; use one of {sorted(REWARDS)} or a "
-        "callable (prompts, completions, **kw) -> list[float]."
-    )
-
-
 def _same_length(prompts: Sequence[Any], other: Sequence[Any], name: str) -> None:
     if len(prompts) != len(other):
         raise ConfigError(f"got {len(prompts)} prompts but {len(other)} {name}; they must match.")
 
 
 __all__ = [
-    "REWARDS",
     "PreferencePair",
-    "RewardFunction",
+    "PromptExample",
     "SFTExample",
     "VerifierExample",
     "arithmetic",
     "arithmetic_preferences",
     "arithmetic_sft",
-    "exact_match_reward",
-    "get_reward",
     "gold_reward",
     "length_biased_preferences",
     "load_preferences_jsonl",
+    "load_prompts_jsonl",
     "load_sft_jsonl",
     "load_verifier_jsonl",
     "task_texts",

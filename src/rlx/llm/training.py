@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -44,7 +44,10 @@ class StageConfig:
     model: str = ""
     """the model folder to start from: a local Hugging Face causal LM (nothing is downloaded)"""
     data: str = ""
-    """the JSONL data file"""
+    """the data: a file (JSONL, JSON, Parquet, CSV) or a folder saved by datasets, with TRL's
+    columns (rlx.llm.data); from Python also a datasets.Dataset or a list of dicts"""
+    split: str | None = None
+    """the split of a DatasetDict or of a saved one (None: train)"""
     seed: int = 0
     """seeds the split, the shuffles and any new weights"""
     steps: int | None = None
@@ -70,17 +73,33 @@ class StageConfig:
     """share of the rows held out for evaluation (at most 500 rows)"""
     eval_every: int | None = None
     """optimizer steps between evaluations (None: about 10 per run)"""
-    device: str = "cpu"
-    """cpu, cuda or cuda:N"""
+    device: str = "auto"
+    """auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps"""
     dtype: str | None = None
     """model weights: float32, bfloat16 or float16 (None: as saved)"""
-    precision: str = "fp32"
-    """training forward passes: fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
+    precision: str = "auto"
+    """training forward passes: auto (bf16-mixed on a GPU that has bfloat16, fp32
+    elsewhere), fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
     weights, gradients, optimizer and losses stay float32; pays on CPUs with AVX512-BF16 or AMX
     and on recent GPUs; on a CPU without them PyTorch emulates bfloat16, far slower than fp32:
     rlx warns there)"""
     num_threads: int | None = None
     """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
+    gradient_checkpointing: bool = False
+    """recompute activations in the backward pass instead of keeping them: less memory for
+    long sequences, one more forward pass of compute"""
+    lora: bool = False
+    """train a LoRA adapter (peft) instead of every weight; the reference of DPO, GRPO and
+    RLHF-PPO is then the same model with the adapter disabled"""
+    lora_r: int = 16
+    """LoRA rank"""
+    lora_alpha: int = 32
+    """LoRA scaling numerator: the update is (lora_alpha / lora_r) B A"""
+    lora_dropout: float = 0.0
+    """dropout on the LoRA branch's input"""
+    lora_target_modules: tuple[str, ...] | None = None
+    """module names LoRA adapts (None: every linear layer but the output head, peft's
+    all-linear)"""
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -97,6 +116,10 @@ class StageConfig:
             if getattr(self, amount) is not None:
                 positive(self, amount)
         at_least(self, "max_length", 2)
+        at_least(self, "lora_r", 1)
+        positive(self, "lora_alpha")
+        if not 0 <= self.lora_dropout < 1:
+            raise ConfigError(f"{name}: lora_dropout={self.lora_dropout} must be in [0, 1).")
         for share in ("warmup_ratio", "eval_fraction"):
             if not 0 <= getattr(self, share) < 1:
                 raise ConfigError(f"{name}: {share}={getattr(self, share)} must be in [0, 1).")
@@ -207,7 +230,16 @@ def set_learning_rate(
 
 
 # ============================================================================ precision
-PRECISIONS = ("fp32", "bf16-mixed")
+PRECISIONS = ("fp32", "bf16-mixed", "auto")
+
+
+def resolve_precision(precision: str, device: str | torch.device) -> str:
+    """``precision`` with ``auto`` decided: ``bf16-mixed`` on a CUDA device that computes in
+    bfloat16, else ``fp32`` (a CPU without bfloat16 instructions emulates it slowly)."""
+    if precision != "auto":
+        return precision
+    on_cuda = torch.device(device).type == "cuda"
+    return "bf16-mixed" if on_cuda and torch.cuda.is_bf16_supported() else "fp32"
 
 
 def autocast(precision: str, device: str | torch.device) -> torch.autocast:
@@ -228,6 +260,8 @@ def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[Non
     float32, which costs more than the bfloat16 matmuls save; the eager path's small batched
     matmuls do not.
     """
+    if not isinstance(model, torch.nn.Module):  # none, or a LoRA reference: the policy's
+        model = None
     on_cpu = model is not None and next(model.parameters()).device.type == "cpu"
     if precision == "bf16-mixed" and on_cpu and not cpu_has_bf16():
         _warn_emulated_bf16()
@@ -270,6 +304,58 @@ def _sdpa_models(model: torch.nn.Module | None) -> list[torch.nn.Module]:
     return found
 
 
+# ============================================================================ many processes
+class DataParallel(Protocol):
+    """This process's part of a data-parallel run (``torchrun --nproc-per-node N``), handed to
+    a stage's ``train`` from above (:mod:`rlx.distributed.data_parallel`) as ``parallel=``.
+
+    Every process holds the whole model and draws the same batches; each takes its
+    :meth:`shard` of every batch, and :meth:`sum_` adds tensors (gradients, metrics) over the
+    processes in place, so each ends the step with the gradient of the whole batch."""
+
+    rank: int
+    world_size: int
+
+    def shard(self, rows: np.ndarray) -> np.ndarray:
+        """This process's part of a batch's rows (contiguous, sizes differ by at most one)."""
+        ...
+
+    def sum_(self, tensors: Sequence[Tensor]) -> None:
+        """Replace each tensor by its sum over the processes."""
+        ...
+
+
+def sum_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel | None) -> None:
+    """Every parameter's gradient summed over the processes (nothing on one process); a
+    parameter without a gradient on this process counts as a zero one."""
+    if parallel is None:
+        return
+    for param in params:
+        if param.grad is None:
+            param.grad = torch.zeros_like(param)
+    parallel.sum_([param.grad for param in params])
+
+
+def average_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel | None) -> None:
+    """Every parameter's gradient averaged over the processes: the gradient of the mean of
+    their losses, when each process's loss is a mean over an equal shard of the batch."""
+    if parallel is None:
+        return
+    sum_gradients(params, parallel)
+    for param in params:
+        param.grad.div_(parallel.world_size)
+
+
+def mean_over_processes(metrics: dict[str, Any], parallel: DataParallel | None) -> dict[str, Any]:
+    """Each metric's mean over the processes (unchanged on one process)."""
+    if parallel is None or not metrics:
+        return metrics
+    keys = sorted(metrics)
+    values = torch.tensor([float(metrics[k]) for k in keys], dtype=torch.float64)
+    parallel.sum_([values])
+    return {k: float(v) / parallel.world_size for k, v in zip(keys, values.tolist(), strict=True)}
+
+
 # ============================================================================ the loop
 LossFn = Callable[[np.ndarray], tuple[Tensor, dict[str, Tensor]]]
 """Rows (indices) -> (summed loss over them, metrics of those rows as 0-d tensors)."""
@@ -301,7 +387,13 @@ def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> to
 
 
 def train_loop(
-    stage: Stage, config: StageConfig, run: Run, *, steps: int, lr: float
+    stage: Stage,
+    config: StageConfig,
+    run: Run,
+    *,
+    steps: int,
+    lr: float,
+    parallel: DataParallel | None = None,
 ) -> dict[str, float]:
     """``steps`` optimizer steps of ``stage`` inside an open run; returns the last evaluation.
 
@@ -309,7 +401,9 @@ def train_loop(
     accumulates ``d/dtheta [sum_micro loss_micro / sum_batch units]``: the gradient of the
     batch's mean loss. Metrics are logged per step, the held-out evaluation every
     ``eval_every`` steps; a checkpoint (model, optimizer, sampler, RNG) every 30 s, on
-    Ctrl-C, and at the end, where the model is also saved to ``RUN_DIR/model``.
+    Ctrl-C, and at the end, where the model is also saved to ``RUN_DIR/model``. With
+    ``parallel`` each process computes its shard of every micro-batch and the gradients are
+    summed over the processes before the step (only the writing process saves files).
     """
     model = stage.model
     optimizer = make_optimizer(model, lr, config.weight_decay)
@@ -320,14 +414,15 @@ def train_loop(
         step = int(run.resumed_step or 0)
     model.train()
     with attention_for(model, config.precision):
-        step, last_eval = _steps(stage, config, run, optimizer, sampler, step, steps, lr)
+        step, last_eval = _steps(stage, config, run, optimizer, sampler, step, steps, lr, parallel)
     if run.stop_requested and step < steps:
         run.save_checkpoint(step, training_state(model, optimizer, sampler))
         return last_eval
     run.save_checkpoint(step, training_state(model, optimizer, sampler))
     if not last_eval:  # resumed at the end: evaluate what was trained
         last_eval = _evaluate(stage)
-    stage.save_model(run.dir / MODEL_DIR)
+    if run.writer:
+        stage.save_model(run.dir / MODEL_DIR)
     return last_eval
 
 
@@ -340,6 +435,7 @@ def _steps(
     step: int,
     steps: int,
     lr: float,
+    parallel: DataParallel | None = None,
 ) -> tuple[int, dict[str, float]]:
     """The optimizer steps from ``step`` to ``steps`` (or a stop request): the step reached
     and the last evaluation."""
@@ -350,7 +446,9 @@ def _steps(
     while step < steps and not run.stop_requested:
         step_lr = set_learning_rate(optimizer, lr, step, steps, config.warmup_ratio)
         with_precision = autocast(config.precision, config.device)
-        metrics = accumulate_gradients(stage, sampler.next(), config.grad_accum, with_precision)
+        metrics = accumulate_gradients(
+            stage, sampler.next(), config.grad_accum, with_precision, parallel
+        )
         if config.max_grad_norm is not None:
             metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
                 params, config.max_grad_norm, foreach=True
@@ -370,20 +468,38 @@ def _steps(
 
 
 def accumulate_gradients(
-    stage: Stage, rows: np.ndarray, grad_accum: int, precision: Any = None
+    stage: Stage,
+    rows: np.ndarray,
+    grad_accum: int,
+    precision: Any = None,
+    parallel: DataParallel | None = None,
 ) -> dict[str, Tensor | float]:
     """Backward of the batch's mean loss in ``grad_accum`` parts; returns the batch's
     metrics, each micro-batch's weighted by its share of the units. ``precision``: the
-    context the forward passes run in (:func:`autocast`; backward runs outside it)."""
+    context the forward passes run in (:func:`autocast`; backward runs outside it).
+
+    With ``parallel`` this process takes its shard of each micro-batch; the loss is still
+    divided by the whole batch's units, so the gradients and the share-weighted metrics
+    summed over the processes are those of one process running the whole batch."""
     total_units = float(stage.units[rows].sum())
     metrics: dict[str, Tensor | float] = {}
     for part in np.array_split(rows, grad_accum):
+        mine = part if parallel is None else parallel.shard(part)
+        if len(mine) == 0:
+            continue
         with precision or nullcontext():
-            loss_sum, part_metrics = stage.loss(part)
+            loss_sum, part_metrics = stage.loss(mine)
         (loss_sum / total_units).backward()
-        share = float(stage.units[part].sum()) / total_units
+        share = float(stage.units[mine].sum()) / total_units
         for key, value in part_metrics.items():
             metrics[key] = metrics.get(key, 0.0) + share * value.detach()
+    if parallel is not None:
+        params = [p for p in stage.model.parameters() if p.requires_grad]
+        sum_gradients(params, parallel)
+        keys = sorted(metrics)
+        values = torch.stack([torch.as_tensor(metrics[k], dtype=torch.float64) for k in keys])
+        parallel.sum_([values])
+        metrics = dict(zip(keys, values, strict=True))
     return metrics
 
 
@@ -463,13 +579,68 @@ def complete_config(
     return config
 
 
+@dataclass(frozen=True)
+class StageData:
+    """What a run trains on when it cannot be a config field: in-memory data (a
+    ``datasets.Dataset``, a list of dicts) and GRPO's Python reward functions.
+
+    ``llm.sft(model, data)`` and its siblings hand this to ``rlx.train`` as the run's "env",
+    so the objects reach that run's ``train`` and no other; ``name``, a short description of
+    the data, is what the run records (``config.json`` cannot hold the rows or a function, so
+    a resumed run needs them given again)."""
+
+    name: str
+    reward: Any = None
+    source: Any = None
+
+
+def stage_rows(config: StageConfig, data: Any) -> list[dict[str, Any]]:
+    """The run's rows as dicts: from the :class:`StageData` its ``train`` received, else from
+    ``config.data`` (a file or a saved data set)."""
+    from rlx.llm.data import read_rows
+
+    if isinstance(data, StageData) and data.source is not None:
+        return read_rows(data.source, config.split)
+    if not config.data:
+        raise ConfigError("no data: give data= (a file, a datasets.Dataset or a list of dicts).")
+    if config.data.startswith("<"):
+        raise ConfigError(
+            f"this run trained on in-memory data {config.data}: pass the data again to resume."
+        )
+    return read_rows(config.data, config.split)
+
+
+def trainable_share(model: torch.nn.Module) -> dict[str, float]:
+    """``trainable_parameters``, ``total_parameters`` and their ratio ``trainable_share``
+    (below 1 with LoRA), as the run's summary records them."""
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {
+        "trainable_parameters": trainable,
+        "total_parameters": total,
+        "trainable_share": trainable / max(total, 1),
+    }
+
+
+def resolved(config: Any) -> Any:
+    """``config`` with ``device="auto"`` and ``precision="auto"`` decided for this machine."""
+    from rlx.core.devices import resolve_device
+
+    device = str(resolve_device("auto")) if config.device == "auto" else config.device
+    return dataclasses.replace(
+        config, device=device, precision=resolve_precision(config.precision, device)
+    )
+
+
 def run_stage(
     config: StageConfig,
     run: Run,
-    prepare: Callable[[StageConfig], Prepared],
+    prepare: Callable[[StageConfig, Any], Prepared],
     *,
     lr_scale: float,
     target_rows: int,
+    data: Any = None,
+    parallel: DataParallel | None = None,
 ) -> StageResult:
     """The registered ``train(config, data, run)`` of every stage: load and split the data,
     load the model, complete the config (written back into ``config.json``), train, save.
@@ -477,12 +648,16 @@ def run_stage(
     ``lr_scale`` scales :func:`default_learning_rate`; ``target_rows`` sizes the default
     number of passes (:func:`resolve_epochs`)."""
     set_torch_threads(config.num_threads)
-    prepared = prepare(config)
+    config = resolved(config)
+    prepared = prepare(config, data)
     config = complete_config(
         config, run, prepared.train_rows, prepared.num_params, lr_scale, target_rows
     )
     stage = prepared.build(config)
-    metrics = train_loop(stage, config, run, steps=config.steps, lr=config.learning_rate)
+    run.add_to_summary(**trainable_share(stage.model))
+    metrics = train_loop(
+        stage, config, run, steps=config.steps, lr=config.learning_rate, parallel=parallel
+    )
     summary = run.finish(run.last_step, metrics)
     return StageResult(
         run.dir, run.dir / MODEL_DIR, metrics, float(summary["wall_s"]), summary["status"]
@@ -492,7 +667,7 @@ def run_stage(
 def stage_entry(
     name: str,
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
     run_dir: str | Path | None,
     resume: bool,
@@ -505,22 +680,30 @@ def stage_entry(
     """``llm.sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's
     name, the data file as the run's "env", and the model folder as a config field.
 
-    ``env``: what the stage's ``train`` receives instead of the data file's name, for what
-    belongs to this one run and cannot be a config field (GRPO's Python reward function); its
-    ``name`` is the data file's."""
+    ``data`` may be in memory (a ``datasets.Dataset``, a list of dicts): it then reaches the
+    stage in a :class:`StageData`, as does ``env.reward`` (GRPO's Python reward functions).
+    ``lora`` may be a dict of ``LoraConfig`` fields or a ``peft.LoraConfig``
+    (:func:`rlx.llm.lora.lora_fields`)."""
     from rlx.api import train
+    from rlx.llm.data import describe
+    from rlx.llm.lora import lora_fields
 
-    fields = dict(overrides)
+    fields = lora_fields(dict(overrides))
     if not resume or model:
         fields["model"] = str(model)
+    in_memory = data is not None and not isinstance(data, (str, Path))
+    name_of_data = describe(data) if in_memory else str(data)
+    if in_memory or env is not None:
+        reward = getattr(env, "reward", None)
+        env = StageData(name_of_data, reward, data if in_memory else None)
     return train(
         name,
-        str(data) if env is None else env,
+        name_of_data if env is None else env,
         run_dir=run_dir,
         resume=resume,
         progress=progress,
         tensorboard=tensorboard,
         stop_on=tuple(stop_on),
-        data=str(data),
+        data=name_of_data,
         **fields,
     )

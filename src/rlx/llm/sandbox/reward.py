@@ -37,6 +37,7 @@ def python_tests_reward(
     memory_mb: int = 256,
     max_workers: int | None = None,
     prepend_prompt: bool = True,
+    answer: Sequence[str] | None = None,
     answers: Sequence[str] | None = None,
     **_: Any,
 ) -> list[float]:
@@ -47,8 +48,9 @@ def python_tests_reward(
     (e.g. natural language) is left out. The program runs in the sandbox and only defines its
     names; the row's test code runs in the judge, a trusted process, and calls them across a
     boundary that lets only plain data through (:mod:`rlx.llm.sandbox`), so nothing the
-    program does can forge a pass. ``tests`` is one string of test code per completion (when
-    None, the ``answers`` column of verifier rows ``{"prompt", "answer"}``).
+    program does can forge a pass. ``tests`` is one string of test code per completion, the
+    data's ``tests`` column (when None, the ``answer`` column of rows ``{"prompt", "answer"}``,
+    also accepted as ``answers``).
 
     ``partial=True`` scores the share of tests passed instead (each top-level ``assert`` and
     each ``test_*`` function is a test). ``timeout_s`` is the wall-clock limit per program and
@@ -57,7 +59,7 @@ def python_tests_reward(
     machine cannot isolate the program, raises :class:`~rlx.errors.SandboxError` unless
     ``allow_unisolated=True``, which warns once instead.
     """
-    test_code = _tests_for(prompts, completions, tests, answers)
+    test_code = _tests_for(prompts, completions, tests, answer if answer is not None else answers)
     missing = check_isolation(allow_unisolated)
     if missing and not _warned.is_set():
         warn_unisolated(missing)

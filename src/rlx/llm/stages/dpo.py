@@ -43,6 +43,7 @@ from rlx.llm.training import (
     run_stage,
     split_rows,
     stage_entry,
+    stage_rows,
 )
 
 EVAL_ROWS_GENERATED = 200
@@ -56,7 +57,8 @@ TARGET_ROWS = 4_000
 
 @dataclass(frozen=True)
 class DPOConfig(StageConfig):
-    """DPO on ``{"prompt", "chosen", "rejected"}`` rows, from a (usually SFT) model."""
+    """DPO on ``{"prompt", "chosen", "rejected"}`` rows (text or conversations, or the
+    implicit-prompt form, :mod:`rlx.llm.data`), from a (usually SFT) model."""
 
     beta: float = 0.1
     """strength of the implicit KL to the reference: small lets the policy move further"""
@@ -78,7 +80,7 @@ class DPOConfig(StageConfig):
 
 def dpo(
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
     run_dir: str | Path | None = None,
     resume: bool = False,
@@ -133,13 +135,16 @@ def reference_logprobs(
     return torch.cat(chosen), torch.cat(rejected)
 
 
-def prepare(config: DPOConfig) -> Prepared:
-    from rlx.llm.models import count_parameters, load_model
-    from rlx.llm.tasks import load_preferences_jsonl
+def prepare(config: DPOConfig, data: Any = None) -> Prepared:
+    from rlx.llm.data import preference_pairs
+    from rlx.llm.lora import load_for_training, save_trained
+    from rlx.llm.models import count_parameters
 
-    rows = load_preferences_jsonl(config.data)
+    rows = preference_pairs(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    # with LoRA the adapter starts at B = 0, so the model scored below before any step is
+    # the adapter-disabled model: the reference costs no copy of the weights
+    model, tokenizer = load_for_training(config)
 
     def build(config: DPOConfig) -> Stage:
         pad_id = tokenizer.pad_token_id
@@ -190,21 +195,30 @@ def prepare(config: DPOConfig) -> Prepared:
                 from rlx.llm.tasks import SFTExample
 
                 rows = [SFTExample(r.prompt, r.chosen) for r in held_out[:EVAL_ROWS_GENERATED]]
-                out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows)
+                if all(r.prompt for r in rows):  # an empty prompt has no answer to match
+                    out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows)
             return out
 
         def save(out: Path) -> None:
-            from rlx.llm.models import save_pretrained
-
-            save_pretrained(model, tokenizer, out)
+            save_trained(model, tokenizer, out.parent, out.name)
 
         return Stage(model, loss, np.ones(len(train_rows)), evaluate, save)
 
     return Prepared(len(train_rows), count_parameters(model), build)
 
 
-def train(config: DPOConfig, data: Any, run: Any) -> StageResult:
-    return run_stage(config, run, prepare, lr_scale=LR_SCALE, target_rows=TARGET_ROWS)
+def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+    """The registered ``train``; ``parallel``: this process's part of a data-parallel run
+    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    return run_stage(
+        config,
+        run,
+        prepare,
+        lr_scale=LR_SCALE,
+        target_rows=TARGET_ROWS,
+        data=data,
+        parallel=parallel,
+    )
 
 
 def load(config: DPOConfig, data_id: str, state: dict) -> Any:

@@ -47,25 +47,33 @@ from rlx.llm.batching import (
 from rlx.llm.generation import sample
 from rlx.llm.online import (
     check_prompt_lengths,
+    completions_for_rewards,
     evaluate,
-    frozen_copy,
     guarded_reward,
+    row_columns,
     score,
 )
-from rlx.llm.tasks import RewardFunction, get_reward
+from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
 from rlx.llm.training import (
     MODEL_DIR,
+    DataParallel,
     EpochSampler,
     StageConfig,
+    StageData,
     StageResult,
     attention_for,
     autocast,
+    average_gradients,
     complete_config,
     make_optimizer,
+    mean_over_processes,
+    resolved,
     restore_state,
     set_learning_rate,
     split_rows,
     stage_entry,
+    stage_rows,
+    trainable_share,
     training_state,
 )
 
@@ -82,14 +90,18 @@ function itself cannot be recorded, so a resumed run needs ``reward=`` again).""
 
 @dataclass(frozen=True)
 class GRPOConfig(StageConfig):
-    """GRPO on ``{"prompt", "answer"}`` rows with a verifier reward. ``batch_size`` counts
-    prompts per step; each gets ``group_size`` completions."""
+    """GRPO on ``{"prompt", ...}`` rows (text or conversations; every other column reaches
+    the reward functions by name) with verifier rewards. ``batch_size`` counts prompts per
+    step; each gets ``group_size`` completions."""
 
     batch_size: int = 64
     """prompts per step (each sampled group_size times): the gradient of a few prompts is too
     noisy to raise accuracy"""
     reward: str = "exact-match"
-    """the reward function: a name of rlx.llm.REWARDS (exact-match, numeric, ...)"""
+    """the reward functions: names of rlx.llm.REWARDS (exact-match, numeric, math, format,
+    python-tests, ...), several joined by commas"""
+    reward_weights: tuple[float, ...] | None = None
+    """one weight per reward function, r = sum_k w_k r_k (None: 1 each)"""
     group_size: int = 8
     """G: completions per prompt, at least 2 (a group of 1 has no spread to learn from; 8 to
     64 is standard; below 4 the advantages are noisy)"""
@@ -138,43 +150,36 @@ class GRPOConfig(StageConfig):
         at_least(self, "num_epochs", 1)
 
 
-@dataclass(frozen=True)
-class RewardedPrompts:
-    """A GRPO run's data file and the Python reward function that scores its completions.
-
-    ``llm.grpo(model, data, reward=callable)`` hands this to ``rlx.train`` as the run's
-    "env", so the callable reaches that run's :func:`train` and no other; ``name``, the data
-    file, is what the run records as its env.
-    """
-
-    name: str
-    reward: RewardFunction
-
-
 def grpo(
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
-    reward: str | RewardFunction | None = None,
+    reward: str | RewardFunction | Sequence[str | RewardFunction] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
     **overrides: Any,
 ) -> StageResult:
-    """Improve the causal LM in ``model`` on the verifier rows in ``data`` with GRPO.
+    """Improve the causal LM in ``model`` on the prompt rows in ``data`` with GRPO.
 
-    ``reward`` is a name in :data:`rlx.llm.tasks.REWARDS` or a callable
-    ``(prompts, completions, answers=...) -> list[float]``; None: ``"exact-match"``, or, with
-    ``resume``, the run's own reward. A callable is not recorded in ``config.json``, so a run
-    trained with one resumes with ``reward=`` given again.
+    ``reward`` is a name in :data:`rlx.llm.rewards.REWARDS`, a callable
+    ``fn(prompts, completions, **columns) -> list[float | None]`` (TRL's), or a list of
+    them, weighted by ``reward_weights=``; None: ``"exact-match"``, or, with ``resume``, the
+    run's own. A callable is not recorded in ``config.json``, so a run trained with one
+    resumes with ``reward=`` given again.
     """
     env = None
-    if callable(reward):
-        overrides["reward"] = f"{CALLABLE_REWARD}{getattr(reward, '__name__', 'reward')}"
-        env = RewardedPrompts(str(data), reward)
+    rewards = list(reward) if isinstance(reward, (list, tuple)) else [reward]
+    if any(callable(r) for r in rewards):
+        overrides["reward"] = ",".join(
+            f"{CALLABLE_REWARD}{reward_name(r)}" if callable(r) else str(r) for r in rewards
+        )
+        env = StageData(str(data), reward=[r for r in rewards if callable(r)])
     elif reward is not None or not resume:
-        overrides["reward"] = reward or "exact-match"
+        overrides["reward"] = ",".join(str(r) for r in rewards) if reward else "exact-match"
+    if isinstance(overrides.get("reward_weights"), list):
+        overrides["reward_weights"] = tuple(overrides["reward_weights"])
     return stage_entry(
         "grpo",
         model,
@@ -189,13 +194,24 @@ def grpo(
 
 
 def reward_function(name: str, data: Any = None) -> RewardFunction:
-    """The reward function of a run: the one named in :data:`rlx.llm.tasks.REWARDS`, or, for
-    a recorded callable, the one ``data`` (a :class:`RewardedPrompts`) carries."""
+    """One reward function of a run: the one named in :data:`rlx.llm.rewards.REWARDS`, or,
+    for a recorded callable, the one ``data`` (a :class:`~rlx.llm.training.StageData`)
+    carries under that name."""
     if name.startswith(CALLABLE_REWARD):
-        if not isinstance(data, RewardedPrompts):
+        given = getattr(data, "reward", None) if isinstance(data, StageData) else None
+        if given is None:
             raise ConfigError(f"reward {name!r} was a Python callable: pass reward= again.")
-        return data.reward
+        given = given if isinstance(given, list) else [given]
+        wanted = name[len(CALLABLE_REWARD) :]
+        matching = [f for f in given if callable(f) and reward_name(f) == wanted]
+        return matching[0] if matching else given[0]
     return get_reward(name)
+
+
+def run_rewards(config: Any, data: Any = None) -> RewardSet:
+    """The run's reward functions (``config.reward``, names joined by commas) and weights."""
+    names = [n.strip() for n in config.reward.split(",") if n.strip()]
+    return reward_set([reward_function(n, data) for n in names], config.reward_weights)
 
 
 # ============================================================================ the math
@@ -291,7 +307,8 @@ def use_group_packing(setting: bool | None, model: Any, tokenizer: Any, rows: li
         return False
     probe = rows[:3]
     prompts = [r.prompt for r in probe]
-    answers = [tokenizer(r.answer or "0", add_special_tokens=False)["input_ids"] for r in probe]
+    answers = [tokenizer(str(r.answer or "0"), add_special_tokens=False)["input_ids"]
+               for r in probe]  # fmt: skip
     completions = [answers[(i + j) % len(probe)] or [tokenizer.eos_token_id or 0]
                    for i in range(len(probe)) for j in range(2)]  # fmt: skip
     device = next(model.parameters()).device
@@ -325,23 +342,32 @@ def sample_groups(
 
 
 # ============================================================================ the stage
-def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
-    """The registered ``train``: load, complete the config, then sample-score-update."""
+def train(config: GRPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+    """The registered ``train``: load, complete the config, then sample-score-update.
+
+    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
+    samples and scores its shard of every step's prompts (whole groups), and the gradients
+    are averaged over the processes."""
     from rlx.core.threads import set_torch_threads
-    from rlx.llm.models import count_parameters, load_model
-    from rlx.llm.tasks import load_verifier_jsonl
+    from rlx.llm.data import prompt_rows
+    from rlx.llm.lora import load_for_training, reference_of
+    from rlx.llm.models import count_parameters
 
     set_torch_threads(config.num_threads)
-    torch.manual_seed(config.seed)
-    rows = load_verifier_jsonl(config.data)
+    # each process samples its own completions: its own random stream
+    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
+    config = resolved(config)
+    rows = prompt_rows(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    reward = guarded_reward(reward_function(config.reward, data), config, run)
-    model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    reward = guarded_reward(run_rewards(config, data), config, run)
+    model, tokenizer = load_for_training(config)
     check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
     config = complete_config(
         config, run, len(train_rows), count_parameters(model), LR_SCALE, TARGET_ROWS
     )
-    reference = frozen_copy(model) if config.beta > 0 else None
+    run.add_to_summary(**trainable_share(model))
+    # LoRA: the reference is the policy with its adapter off, no second copy of the weights
+    reference = reference_of(model, config.model) if config.beta > 0 else None
     packing = use_group_packing(config.pack_groups, model, tokenizer, train_rows)
     optimizer = make_optimizer(model, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
@@ -353,13 +379,13 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
     with attention_for(model, config.precision), attention_for(reference, config.precision):
         step, last_eval = _steps(
             model, reference, tokenizer, optimizer, sampler, train_rows, held_out, reward,
-            config, packing, run, step,
+            config, packing, run, step, parallel,
         )  # fmt: skip
     run.save_checkpoint(step, training_state(model, optimizer, sampler))
-    if step >= config.steps:
-        from rlx.llm.models import save_pretrained
+    if step >= config.steps and run.writer:
+        from rlx.llm.lora import save_trained
 
-        save_pretrained(model, tokenizer, run.dir / MODEL_DIR)
+        save_trained(model, tokenizer, run.dir, MODEL_DIR)
     summary = run.finish(step, last_eval)
     return StageResult(
         run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
@@ -369,7 +395,8 @@ def train(config: GRPOConfig, data: Any, run: Any) -> StageResult:
 def _steps(
     model: Any, reference: Any, tokenizer: Any, optimizer: torch.optim.Optimizer,
     sampler: EpochSampler, train_rows: list[Any], held_out: list[Any],
-    reward: RewardFunction, config: GRPOConfig, packing: bool, run: Any, step: int,
+    reward: RewardSet, config: GRPOConfig, packing: bool, run: Any, step: int,
+    parallel: DataParallel | None = None,
 ) -> tuple[int, dict[str, float]]:  # fmt: skip
     """GRPO steps from ``step`` to ``config.steps`` (or a stop request): the step reached and
     the last evaluation."""
@@ -379,10 +406,12 @@ def _steps(
         lr = set_learning_rate(
             optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
         )
-        batch_rows = [train_rows[i] for i in sampler.next()]
+        batch = sampler.next()
+        mine = batch if parallel is None else parallel.shard(batch)
         metrics = grpo_step(
-            model, reference, tokenizer, optimizer, batch_rows, reward, config, packing
-        )
+            model, reference, tokenizer, optimizer, [train_rows[i] for i in mine], reward,
+            config, packing, parallel,
+        )  # fmt: skip
         step += 1
         metrics[M.LR] = lr
         if step % eval_every == 0 or step == config.steps:
@@ -400,9 +429,10 @@ def grpo_step(
     tokenizer: Any,
     optimizer: torch.optim.Optimizer,
     rows: list[Any],
-    reward: RewardFunction,
+    reward: RewardSet | RewardFunction,
     config: GRPOConfig,
     packing: bool = False,
+    parallel: DataParallel | None = None,
 ) -> dict[str, float]:
     """Sample G completions per prompt, score them, and take ``num_epochs`` gradient
     steps on the clipped token loss (``packing``: each prompt's group in one row, see
@@ -414,8 +444,10 @@ def grpo_step(
     generation_s = time.perf_counter() - t0
     texts = tokenizer.batch_decode(completions, skip_special_tokens=True)
     group_prompts = [p for p in prompts for _ in range(G)]
-    answers = [r.answer for r in rows for _ in range(G)]
-    rewards = score(reward, group_prompts, texts, answers)
+    rewards, reward_metrics = score(
+        reward, group_prompts, completions_for_rewards(group_prompts, texts),
+        row_columns(rows, G), completions,
+    )  # fmt: skip
     lengths = torch.tensor([len(c) for c in completions], dtype=torch.float32)
     if config.length_normalize:
         rewards = rewards / lengths.clamp(min=1)
@@ -441,6 +473,7 @@ def grpo_step(
         )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        average_gradients(params, parallel)
         if config.max_grad_norm is not None:
             metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
                 params, config.max_grad_norm, foreach=True
@@ -460,7 +493,8 @@ def grpo_step(
             "update_s": time.perf_counter() - t0 - generation_s,
         }
     )
-    return out
+    out.update(reward_metrics)  # each function's mean score, as reward/<name>
+    return mean_over_processes(out, parallel)
 
 
 def load(config: GRPOConfig, data_id: str, state: dict) -> Any:
@@ -484,10 +518,10 @@ ALGORITHM = registry.register(
 
 __all__ = [
     "GRPOConfig",
-    "RewardedPrompts",
     "group_advantages",
     "grpo",
     "grpo_loss",
     "kl_k3",
     "reward_function",
+    "run_rewards",
 ]

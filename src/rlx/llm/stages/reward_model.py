@@ -51,6 +51,7 @@ from rlx.llm.training import (
     run_stage,
     split_rows,
     stage_entry,
+    stage_rows,
 )
 
 KINDS = ("lm", "bow")
@@ -78,7 +79,7 @@ class RewardModelConfig(StageConfig):
 
 def reward_model(
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
     run_dir: str | Path | None = None,
     resume: bool = False,
@@ -118,11 +119,16 @@ class BagOfWordsRewardModel(nn.Module):
 
 
 class ScalarHeadRewardModel(nn.Module):
-    """A sequence-classification LM read at each row's last real token: ``[B]`` rewards."""
+    """A sequence-classification LM read at each row's last real token: ``[B]`` rewards.
 
-    def __init__(self, model: nn.Module) -> None:
+    With LoRA, ``model`` is the LM inside the adapter's wrapper (its LoRA layers injected)
+    and ``adapted`` the ``peft`` wrapper, which saves the adapter and merges it; the wrapper
+    is kept outside the module tree, so the state dict holds each weight once."""
+
+    def __init__(self, model: nn.Module, adapted: Any = None) -> None:
         super().__init__()
         self.model = model
+        object.__setattr__(self, "adapted", adapted)  # not a submodule: see above
 
     def packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
         """Chosen and rejected rewards of packed pairs, read at each completion's end."""
@@ -240,10 +246,14 @@ def load_reward_model(path: str | Path, *, device: str = "cpu") -> RewardScorer:
 
 
 def save_reward_model(module: nn.Module, tokenizer: Any, out: Path) -> None:
+    from rlx.llm.lora import save_trained
     from rlx.llm.models import save_pretrained
 
     if isinstance(module, ScalarHeadRewardModel):
-        save_pretrained(module.model, tokenizer, out)
+        if module.adapted is not None:  # RUN_DIR/adapter and the merged RUN_DIR/model
+            save_trained(module.adapted, tokenizer, out.parent, out.name)
+        else:
+            save_pretrained(module.model, tokenizer, out)
         return
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
@@ -290,20 +300,13 @@ def use_packing(
     return ok
 
 
-def prepare(config: RewardModelConfig) -> Prepared:
-    from rlx.llm.models import count_parameters, load_tokenizer
-    from rlx.llm.tasks import load_preferences_jsonl
+def prepare(config: RewardModelConfig, data: Any = None) -> Prepared:
+    from rlx.llm.data import preference_pairs
+    from rlx.llm.models import count_parameters
 
-    rows = load_preferences_jsonl(config.data)
+    rows = preference_pairs(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    if config.kind == "lm":
-        backbone, tokenizer = sequence_classifier_from(
-            config.model, config.seed, config.device, config.dtype
-        )
-        module: nn.Module = ScalarHeadRewardModel(backbone)
-    else:
-        tokenizer = load_tokenizer(config.model)
-        module = BagOfWordsRewardModel(len(tokenizer)).to(config.device)
+    module, tokenizer = reward_module(config)
 
     def build(config: RewardModelConfig) -> Stage:
         encoded = encode_pairs(tokenizer, train_rows, config.max_length)
@@ -353,22 +356,46 @@ def prepare(config: RewardModelConfig) -> Prepared:
     return Prepared(len(train_rows), count_parameters(module), build)
 
 
-def train(config: RewardModelConfig, data: Any, run: Any) -> StageResult:
-    return run_stage(config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS)
+def reward_module(config: RewardModelConfig) -> tuple[nn.Module, Any]:
+    """The reward model a run trains, and its tokenizer: a scalar head on the LM (LoRA on
+    the backbone and a trained head with ``lora``), or the bag of words."""
+    from rlx.llm.models import load_tokenizer
+
+    if config.kind != "lm":
+        if config.lora:
+            raise ConfigError("lora applies to kind='lm'; the bag-of-words model has no layers.")
+        tokenizer = load_tokenizer(config.model)
+        return BagOfWordsRewardModel(len(tokenizer)).to(config.device), tokenizer
+    from rlx.llm.lora import enable_gradient_checkpointing, peft_config
+
+    backbone, tokenizer = sequence_classifier_from(
+        config.model, config.seed, config.device, config.dtype
+    )
+    if config.lora:
+        from peft import get_peft_model
+
+        adapted = get_peft_model(backbone, peft_config(config, "SEQ_CLS"))
+        if config.gradient_checkpointing:
+            enable_gradient_checkpointing(adapted)
+        return ScalarHeadRewardModel(adapted.base_model.model, adapted), tokenizer
+    if config.gradient_checkpointing:
+        enable_gradient_checkpointing(backbone)
+    return ScalarHeadRewardModel(backbone), tokenizer
+
+
+def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+    """The registered ``train``; ``parallel``: this process's part of a data-parallel run
+    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    return run_stage(
+        config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS, data=data, parallel=parallel
+    )
 
 
 def load(config: RewardModelConfig, data_id: str, state: dict) -> RewardScorer:
-    from rlx.llm.models import load_tokenizer
-
-    if config.kind == "lm":
-        backbone, tokenizer = sequence_classifier_from(
-            config.model, config.seed, config.device, config.dtype
-        )
-        module: nn.Module = ScalarHeadRewardModel(backbone)
-    else:
-        tokenizer = load_tokenizer(config.model)
-        module = BagOfWordsRewardModel(len(tokenizer))
+    module, tokenizer = reward_module(config)
     module.load_state_dict(state["model"])
+    if config.lora:
+        module = ScalarHeadRewardModel(module.adapted.merge_and_unload())
     return RewardScorer(
         module.to(config.device).eval(), tokenizer, config.max_length, config.device, config
     )

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,25 +59,32 @@ from rlx.llm.batching import (
 from rlx.llm.generation import sample
 from rlx.llm.online import (
     check_prompt_lengths,
+    completions_for_rewards,
     evaluate,
-    frozen_copy,
     guarded_reward,
+    row_columns,
     score,
 )
-from rlx.llm.tasks import RewardFunction
+from rlx.llm.rewards import REWARDS, RewardSet, exact_match_reward, reward_set
 from rlx.llm.training import (
     MODEL_DIR,
+    DataParallel,
     EpochSampler,
     StageConfig,
     StageResult,
     attention_for,
     autocast,
+    average_gradients,
     complete_config,
     make_optimizer,
+    mean_over_processes,
+    resolved,
     restore_state,
     set_learning_rate,
     split_rows,
     stage_entry,
+    stage_rows,
+    trainable_share,
     training_state,
 )
 
@@ -92,12 +98,14 @@ size already unlearns what SFT taught faster than the reward teaches anything ne
 
 @dataclass(frozen=True)
 class RLHFConfig(StageConfig):
-    """PPO against a reward model on ``{"prompt"}`` rows (an ``"answer"`` adds the gold
-    reward). ``batch_size`` counts prompts per step, one completion each."""
+    """PPO against a reward model on ``{"prompt", ...}`` rows, text or conversations (an
+    ``"answer"`` adds the gold reward). ``batch_size`` counts prompts per step, one completion
+    each."""
 
     reward_model: str = ""
-    """the reward model folder (``rlx align rm``'s RUN_DIR/model), or a built-in reward name
-    (exact-match, numeric, arithmetic-gold) to run PPO on a verifier"""
+    """the reward model folder (``rlx align rm``'s RUN_DIR/model), or built-in reward names
+    (exact-match, numeric, math, format, arithmetic-gold; several joined by commas) to run PPO
+    on a verifier"""
     batch_size: int = 64
     """prompts per step, one sampled completion each"""
     max_new_tokens: int = 16
@@ -163,7 +171,7 @@ class RLHFConfig(StageConfig):
 
 def rlhf(
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
     reward_model: str | Path,
     run_dir: str | Path | None = None,
@@ -302,25 +310,34 @@ RENAMED = {
 """Fields renamed to the names PPO uses for the same ideas (old run folders still load)."""
 
 
-def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
-    """The registered ``train``: load policy, reference and reward model, then PPO steps."""
+def train(config: RLHFConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+    """The registered ``train``: load policy, reference and reward model, then PPO steps.
+
+    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
+    samples and scores its shard of every step's prompts, and each minibatch's gradients are
+    averaged over the processes."""
     from rlx.core.threads import set_torch_threads
-    from rlx.llm.models import count_parameters, load_model
-    from rlx.llm.tasks import load_prompts_jsonl, load_verifier_jsonl
+    from rlx.llm.data import prompt_rows
+    from rlx.llm.lora import load_for_training, reference_of
+    from rlx.llm.models import count_parameters
 
     set_torch_threads(config.num_threads)
-    torch.manual_seed(config.seed)
+    # each process samples its own completions: its own random stream
+    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
+    config = resolved(config)
     if not config.reward_model:
         raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
-    rows = _load_rows(config.data, load_verifier_jsonl, load_prompts_jsonl)
+    rows = prompt_rows(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
     scorer = guarded_reward(_scorer(config), config, run)
-    lm, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    lm, tokenizer = load_for_training(config)
     check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
     config = complete_config(
         config, run, len(train_rows), count_parameters(lm), LR_SCALE, TARGET_ROWS
     )
-    reference = frozen_copy(lm)
+    run.add_to_summary(**trainable_share(lm))
+    # LoRA: the reference is the policy with its adapter off, no second copy of the weights
+    reference = reference_of(lm, config.model)
     policy = PolicyWithValueHead(lm, config.temperature).to(config.device)
     optimizer = make_optimizer(policy, config.learning_rate, config.weight_decay)
     sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
@@ -333,13 +350,15 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
     with attention_for(lm, config.precision), attention_for(reference, config.precision):
         step, last_eval = _steps(
             policy, reference, tokenizer, optimizer, sampler, controller, train_rows, held_out,
-            scorer, config, run, step,
+            scorer, config, run, step, parallel,
         )  # fmt: skip
     run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
-    if step > 0:  # also when the doctor stopped the run (stop_on): the policy before the harm
-        from rlx.llm.models import save_pretrained
+    if (
+        step > 0 and run.writer
+    ):  # also when the doctor stopped the run (stop_on): the policy before the harm
+        from rlx.llm.lora import save_trained
 
-        save_pretrained(policy.lm, tokenizer, run.dir / MODEL_DIR)
+        save_trained(policy.lm, tokenizer, run.dir, MODEL_DIR)
     summary = run.finish(step, last_eval)
     return StageResult(
         run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
@@ -349,8 +368,8 @@ def train(config: RLHFConfig, data: Any, run: Any) -> StageResult:
 def _steps(
     policy: PolicyWithValueHead, reference: Any, tokenizer: Any,
     optimizer: torch.optim.Optimizer, sampler: EpochSampler, controller: AdaptiveKLController,
-    train_rows: list[Any], held_out: list[Any], scorer: RewardFunction, config: RLHFConfig,
-    run: Any, step: int,
+    train_rows: list[Any], held_out: list[Any], scorer: RewardSet, config: RLHFConfig,
+    run: Any, step: int, parallel: DataParallel | None = None,
 ) -> tuple[int, dict[str, float]]:  # fmt: skip
     """PPO steps from ``step`` to ``config.steps`` (or a stop request): sample and score a
     rollout, update on it, move beta; the step reached and the last evaluation."""
@@ -361,12 +380,14 @@ def _steps(
         lr = set_learning_rate(
             optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
         )
-        batch_rows = [train_rows[i] for i in sampler.next()]
+        batch = sampler.next()
+        batch_rows = [train_rows[i] for i in (batch if parallel is None else parallel.shard(batch))]
         rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
                           controller.beta)  # fmt: skip
-        metrics = {**rollout.metrics, **ppo_update(policy, optimizer, rollout, config)}
+        update = ppo_update(policy, optimizer, rollout, config, parallel)
+        metrics = mean_over_processes({**rollout.metrics, **update}, parallel)
         if config.adaptive_kl:
-            controller.update(rollout.metrics[M.KL_REF], len(batch_rows))
+            controller.update(metrics[M.KL_REF], len(batch))
         step += 1
         metrics[M.LR] = lr
         if not warned and metrics[M.KL_REF] > config.kl_warning:
@@ -388,23 +409,15 @@ def warn_drift(kl_ref: float, threshold: float, step: int) -> None:
           "earlier.", file=sys.stderr)  # fmt: skip
 
 
-def _scorer(config: RLHFConfig) -> RewardFunction:
-    """The reward model in ``config.reward_model``, or a built-in reward named there (e.g.
+def _scorer(config: RLHFConfig) -> RewardSet:
+    """The reward model in ``config.reward_model``, or built-in rewards named there (e.g.
     ``exact-match``: PPO on a verifier, a check that the algorithm itself learns)."""
     from rlx.llm.stages.reward_model import load_reward_model
-    from rlx.llm.tasks import REWARDS
 
-    if config.reward_model in REWARDS:
-        return REWARDS[config.reward_model]
-    return load_reward_model(config.reward_model, device=config.device)
-
-
-def _load_rows(path: str, load_verifier: Callable, load_prompts: Callable) -> list[Any]:
-    """Rows with answers when every row has one, else prompts only."""
-    try:
-        return load_verifier(path)
-    except ConfigError:
-        return load_prompts(path)
+    names = [n.strip() for n in config.reward_model.split(",")]
+    if all(name in REWARDS for name in names):
+        return reward_set(names)
+    return reward_set([load_reward_model(config.reward_model, device=config.device)])
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -418,7 +431,7 @@ def collect(
     policy: PolicyWithValueHead,
     reference: Any,
     tokenizer: Any,
-    scorer: RewardFunction,
+    scorer: RewardSet,
     rows: list[Any],
     config: RLHFConfig,
     beta: float,
@@ -431,7 +444,8 @@ def collect(
                          temperature=config.temperature, top_p=config.top_p)  # fmt: skip
     generation_s = time.perf_counter() - t0
     texts = tokenizer.batch_decode(completions, skip_special_tokens=True)
-    scores = score(scorer, prompts, texts, [getattr(r, "answer", "") for r in rows])
+    scores, _ = score(scorer, prompts, completions_for_rewards(prompts, texts),
+                      row_columns(rows), completions)  # fmt: skip
     lengths = torch.tensor([max(len(c), 1) for c in completions], dtype=torch.float32)
     rm_scores = scores / lengths if config.length_normalize else scores
     seqs = [EncodedSequence.from_parts(encode_prompt(tokenizer, p), c)
@@ -465,9 +479,7 @@ def collect(
         "generation_s": generation_s,
     }
     if all(getattr(r, "answer", None) is not None for r in rows):
-        from rlx.llm.tasks import exact_match_reward
-
-        gold = exact_match_reward(prompts, texts, answers=[r.answer for r in rows])
+        gold = exact_match_reward(prompts, texts, answer=[str(r.answer) for r in rows])
         metrics[M.GOLD_REWARD] = float(np.mean(gold))
     return Rollout(batch, mask, old_logp, old_values, advantages, returns, metrics)
 
@@ -477,6 +489,7 @@ def ppo_update(
     optimizer: torch.optim.Optimizer,
     rollout: Rollout,
     config: RLHFConfig,
+    parallel: DataParallel | None = None,
 ) -> dict[str, float]:
     """``num_epochs`` passes of minibatches: clipped surrogate + ``vf_coef`` clipped value
     loss. Returns the means of the minibatch metrics."""
@@ -505,6 +518,7 @@ def ppo_update(
             loss = policy_loss + config.vf_coef * critic_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            average_gradients(params, parallel)
             if config.max_grad_norm is not None:
                 metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
                     params, config.max_grad_norm, foreach=True

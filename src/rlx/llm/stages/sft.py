@@ -23,10 +23,12 @@ from rlx import registry
 from rlx.llm.batching import (
     EncodedSequence,
     SequenceTable,
+    encode_conversations,
     encode_prompt_completions,
     forward_logits,
     pad_batch,
 )
+from rlx.llm.data import ChatExample
 from rlx.llm.losses import sft_loss
 from rlx.llm.training import (
     Prepared,
@@ -36,6 +38,7 @@ from rlx.llm.training import (
     run_stage,
     split_rows,
     stage_entry,
+    stage_rows,
 )
 
 EVAL_ROWS_GENERATED = 200  # held-out prompts decoded per evaluation: greedy decoding is slow
@@ -46,7 +49,8 @@ TARGET_ROWS = 20_000
 
 @dataclass(frozen=True)
 class SFTConfig(StageConfig):
-    """Supervised fine-tuning on ``{"prompt", "completion"}`` rows."""
+    """Supervised fine-tuning on rows ``{"text"}``, ``{"prompt", "completion"}`` or
+    ``{"messages"}`` (TRL's shapes, :mod:`rlx.llm.data`)."""
 
     eval_exact_match: bool = True
     """report the greedy exact-match accuracy on held-out prompts at each evaluation"""
@@ -54,7 +58,7 @@ class SFTConfig(StageConfig):
 
 def sft(
     model: str | Path,
-    data: str | Path,
+    data: Any,
     *,
     run_dir: str | Path | None = None,
     resume: bool = False,
@@ -62,8 +66,9 @@ def sft(
     tensorboard: bool = False,
     **overrides: Any,
 ) -> StageResult:
-    """Fine-tune the causal LM in ``model`` on the JSONL ``data``; the result's ``model_dir``
-    is a Hugging Face folder (``RUN_DIR/model``). ``overrides`` are :class:`SFTConfig` fields."""
+    """Fine-tune the causal LM in ``model`` on ``data`` (a file, a saved or in-memory
+    ``datasets`` data set, or a list of dicts); the result's ``model_dir`` is a Hugging Face
+    folder (``RUN_DIR/model``). ``overrides`` are :class:`SFTConfig` fields."""
     return stage_entry(
         "sft",
         model,
@@ -76,14 +81,15 @@ def sft(
     )
 
 
-def prepare(config: SFTConfig) -> Prepared:
+def prepare(config: SFTConfig, data: Any = None) -> Prepared:
     """Rows, split, tokenised once; the model loaded; the loss over row indices."""
-    from rlx.llm.models import count_parameters, load_model
-    from rlx.llm.tasks import load_sft_jsonl
+    from rlx.llm.data import sft_examples
+    from rlx.llm.lora import load_for_training, save_trained
+    from rlx.llm.models import count_parameters
 
-    rows = load_sft_jsonl(config.data)
+    rows = sft_examples(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    model, tokenizer = load_model(config.model, device=config.device, dtype=config.dtype)
+    model, tokenizer = load_for_training(config)
 
     def build(config: SFTConfig) -> Stage:
         encoded = encode(tokenizer, train_rows, config.max_length)
@@ -101,15 +107,27 @@ def prepare(config: SFTConfig) -> Prepared:
         def evaluate() -> dict[str, float]:
             return evaluate_sft(model, tokenizer, held, held_out, config)
 
-        return Stage(model, loss, units, evaluate, lambda out: save(model, tokenizer, out))
+        def save(out: Path) -> None:
+            save_trained(model, tokenizer, out.parent, out.name)
+
+        return Stage(model, loss, units, evaluate, save)
 
     return Prepared(len(train_rows), count_parameters(model), build)
 
 
 def encode(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
-    return encode_prompt_completions(
-        tokenizer, [r.prompt for r in rows], [r.completion for r in rows], max_length
+    """Prompt-completion rows (a ``text`` row is a completion after an empty prompt) and
+    whole conversations (the loss on the assistant's turns), in the rows' order."""
+    chats = [i for i, r in enumerate(rows) if isinstance(r, ChatExample)]
+    pairs = [i for i, r in enumerate(rows) if not isinstance(r, ChatExample)]
+    out: list[Any] = [None] * len(rows)
+    encoded_pairs = encode_prompt_completions(
+        tokenizer, [rows[i].prompt for i in pairs], [rows[i].completion for i in pairs], max_length
     )
+    encoded_chats = encode_conversations(tokenizer, [rows[i].messages for i in chats], max_length)
+    for i, seq in zip(pairs + chats, encoded_pairs + encoded_chats, strict=True):
+        out[i] = seq
+    return out
 
 
 def evaluate_sft(
@@ -128,22 +146,20 @@ def evaluate_sft(
             totals[key] += float(metrics[key]) * n
         tokens += n
     out = {f"eval_{k}": v / max(tokens, 1) for k, v in totals.items()}
-    if config.eval_exact_match:
+    prompted = [r for r in rows if not isinstance(r, ChatExample) and r.prompt]
+    if config.eval_exact_match and prompted:
         from rlx.llm.generation import exact_match
 
-        out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows[:EVAL_ROWS_GENERATED])
+        out[M.EXACT_MATCH] = exact_match((model, tokenizer), prompted[:EVAL_ROWS_GENERATED])
     return out
 
 
-def save(model: Any, tokenizer: Any, out: Path) -> None:
-    """A normal Hugging Face model folder: ``from_pretrained`` loads it back."""
-    from rlx.llm.models import save_pretrained
-
-    save_pretrained(model, tokenizer, out)
-
-
-def train(config: SFTConfig, data: Any, run: Any) -> StageResult:
-    return run_stage(config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS)
+def train(config: SFTConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+    """The registered ``train``; ``parallel``: this process's part of a data-parallel run
+    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    return run_stage(
+        config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS, data=data, parallel=parallel
+    )
 
 
 def load(config: SFTConfig, data_id: str, state: dict) -> Any:
