@@ -225,7 +225,13 @@ def main() -> None:
     notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {MAX_TOKENS} "
              f"tokens), lr {LR}, LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
              f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML, one thread, "
-             "float32.")  # fmt: skip
+             "float32. End to end, each run in a fresh process: rlx's clock covers loading, "
+             "tokenisation, training and saving the model (and adapter), TRL's the trainer's "
+             "construction and train(); in a short run the fixed costs weigh most, so the "
+             "ratios are larger than those of the training step alone (the GRPO and SFT/DPO "
+             "step benchmarks, bench_grpo.py and bench_llm.py, time the step). Peak memory: "
+             "the process's peak resident memory above what it held after the imports."
+             )  # fmt: skip
     path = write_result("lora", title="Real models with and without LoRA: rlx vs TRL",
                         columns=columns, rows=table, seeds=[0], figures=figures, notes=notes,
                         out_dir=args.out_dir)  # fmt: skip
