@@ -31,11 +31,6 @@ from torch import Tensor
 from rlx.errors import ConfigError
 
 
-def world_size() -> int:
-    """The number of processes the launcher started (``WORLD_SIZE``; 1 without one)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
 def takes_data_parallel(spec: Any) -> bool:
     """Whether the algorithm's ``train`` accepts a ``parallel=`` part (the LM stages)."""
     return "parallel" in inspect.signature(spec.train).parameters
@@ -111,5 +106,4 @@ __all__ = [
     "data_parallel",
     "from_environment",
     "takes_data_parallel",
-    "world_size",
 ]
