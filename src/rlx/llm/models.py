@@ -244,7 +244,6 @@ def make_tiny_lm(
     global torch RNG is left as it was). The folder is a plain Hugging Face one: it loads with
     :func:`load_model` and with ``AutoModelForCausalLM`` / ``AutoTokenizer.from_pretrained``.
     """
-    from transformers import AutoModelForCausalLM
 
     _check_tiny_sizes(arch, hidden_size, num_layers, num_heads, max_length)
     tokenizer = character_tokenizer(texts, max_length=max_length)
@@ -252,19 +251,13 @@ def make_tiny_lm(
         f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos")
     }
     sizes = (hidden_size, num_layers, num_heads, max_length)
-    config = _tiny_config(arch, len(tokenizer), *sizes, special_ids)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.generation_config.update(**special_ids)
-
-    out = Path(out_dir).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
-    with no_progress_bars():
-        model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    _portable_tokenizer_class(out)
-    return out
+    return save_random_model(
+        out_dir,
+        tokenizer,
+        _tiny_config(arch, len(tokenizer), *sizes, special_ids),
+        special_ids,
+        seed,
+    )
 
 
 def make_tiny_chat_lm(
@@ -292,7 +285,6 @@ def make_tiny_chat_lm(
     of the prompt followed by those of the completion: the tests of token boundaries use it.
     Weights depend only on ``seed``.
     """
-    from transformers import AutoModelForCausalLM
 
     _check_tiny_sizes(arch, hidden_size, num_layers, num_heads, max_length)
     tokenizer = bpe_chat_tokenizer(texts, vocab_size=vocab_size, max_length=max_length)
@@ -302,7 +294,22 @@ def make_tiny_chat_lm(
         "eos_token_id": tokenizer.eos_token_id,
     }
     sizes = (hidden_size, num_layers, num_heads, max_length)
-    config = _tiny_config(arch, len(tokenizer), *sizes, special_ids)
+    return save_random_model(
+        out_dir,
+        tokenizer,
+        _tiny_config(arch, len(tokenizer), *sizes, special_ids),
+        special_ids,
+        seed,
+    )
+
+
+def save_random_model(
+    out_dir: str | Path, tokenizer: Any, config: Any, special_ids: dict[str, Any], seed: int
+) -> Path:
+    """A model of ``config`` with weights drawn from ``seed`` alone, saved with ``tokenizer``
+    as a Hugging Face folder in ``out_dir`` (the last step of both tiny-model factories)."""
+    from transformers import AutoModelForCausalLM
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
