@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rlx.core.devices import DEVICE_NAMES
+from rlx.core.devices import resolve_device
 from rlx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def load_model(
 
     folder = causal_lm_folder(path)
     weights_dtype = torch_dtype(dtype)
-    target = _parse_device(device)
+    target = resolve_device(str(device))  # "auto": CUDA, then MPS, then the CPU
     config = _causal_lm_config(folder)
     tokenizer = load_tokenizer(folder)
     try:
@@ -187,22 +187,6 @@ def torch_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     if isinstance(dtype, str) and dtype in DTYPES:
         return DTYPES[dtype]
     raise ConfigError(f"dtype={dtype!r} is not supported; use None or one of {sorted(DTYPES)}.")
-
-
-def _parse_device(device: str | torch.device) -> torch.device:
-    if str(device) == "auto":  # CUDA, then MPS, then the CPU
-        from rlx.core.devices import resolve_device
-
-        return resolve_device("auto")
-    try:
-        target = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as err:
-        raise ConfigError(
-            f"device={device!r} is not a torch device; use one of {', '.join(DEVICE_NAMES)}."
-        ) from err
-    if target.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device={device!r} asks for CUDA, which this machine lacks; use 'cpu'.")
-    return target
 
 
 def _match_pad_token(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
