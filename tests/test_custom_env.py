@@ -1,8 +1,10 @@
 """Your own env, reproducibly: ``rlx.train`` takes an entry point ``package.module:factory``
 with env_kwargs (the CLI's ``--env``/``--env-kwargs``), a callable or an env object;
 ``config.json`` records how to build the env again, so ``rlx eval`` and ``--resume`` use the
-same env from the run folder alone, and an env that cannot be rebuilt is an error that says how
-to pass it, never a silent evaluation of another env."""
+same env from the run folder alone (an entry point with the user's consent, ``trust_env_code=True``
+or ``--trust-env-code``: a run folder is data, tests/test_env_trust.py attacks it), and an env
+that cannot be rebuilt is an error that says how to pass it, never a silent evaluation of another
+env."""
 
 from __future__ import annotations
 
@@ -35,9 +37,9 @@ def test_an_entry_point_with_kwargs_trains_and_evaluates_from_the_run_folder_alo
     assert record["env"] == ENTRY
     assert record["env_recipe"] == {"kind": "entry_point", "target": ENTRY,
                                     "kwargs": {"n": 4, "limit": 7}, "reason": ""}  # fmt: skip
-    agent = rlx.load(run)
+    agent = rlx.load(run, trust_env_code=True)
     assert agent.env_recipe.make().unwrapped.n == 4
-    assert main(["eval", str(run), "--episodes", "3", "--json"]) == 0
+    assert main(["eval", str(run), "--episodes", "3", "--json", "--trust-env-code"]) == 0
 
 
 def test_the_agent_train_returns_evaluates_on_its_own_env_with_no_env_named(tmp_path):
@@ -58,7 +60,7 @@ def test_eval_json_is_one_object_naming_the_rebuilt_env(tmp_path, capsys):
     run = tmp_path / "chain"
     rlx.train("dqn", ENTRY, env_kwargs={"n": 4, "limit": 7}, run_dir=run, seed=0, **QUICK)
     capsys.readouterr()
-    assert main(["eval", str(run), "--episodes", "4", "--json"]) == 0
+    assert main(["eval", str(run), "--episodes", "4", "--json", "--trust-env-code"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"mean", "std", "episodes", "mean_length", "env"}
     assert result["episodes"] == 4 and result["env"]["kwargs"] == {"n": 4, "limit": 7}
@@ -74,7 +76,7 @@ def test_the_cli_takes_an_entry_point_and_typed_env_kwargs(tmp_path):
     recipe = json.loads((run / "config.json").read_text())["env_recipe"]
     assert recipe["kwargs"] == {"n": 5, "limit": 9}  # read as numbers
     resumed = ["train", "dqn", "--run-dir", str(run), "--resume", "--total-steps", "400",
-               "--no-progress"]  # fmt: skip
+               "--no-progress", "--trust-env-code"]  # fmt: skip
     assert main(resumed) == 0  # rebuilt from the recipe, not from the label
     assert json.loads((run / "summary.json").read_text())["steps"] == 400
 

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from rlx import registry
-from rlx.core.env_recipe import EnvRecipe, import_path, is_env_factory, recipe_of
+from rlx.core.env_recipe import (
+    IN_PYTHON,
+    Consent,
+    EnvRecipe,
+    import_path,
+    is_env_factory,
+    recipe_of,
+)
 from rlx.errors import ConfigError, RunError
 from rlx.runs import CONFIG_FILE, RunRecord, is_run_folder, read_record
 
@@ -66,6 +73,8 @@ def plan(
     resume: bool = False,
     overrides: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    trust_env_code: bool = False,
+    consent: Consent = IN_PYTHON,
 ) -> Plan:
     """Resolve a run once: the algorithm, the config, the env and where it is written.
 
@@ -73,6 +82,8 @@ def plan(
     run's is its ``config.json`` (read here, once), then ``overrides`` (e.g. a larger budget),
     and its env is the recorded one (rebuilt from its recipe) unless ``env`` is given.
     ``env_kwargs`` go to ``gymnasium.make`` or to the ``module:factory`` entry point.
+    Rebuilding a recorded env from code the folder names needs ``trust_env_code``
+    (:func:`recorded_env`); ``consent`` words the refusal for where the user is.
     """
     spec = registry.get(algo)
     overrides = dict(overrides or {})
@@ -87,7 +98,7 @@ def plan(
         base = registry.config_from_record(spec, record.config)
         config, _ = registry.make_config(spec, record.env, overrides, base=base)
         if env is None:
-            env, recipe = recorded_env(record)
+            env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
         else:
             env, recipe = env_and_recipe(env, env_kwargs)
         return Plan(spec, config, env, env_label(env), Path(run_dir), record.preset, record,
@@ -135,18 +146,30 @@ def env_and_recipe(env: Any, env_kwargs: dict[str, Any] | None) -> tuple[Any, En
     return env, recipe
 
 
-def recorded_env(record: RunRecord) -> tuple[Any, EnvRecipe | None]:
-    """A run folder's env, rebuilt from the recipe its ``config.json`` holds (runs written
-    before recipes were recorded: their env id); EnvError when it cannot be rebuilt."""
+def recorded_env(
+    record: RunRecord, *, trust_env_code: bool = False, consent: Consent = IN_PYTHON
+) -> tuple[Any, EnvRecipe | None]:
+    """A run folder's env, to be rebuilt from the recipe its ``config.json`` holds (runs
+    written before recipes were recorded: their env id), and that recipe.
+
+    Nothing is built or imported here. A recipe that names code (an entry point, an id
+    ``"module:Env-v0"``, a Gymnasium spec that is not the registered one) needs
+    ``trust_env_code``; without it, and for an env that cannot be rebuilt, an EnvError says
+    what the folder would import and how to allow it (``consent``'s words), or how to pass
+    the env."""
+    recipe = recorded_recipe(record)
+    cleared = recipe.cleared(trust_env_code, consent, source=f"the run folder {record.path}")
+    has_recipe = record.extra.get("env_recipe") is not None
+    return cleared.as_env, cleared if has_recipe else None
+
+
+def recorded_recipe(record: RunRecord) -> EnvRecipe:
+    """The recipe a run folder records, checked as hostile data and not trusted; a run
+    written before recipes were recorded gets one of its env id."""
     data = record.extra.get("env_recipe")
     if data is None:
-        return record.env, None
-    recipe = EnvRecipe.from_record(data)
-    if not recipe.rebuildable:
-        recipe.make()  # raises, saying how to pass the env
-    if recipe.kind == "id" and not recipe.kwargs:
-        return recipe.target, recipe
-    return recipe, recipe
+        return EnvRecipe("id", record.env, trusted=False)
+    return EnvRecipe.from_record(data)
 
 
 def train(
@@ -161,6 +184,7 @@ def train(
     wandb: bool = False,
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
+    trust_env_code: bool = False,
     **overrides: Any,
 ) -> Any:
     """Train ``algo`` on ``env`` and return the trained agent.
@@ -185,10 +209,20 @@ def train(
             checkpoint saved, when they fire, e.g. ``["kl-too-high", "non-finite"]``.
         doctor: run the doctor's rules on the metrics as they are logged; a new finding
             prints one line, and the final findings go into ``summary.json``.
+        trust_env_code: with ``resume`` and no ``env``, let the run folder's recorded env be
+            rebuilt from code it names (an entry point, or a Gymnasium spec's entry point that
+            is not the registered one). A run folder is data, so without this such a run
+            stops with one sentence naming what it would import; a registered id needs none.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
     """
     planned = plan(
-        algo, env, run_dir=run_dir, resume=resume, overrides=overrides, env_kwargs=env_kwargs
+        algo,
+        env,
+        run_dir=run_dir,
+        resume=resume,
+        overrides=overrides,
+        env_kwargs=env_kwargs,
+        trust_env_code=trust_env_code,
     )
     return train_planned(
         planned,
@@ -275,9 +309,17 @@ def _train_function(spec: registry.Algorithm, config: Any) -> Any:
     return scaled_out(spec)
 
 
-def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
+def load(
+    run_dir: str | Path, checkpoint: str | Path | None = None, *, trust_env_code: bool = False
+) -> Any:
     """The agent of a run folder, from its latest checkpoint (or the one given): an object
-    of the :class:`rlx.core.agent.Agent` protocol."""
+    of the :class:`rlx.core.agent.Agent` protocol.
+
+    Loading builds no env and imports nothing the folder names: the recorded env recipe is
+    read as data into ``agent.env_recipe``, and ``rlx.evaluate(agent)`` rebuilds it later.
+    ``trust_env_code=True`` consents, for this agent, to rebuilding it from code the folder
+    names (an entry point, a Gymnasium spec that is not the registered one); without it that
+    rebuild stops with one sentence naming what the folder would import."""
     from rlx.runs import load_checkpoint
 
     record = read_record(run_dir)
@@ -286,8 +328,8 @@ def load(run_dir: str | Path, checkpoint: str | Path | None = None) -> Any:
     _, state = load_checkpoint(checkpoint if checkpoint is not None else record.path)
     agent = spec.load(config, record.env, state)
     agent.run_dir = record.path
-    data = record.extra.get("env_recipe")
-    agent.env_recipe = None if data is None else EnvRecipe.from_record(data)
+    recipe = recorded_recipe(record)
+    agent.env_recipe = dataclasses.replace(recipe, trusted=trust_env_code)
     return agent
 
 

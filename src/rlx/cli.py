@@ -44,6 +44,10 @@ WANDB_HELP = (
     "also log to Weights & Biases (extra wandb), offline in RUN_DIR/wandb unless WANDB_MODE is set"
 )
 STOP_ON_HELP = "doctor rules that end the run (checkpoint saved; exit code 3), e.g. kl-too-high"
+TRUST_ENV_CODE_HELP = (
+    "let the run folder's env be rebuilt from code its config.json names (an entry point, or a "
+    "Gymnasium spec that is not the registered one): only for a folder you trust"
+)
 COMMANDS = (
     ("train ALGO --env ID [--FIELD VALUE ...]", "train an agent into a run folder"),
     ("eval RUN_DIR [--episodes N]", "evaluate a run's agent"),
@@ -263,6 +267,11 @@ def _run_options(env_help: str | None, run_dir_help: str) -> list[tuple]:
                 Annotated[tuple[str, ...], opt(ENV_KWARGS_HELP)],
                 dataclasses.field(default=()),
             ),
+            (
+                "trust_env_code",
+                Annotated[bool, opt(f"with --resume, {TRUST_ENV_CODE_HELP}")],
+                dataclasses.field(default=False),
+            ),
         ]
     return [
         *env,
@@ -330,12 +339,14 @@ def _parse_run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> tup
     defaults are the algorithm's (with the env's preset) or the resumed run's record, and the
     flags given override them."""
     from rlx import api
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--env")
     pre.add_argument("--data")
     pre.add_argument("--run-dir")
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--trust-env-code", action="store_true")
     pre.add_argument("--env-kwargs", nargs="*", default=[])
     known, _ = pre.parse_known_args(argv)
     env_kwargs = dict(key_value(item, "--env-kwargs") for item in known.env_kwargs)
@@ -344,7 +355,8 @@ def _parse_run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> tup
     base = None
     if known.resume and known.run_dir:
         base = api.plan(spec.name, known.env, run_dir=known.run_dir, resume=True,
-                        env_kwargs=env_kwargs)  # fmt: skip
+                        env_kwargs=env_kwargs, trust_env_code=known.trust_env_code,
+                        consent=ON_THE_COMMAND_LINE)  # fmt: skip
         env = {} if data_file else {"env": base.env_id}
         default = cls(**dataclasses.asdict(base.config), **env, run_dir=known.run_dir, resume=True)
     elif known.env and not data_file:
@@ -671,6 +683,9 @@ class EvalArgs:
     """evaluate on this env instead of the run's: a Gymnasium id or package.module:factory"""
     env_kwargs: tuple[str, ...] = ()
     """KEY=VALUE ... for that env (gymnasium.make or the entry point)"""
+    trust_env_code: bool = False
+    """let the run folder's env be rebuilt from code its config.json names (an entry point, or
+    a Gymnasium spec that is not the registered one): only for a folder you trust"""
     data: str | None = None
     """a language model's {prompt, answer} rows (JSONL)"""
     json: bool = False
@@ -722,20 +737,19 @@ def _eval(argv: list[str]) -> int:
 
 def _eval_env(agent: Any, args: Any) -> tuple[Any, Any]:
     """The env to evaluate on, and how the JSON names it: ``--env`` if given, else the run's
-    own, rebuilt from its recipe (an env that cannot be rebuilt is an error saying so)."""
+    own, rebuilt from its recipe (an env that cannot be rebuilt is an error saying so, and
+    one built by code the folder names needs --trust-env-code)."""
     from rlx.api import env_and_recipe
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
 
     if args.env is not None:
         kwargs = dict(key_value(item, "--env-kwargs") for item in args.env_kwargs)
         env, recipe = env_and_recipe(args.env, kwargs)
         return env, recipe.record()
-    recipe = getattr(agent, "env_recipe", None)
-    if recipe is None:  # a run written before recipes were recorded: its env id
-        return agent.env_id, {"kind": "id", "target": agent.env_id, "kwargs": {}}
-    if not recipe.rebuildable:
-        recipe.make()  # raises, saying how to pass the env
-    env = recipe.target if recipe.kind == "id" and not recipe.kwargs else recipe
-    return env, recipe.record()
+    recipe = agent.env_recipe.cleared(
+        args.trust_env_code, ON_THE_COMMAND_LINE, source=f"the run folder {args.run_dir}"
+    )
+    return recipe.as_env, recipe.record()
 
 
 def _print_json(payload: dict[str, Any]) -> int:

@@ -15,6 +15,16 @@
 A run that cannot be rebuilt records why; evaluating or resuming it without an env then fails
 with one sentence that says how to pass the env, never silently using another one (e.g. the
 registered id without the run's reward-scaling wrapper).
+
+A run folder is data. Run folders travel (papers, model hubs, colleagues), so a recipe read from
+one (:meth:`EnvRecipe.from_record`) is hostile input: it is checked strictly, and it builds only
+what needs no code of the folder's choosing, as ``transformers`` asks ``trust_remote_code=True``.
+A registered Gymnasium id builds freely, and so does a Gymnasium spec whose entry point is the
+registered id's own and whose wrappers are Gymnasium's. Everything else that names code (an
+entry point, an id naming a module to import, ``"module:Env-v0"``, any other spec) builds only
+with the user's consent (``trust_env_code=True``, ``--trust-env-code``), or the user names the
+env again. Refusing says, in one sentence, exactly what the folder would import and how to
+allow it.
 """
 
 from __future__ import annotations
@@ -22,12 +32,29 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rlx.errors import EnvError
+from rlx.errors import CheckpointError, EnvError
 
 KINDS = ("id", "entry_point", "gymnasium_spec", "unrebuildable")
+GYMNASIUM_WRAPPERS = "gymnasium.wrappers"
+"""the package of the wrappers a recorded Gymnasium spec may apply without consent"""
+
+
+@dataclass(frozen=True)
+class Consent:
+    """How a user allows a run folder's env code, or names the env instead, in the words of
+    where they are: Python arguments or command-line flags."""
+
+    allow: str
+    """the argument or flag that gives consent"""
+    name_env: str
+    """how to name the env instead"""
+
+
+IN_PYTHON = Consent("trust_env_code=True", "env=...")
+ON_THE_COMMAND_LINE = Consent("--trust-env-code", "--env ID or --env package.module:factory")
 
 
 @dataclass(frozen=True)
@@ -41,6 +68,9 @@ class EnvRecipe:
     """keyword arguments of ``gymnasium.make`` or of the factory"""
     reason: str = ""
     """why the env cannot be rebuilt (``kind == "unrebuildable"``)"""
+    trusted: bool = field(default=True, compare=False)
+    """whether the code this recipe names may run: True for a recipe made in this process from
+    the user's own env, False for one read from a run folder until the user consents"""
 
     @property
     def rebuildable(self) -> bool:
@@ -54,9 +84,12 @@ class EnvRecipe:
         return self.target or "env"
 
     def make(self) -> Any:
-        """A fresh env built by this recipe; EnvError when it cannot be rebuilt."""
+        """A fresh env built by this recipe; EnvError when it cannot be rebuilt, or when it
+        would run code a run folder names without the user's consent."""
         import gymnasium as gym
 
+        if self.kind != "unrebuildable" and not self.trusted:
+            self.cleared()  # raises when the recipe names code
         if self.kind == "id":
             try:
                 return gym.make(self.target, **self.kwargs)
@@ -72,18 +105,166 @@ class EnvRecipe:
             "--env package.module:factory [--env-kwargs KEY=VALUE ...] on the command line."
         )
 
+    @property
+    def as_env(self) -> Any:
+        """What training and evaluation take: a plain id without keywords as the id itself (so
+        that it gets the env's native vector version, and Atari's preprocessing), else the
+        recipe."""
+        return self.target if self.kind == "id" and not self.kwargs else self
+
+    def code(self) -> list[str]:
+        """What building this env would import and call that is not Gymnasium's own registered
+        env, one phrase each (empty: a registered id, or a spec the registered id's own spec
+        agrees with)."""
+        if self.kind == "entry_point":
+            return [f"import and call {self.target!r} with {dict(self.kwargs)!r}"]
+        module = module_of_id(self.target) if self.kind == "id" else None
+        if module is not None:
+            return [f"import the module {module!r} that the Gymnasium id {self.target!r} names"]
+        if self.kind == "gymnasium_spec":
+            return _spec_code(json.loads(self.target))
+        return []
+
+    def cleared(
+        self,
+        trust_env_code: bool = False,
+        consent: Consent = IN_PYTHON,
+        source: str = "this run folder",
+    ) -> EnvRecipe:
+        """This recipe, cleared to build: as it is when it names no code (or is trusted
+        already), trusted when the user consents (``trust_env_code``); else an EnvError that
+        names what ``source`` would import and how to allow it, in ``consent``'s words. An
+        env that cannot be rebuilt raises its own error, which says how to pass it."""
+        if not self.rebuildable:
+            self.make()  # raises, saying how to pass the env
+        if self.trusted:
+            return self
+        code = self.code()
+        if code and not trust_env_code:
+            raise EnvError(
+                f"{source} would {' and '.join(code)} to build its env, code that rlx runs "
+                f"only with your consent: pass {consent.allow} if you trust the folder, or "
+                f"name the env yourself ({consent.name_env})."
+            )
+        return replace(self, trusted=True)
+
     def record(self) -> dict[str, Any]:
         """The recipe as ``config.json`` keeps it."""
         return {"kind": self.kind, "target": self.target, "kwargs": dict(self.kwargs),
                 "reason": self.reason}  # fmt: skip
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> EnvRecipe:
+    def from_record(cls, data: Any) -> EnvRecipe:
+        """The recipe a run folder's ``config.json`` records, checked as hostile data (kinds,
+        types, the shape of a Gymnasium spec) and not trusted: building it runs no code the
+        folder names until :meth:`cleared` with the user's consent. CheckpointError when the
+        record is malformed. Nothing is imported here."""
+        if not isinstance(data, Mapping):
+            raise _malformed(f"is a {type(data).__name__}, not a JSON object")
         kind = data.get("kind")
-        if kind not in KINDS:
-            raise EnvError(f"a recorded env recipe of unknown kind {kind!r}; kinds: {KINDS}.")
-        return cls(kind, str(data.get("target", "")), dict(data.get("kwargs") or {}),
-                   str(data.get("reason", "")))  # fmt: skip
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise _malformed(f"has the unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        target, kwargs, reason = data.get("target", ""), data.get("kwargs"), data.get("reason", "")
+        kwargs = {} if kwargs is None else kwargs
+        for name, value in (("target", target), ("reason", reason)):
+            if not isinstance(value, str):
+                raise _malformed(f"has a {name} of type {type(value).__name__}, not text")
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+            raise _malformed(f"has kwargs of type {type(kwargs).__name__}, not a JSON object")
+        if kind in ("id", "entry_point", "gymnasium_spec") and not target:
+            raise _malformed(f"of kind {kind!r} has no target")
+        if kind == "entry_point" and not is_entry_point(target):
+            raise _malformed(f"names the entry point {target!r}, not package.module:factory")
+        if kind == "gymnasium_spec":
+            _check_spec(target)
+            if kwargs:
+                raise _malformed("of kind 'gymnasium_spec' has kwargs; they belong in the spec")
+        return cls(kind, target, dict(kwargs), reason, trusted=False)
+
+
+def _malformed(what: str) -> CheckpointError:
+    return CheckpointError(
+        f"the env recipe in this run folder's config.json {what}; the folder is damaged or was "
+        "not written by rlx: pass the env yourself (env=..., --env)."
+    )
+
+
+def module_of_id(env_id: str) -> str | None:
+    """The module a Gymnasium id ``"module:Env-v0"`` makes ``gymnasium.make`` import (None for
+    a plain id, and for ``openspiel:<game>``, which names a board game, not a module)."""
+    if ":" not in env_id or _is_game_id(env_id):
+        return None
+    return env_id.split(":", 1)[0]
+
+
+def _is_game_id(env_id: str) -> bool:
+    """``openspiel:<game>``: a board game :func:`rlx.games.make` loads by name."""
+    return env_id.strip().lower().startswith("openspiel:")
+
+
+def _check_spec(target: str) -> None:
+    """A recorded Gymnasium spec is a JSON object of the shape ``EnvSpec.to_json`` writes."""
+    from gymnasium.envs.registration import EnvSpec
+
+    try:
+        spec = json.loads(target)
+    except ValueError:
+        raise _malformed("holds a Gymnasium spec that is not JSON") from None
+    if not isinstance(spec, dict):
+        raise _malformed("holds a Gymnasium spec that is not a JSON object")
+    checks = (("id", str), ("entry_point", str), ("kwargs", dict), ("additional_wrappers", list))
+    for name, kind in checks:
+        if not isinstance(spec.get(name), kind):
+            raise _malformed(f"holds a Gymnasium spec whose {name} is not a {kind.__name__}")
+    if spec.get("vector_entry_point") is not None and not isinstance(
+        spec["vector_entry_point"], str
+    ):
+        raise _malformed("holds a Gymnasium spec whose vector_entry_point is not text")
+    for wrapper in spec["additional_wrappers"]:
+        if not (
+            isinstance(wrapper, dict)
+            and isinstance(wrapper.get("entry_point"), str)
+            and isinstance(wrapper.get("kwargs") or {}, dict)
+        ):
+            raise _malformed("holds a Gymnasium spec with a wrapper that is not "
+                             "{name, entry_point, kwargs}")  # fmt: skip
+    try:
+        EnvSpec.from_json(target)  # parses only: nothing is imported
+    except Exception as exc:  # any malformed field: the message says which
+        raise _malformed(f"holds a Gymnasium spec Gymnasium cannot read ({exc})") from None
+
+
+def _spec_code(spec: dict[str, Any]) -> list[str]:
+    """What a recorded Gymnasium spec would import and call beyond the registered id's own
+    spec and Gymnasium's wrappers."""
+    import gymnasium as gym
+
+    env_id = spec["id"]
+    registered = gym.envs.registry.get(env_id)  # a lookup: gym.spec would import "module:"
+    code = []
+    if registered is None or registered.entry_point != spec["entry_point"]:
+        known = (
+            "an id not registered here"
+            if registered is None
+            else f"registered as {registered.entry_point!r}"
+        )
+        code.append(
+            f"import and call {spec['entry_point']!r} with {spec['kwargs']!r} (the entry point "
+            f"its Gymnasium spec records for {env_id!r}, {known})"
+        )
+    vector = spec.get("vector_entry_point")
+    if vector is not None and (registered is None or registered.vector_entry_point != vector):
+        code.append(f"import {vector!r} (the vector entry point its Gymnasium spec records)")
+    for wrapper in spec["additional_wrappers"]:
+        entry_point = wrapper["entry_point"]
+        module = entry_point.partition(":")[0]
+        if module != GYMNASIUM_WRAPPERS and not module.startswith(GYMNASIUM_WRAPPERS + "."):
+            kwargs = wrapper.get("kwargs") or {}
+            code.append(
+                f"import and call {entry_point!r} with {kwargs!r} (a wrapper its Gymnasium spec "
+                "records)"
+            )
+    return code
 
 
 def is_entry_point(text: str) -> bool:
@@ -145,7 +326,8 @@ def recipe_of(env: Any, env_kwargs: Mapping[str, Any] | None = None) -> EnvRecip
     """How to build ``env`` again (see the module docstring)."""
     kwargs = dict(env_kwargs or {})
     if isinstance(env, str):
-        kind = "entry_point" if is_entry_point(env) else "id"
+        # "openspiel:<game>" reads as an entry point but names a board game (rlx.games.make)
+        kind = "entry_point" if is_entry_point(env) and not _is_game_id(env) else "id"
         return EnvRecipe(kind, env, kwargs)
     if kwargs and not is_env_factory(env):
         raise EnvError("env_kwargs apply to an id, an entry point or a callable, not to an env "
@@ -175,10 +357,14 @@ def _recipe_of_object(env: Any) -> EnvRecipe:
 
 
 __all__ = [
+    "IN_PYTHON",
+    "ON_THE_COMMAND_LINE",
+    "Consent",
     "EnvRecipe",
     "import_path",
     "is_entry_point",
     "is_env_factory",
     "load_entry_point",
+    "module_of_id",
     "recipe_of",
 ]

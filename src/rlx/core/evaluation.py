@@ -50,13 +50,17 @@ def evaluate(
     seed: int = 0,
     deterministic: bool = True,
     max_steps: int | None = None,
+    trust_env_code: bool = False,
 ) -> EvalStats:
     """Run ``episodes`` episodes with ``agent.act(obs, deterministic)``.
 
     ``env`` is a Gymnasium id or env, or an ``rlx.mdp.TabularMDP``; by default the env the
     agent was trained on: rebuilt from ``agent.env_recipe`` (:mod:`rlx.core.env_recipe`,
     which ``rlx.load`` sets) when it has one, else made from ``agent.env_id``. An env whose
-    recipe cannot be rebuilt raises the recipe's error, which says how to pass it. Where the
+    recipe cannot be rebuilt raises the recipe's error, which says how to pass it. A recipe
+    read from a run folder that names code (an entry point, a Gymnasium spec that is not the
+    registered one) is rebuilt only with consent: ``trust_env_code=True`` here or at
+    ``rlx.load``; else an EnvError names what the folder would import. Where the
     env gives action masks (:mod:`rlx.core.masks`), a deep agent's ``act_batch`` receives
     them as ``action_mask``, so that it only chooses valid actions. Episodes on a TabularMDP
     end at a terminal state or after ``max_steps`` (default: the MDP's
@@ -73,7 +77,7 @@ def evaluate(
             f"run use `rlx align eval --model {run_dir}/model --data FILE` "
             "(rlx.llm.exact_match)."
         )
-    env = env if env is not None else trained_env(agent)
+    env = env if env is not None else trained_env(agent, trust_env_code)
     from rlx.core.envs import gridworld_from_id, is_gridworld_id
     from rlx.mdp import TabularMDP
 
@@ -91,14 +95,16 @@ def evaluate(
     )
 
 
-def trained_env(agent: Any) -> Any:
+def trained_env(agent: Any, trust_env_code: bool = False) -> Any:
     """The env ``agent`` was trained on: its recipe (a plain id as the id itself, so that it
-    gets the env's native vector version), else its ``env_id``."""
+    gets the env's native vector version), cleared to build
+    (:meth:`~rlx.core.env_recipe.EnvRecipe.cleared`: code a run folder names needs
+    ``trust_env_code``), else its ``env_id``."""
     recipe = getattr(agent, "env_recipe", None)
     if recipe is not None:
-        if not recipe.rebuildable:
-            recipe.make()  # raises, saying how to pass the env
-        return recipe.target if recipe.kind == "id" and not recipe.kwargs else recipe
+        run_dir = getattr(agent, "run_dir", None)
+        source = "this agent's env recipe" if run_dir is None else f"the run folder {run_dir}"
+        return recipe.cleared(trust_env_code, source=source).as_env
     env = getattr(agent, "env_id", None)
     if env is None:
         raise ConfigError("evaluate needs an env: the agent does not record one.")
