@@ -1,4 +1,15 @@
-"""Shared test setup: one torch thread, fixed seeds, runs in temporary folders."""
+"""Shared test setup: one torch thread, fixed seeds, runs in temporary folders.
+
+Tests that train and assert on learning take their training seed from the ``train_seed``
+fixture, so one command reruns all of them on another seed:
+
+    pytest --rlx-seed 1 -m 'not slow and not ray' tests/...
+
+Without ``--rlx-seed`` each such test trains on its own seed (0, the seed every one of them
+used before the option existed). The CPU kernel path is chosen by PyTorch from the CPU
+(AVX-512 where it has it); ``ATEN_CPU_CAPABILITY=avx2 pytest ...`` runs the AVX2 kernels
+instead, whose float rounding differs. A learning test must pass on seeds 0-2 under both.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +24,37 @@ os.environ.setdefault("RLX_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 RLX = [sys.executable, "-m", "rlx.cli"]
+
+DEFAULT_TRAIN_SEED = 0
+"""The seed of a learning test run without ``--rlx-seed``."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--rlx-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train every learning test on seed N (default: each test's own seed, 0)",
+    )
+
+
+@pytest.fixture(scope="session")
+def train_seed(request: pytest.FixtureRequest) -> int:
+    """The seed a learning test trains on: ``--rlx-seed N``, else :data:`DEFAULT_TRAIN_SEED`.
+
+    Session-scoped, so module-scoped fixtures that train (shared models) can use it too."""
+    seed = request.config.getoption("--rlx-seed")
+    return DEFAULT_TRAIN_SEED if seed is None else seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import torch
+
+    seed = config.getoption("--rlx-seed")
+    chosen = "each test's own" if seed is None else seed
+    kernels = torch.backends.cpu.get_cpu_capability()
+    return f"rlx: training seed {chosen}; torch CPU kernels {kernels}"
 
 
 @pytest.fixture(autouse=True)

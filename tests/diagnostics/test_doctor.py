@@ -357,24 +357,45 @@ def test_cli_exits_3_when_a_stop_on_rule_ends_the_run(tmp_path):
 
 
 def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):
-    """The final findings of a run stopped and resumed are those of the whole run."""
+    """The final findings of a run stopped and resumed are those of the whole run.
+
+    The run is built so that only the whole series holds the finding: a toy algorithm logs
+    ``approx_kl`` 0.3 (past the rule's 0.1) at steps 21-32 and 0.01 elsewhere, 40 steps in all,
+    stopped at step 30 and resumed. Over the whole run the median of the last half (steps
+    21-40, 12 of 20 high) is past 0.1; the resumed part alone (steps 31-40, 2 high) is not,
+    in either half. So ``kl-too-high`` in the summary, with evidence from both parts, shows
+    the resumed run's doctor read the rows logged before the checkpoint. (It used to train PPO
+    with a huge step size and expect KL or entropy findings: one float trajectory, which on
+    another CPU's kernels ended in ``no-learning`` instead.)
+    """
+    from tests.runs import toy_algorithm  # noqa: F401  (registers "toy-counter")
+
+    kl = tuple(0.3 if 21 <= step <= 32 else 0.01 for step in range(1, 41))
     log = rlx.runs.Run.log
 
     def log_then_stop(self, step, metrics):
         values = log(self, step, metrics)
-        self.stop_requested = self.stop_requested or step >= 30_000
+        self.stop_requested = self.stop_requested or step >= 30
         return values
 
-    kwargs = dict(learning_rate=0.1, num_epochs=40, anneal_lr=False, anneal_clip=False,
-                  eval_episodes=0, progress=False, seed=0)  # fmt: skip
+    run_dir = tmp_path / "r"
     with monkeypatch.context() as patch:
         patch.setattr(rlx.runs.Run, "log", log_then_stop)
-        rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "r", total_steps=40_000, **kwargs)
-    rlx.train("ppo", "CartPole-v1", run_dir=tmp_path / "r", resume=True, progress=False)
-    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert summary["status"] == "completed"
-    assert summary["doctor"] == [f.rule.id for f in rlx.doctor(tmp_path / "r").findings]
-    assert set(summary["doctor"]) & {"kl-too-high", "entropy-collapse"}
+        rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=40, approx_kl=kl,
+                  progress=False)  # fmt: skip
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 30
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, resume=True, progress=False)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["steps"] == 40
+    findings = rlx.doctor(run_dir).findings
+    assert summary["doctor"] == [f.rule.id for f in findings]
+    assert "kl-too-high" in summary["doctor"]
+    evidence = next(f.evidence for f in findings if f.rule.id == "kl-too-high")
+    assert evidence.step_start <= 30 < evidence.step_end  # rows of both parts
+    # the construction: the resumed part on its own holds no such finding
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == list(range(1, 41))
+    assert "kl-too-high" not in fired(log_of(approx_kl=[r[M.APPROX_KL] for r in rows[30:]]))
 
 
 def test_cli_report_and_recommend(tmp_path, capsys):

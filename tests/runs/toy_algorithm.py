@@ -26,6 +26,8 @@ class ToyConfig:
     """pause per step, so a test can interrupt a real process"""
     seed: int = 0
     """seed"""
+    approx_kl: tuple[float, ...] = ()
+    """values logged as approx_kl, one per step from step 1 (none past the tuple's end)"""
 
     def __post_init__(self) -> None:
         if self.w < 0:
@@ -49,7 +51,10 @@ def _train(config: ToyConfig, env, run) -> ToyAgent:
         step += 1
         total += config.w * step
         x = math.nan if step == config.nan_at else config.w * step
-        run.log(step, {"x": x, "episode_return": total})
+        row = {"x": x, "episode_return": total}
+        if step <= len(config.approx_kl):
+            row["approx_kl"] = config.approx_kl[step - 1]
+        run.log(step, row)
         run.log_episodes([step], [total], [1])
         run.save_checkpoint(step, {"step": step, "total": total, "arr": np.full(3, total)})
         if config.sleep_s:
