@@ -37,7 +37,13 @@ LR = "lr"
 LOSS = "loss"
 
 # language models
-KL_REF = "kl_ref"  # KL of the policy to the frozen reference
+# KL(pi || pi_ref) of the policy to the frozen reference, estimated on completions sampled
+# from pi with k3 terms, exp(r) - 1 - r with r = log pi_ref - log pi: non-negative, unbiased
+KL_REF = "kl_ref"
+# mean log pi(y|x) - log pi_ref(y|x) over fixed completions (DPO's preference data): how far
+# the policy's likelihood of that data moved from the reference's; any sign, not a KL, since
+# the completions were not sampled from pi
+LOG_RATIO_REF = "log_ratio_ref"
 RM_SCORE = "rm_score"
 REWARD = "reward"
 GOLD_REWARD = "gold_reward"  # reward under the task's ground truth, when there is one

@@ -80,7 +80,7 @@ def test_dpo_matches_hand_numbers():
     assert float(m["rejected_reward"]) == pytest.approx(0.1 * -0.25)
     assert float(m["reward_margin"]) == pytest.approx(0.075)
     assert float(m["pair_accuracy"]) == 0.5
-    assert float(m["kl_ref"]) == pytest.approx((1 + 0 - 1 + 0.5) / 4)
+    assert float(m["log_ratio_ref"]) == pytest.approx((1 + 0 - 1 + 0.5) / 4)
 
 
 def test_dpo_is_log2_at_the_reference_and_its_gradient_raises_chosen_lowers_rejected():
@@ -89,7 +89,7 @@ def test_dpo_is_log2_at_the_reference_and_its_gradient_raises_chosen_lowers_reje
     pc, pr = ref_c.clone().requires_grad_(), ref_r.clone().requires_grad_()
     loss, m = losses.dpo_loss(pc, pr, ref_c, ref_r, beta=beta)
     assert float(loss.detach()) == pytest.approx(math.log(2), rel=1e-6)
-    assert float(m["kl_ref"]) == 0.0
+    assert float(m["log_ratio_ref"]) == 0.0
     loss.backward()
     # sigma(0) = 1/2: dL/d log pi(y+) = -beta / 2 / B, dL/d log pi(y-) = +beta / 2 / B
     torch.testing.assert_close(pc.grad, torch.full((B,), -beta / 2 / B))
@@ -104,7 +104,7 @@ def test_dpo_swapping_chosen_and_rejected_negates_the_margin():
     assert float(swapped["reward_margin"]) == pytest.approx(-float(m["reward_margin"]))
     assert float(swapped["chosen_reward"]) == pytest.approx(float(m["rejected_reward"]))
     assert float(swapped["pair_accuracy"]) == pytest.approx(1 - float(m["pair_accuracy"]))
-    assert float(swapped["kl_ref"]) == pytest.approx(float(m["kl_ref"]))
+    assert float(swapped["log_ratio_ref"]) == pytest.approx(float(m["log_ratio_ref"]))
 
 
 @pytest.mark.parametrize("beta", [0.0, -0.1, float("nan")])

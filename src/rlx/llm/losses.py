@@ -64,10 +64,10 @@ def dpo_loss(
 
     Metrics: ``loss``, ``chosen_reward`` and ``rejected_reward`` (mean implicit rewards),
     ``reward_margin`` (their mean difference), ``pair_accuracy`` (share of pairs whose chosen
-    implicit reward is higher) and ``kl_ref``, the mean of ``log pi(y|x) - log pi_ref(y|x)`` over
-    chosen and rejected completions: a sequence-level estimate of ``KL(pi || pi_ref)``. It is the
-    unbiased one only for completions sampled from ``pi``; on fixed preference data it measures
-    how far the policy's likelihood of that data has drifted from the reference's.
+    implicit reward is higher) and ``log_ratio_ref``, the mean of ``log pi(y|x) - log pi_ref(y|x)``
+    over chosen and rejected completions: how far the policy's likelihood of the preference data
+    has moved from the reference's. It is no KL estimate (the completions were not sampled from
+    ``pi``) and takes either sign: DPO commonly lowers both likelihoods, which makes it negative.
     """
     _check_beta(beta)
     _pair_shapes(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps)
@@ -83,7 +83,7 @@ def dpo_loss(
             M.REJECTED_REWARD: rejected_reward.mean(),
             M.REWARD_MARGIN: (chosen_reward - rejected_reward).mean(),
             M.PAIR_ACCURACY: (chosen_reward > rejected_reward).float().mean(),
-            M.KL_REF: torch.cat([chosen_logratio, rejected_logratio]).mean(),
+            M.LOG_RATIO_REF: torch.cat([chosen_logratio, rejected_logratio]).mean(),
         }
     return loss, metrics
 

@@ -9,9 +9,10 @@ from preferences (``docs/reference/choose-a-method.md``), with no reward model a
 are computed once for every pair before training and the reference model is not kept: each
 step runs only the policy, on chosen and rejected completions in one forward pass. Logged per
 step: ``loss``, ``chosen_reward`` and ``rejected_reward`` (``beta (log pi - log pi_ref)``),
-``reward_margin``, ``pair_accuracy``, ``kl_ref``; held out: the same with ``eval_`` and, with
-``eval_exact_match``, ``exact_match``: the share of held-out prompts whose greedy completion
-is the chosen one.
+``reward_margin``, ``pair_accuracy``, ``log_ratio_ref`` (the mean ``log pi - log pi_ref`` of
+the pairs' completions: a log-ratio of fixed data, not a KL); held out: the same with
+``eval_`` and, with ``eval_exact_match``, ``exact_match``: the share of held-out prompts whose
+greedy completion is the chosen one.
 """
 
 from __future__ import annotations

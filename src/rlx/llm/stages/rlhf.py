@@ -25,7 +25,10 @@ KL (Ziegler et al.'s controller):
 
 Logged per step: ``reward`` (mean ``R - beta KL`` per completion, the quantity optimised),
 ``rm_score`` (mean ``R``), ``gold_reward`` (exact match of the answer, when rows carry one),
-``kl_ref`` (mean summed ``log pi - log pi_ref`` per completion), ``beta``,
+``kl_ref`` (the sequence ``KL(pi || pi_ref)`` per completion, ``sum_t exp(r_t) - 1 - r_t``
+with ``r_t = log pi_ref(y_t | x, y_<t) - log pi(y_t | x, y_<t)``: k3 terms, each >= 0, unbiased
+on samples from pi; the penalty in ``r_t`` above is the plain log-ratio, as in Ziegler et al.),
+``beta``,
 ``response_length``, ``approx_kl``, ``clip_fraction``, ``entropy``, ``policy_loss``,
 ``value_loss``; held out, ``exact_match``. A warning is printed once when ``kl_ref`` passes
 ``kl_warning`` (5 by default): drift from the SFT model, where reward hacking starts.
@@ -47,7 +50,7 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.core.advantages import explained_variance, masked_gae
 from rlx.core.checks import at_least, in_range, positive
-from rlx.core.policy_losses import clipped_surrogate, masked_mean, value_loss
+from rlx.core.policy_losses import clipped_surrogate, k3, masked_mean, value_loss
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
     Batch,
@@ -463,9 +466,12 @@ def collect(
         )
         if config.normalize_advantages:
             advantages = whiten(advantages, mask)
-        kl = ((old_logp - ref_logp) * mask).sum(-1)
+        # the penalty the rewards carry (summed log-ratio), and the KL it estimates, reported
+        # with k3 terms: the same expectation, but never negative
+        penalty = ((old_logp - ref_logp) * mask).sum(-1)
+        kl = (k3(ref_logp - old_logp) * mask).sum(-1)
     metrics = {
-        M.REWARD: float((rm_scores.to(kl.device) - beta * kl).mean()),
+        M.REWARD: float((rm_scores.to(penalty.device) - beta * penalty).mean()),
         "rm_score": float(scores.mean()),
         M.KL_REF: float(kl.mean()),
         "beta": beta,
