@@ -172,7 +172,26 @@ def test_bf16_mixed_on_a_cpu_without_bfloat16_warns_once(files, monkeypatch, cap
     training._warn_emulated_bf16.cache_clear()
 
 
-def test_cpu_has_bf16_reports_a_bool():
+def test_cpu_has_bf16_reads_the_bf16_flags():
+    """Native bfloat16 is AVX512-BF16 or AMX: an AVX-512 CPU without them emulates it."""
     from rlx.llm.training import cpu_has_bf16
 
-    assert isinstance(cpu_has_bf16(), bool)
+    avx512 = frozenset({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq"})
+    assert cpu_has_bf16(avx512) is False
+    assert cpu_has_bf16(avx512 | {"avx512_bf16"}) is True
+    assert cpu_has_bf16(frozenset({"avx2", "amx_tile", "amx_bf16"})) is True
+    assert cpu_has_bf16(frozenset({"avx2", "fma"})) is False
+
+
+def test_cpu_has_bf16_agrees_with_this_machines_cpuinfo():
+    from pathlib import Path
+
+    from rlx.llm.training import cpu_has_bf16
+
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")),
+                 None)  # fmt: skip
+    if flags is None:
+        pytest.skip("no x86 flags in /proc/cpuinfo on this machine")
+    assert cpu_has_bf16() == ("avx512_bf16" in flags or "amx_bf16" in flags)

@@ -275,11 +275,36 @@ def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[Non
             hf_model.set_attn_implementation("sdpa")
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX, as
-    oneDNN, PyTorch's CPU backend, detects them); without, PyTorch emulates them slowly."""
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""x86 CPU flags (as Linux names them) of the instructions that compute in bfloat16."""
+
+
+def cpu_has_bf16(flags: frozenset[str] | None = None) -> bool:
+    """Whether this CPU computes bfloat16 matrix products natively: on x86, whether its flags
+    (``flags``, by default those Linux lists in ``/proc/cpuinfo``) include AVX512-BF16 or AMX;
+    without them PyTorch emulates bfloat16, slowly. Where the flags are unknown (not Linux,
+    not x86), what oneDNN, PyTorch's CPU backend, reports; unknown to it too: True (no
+    warning on a guess)."""
+    flags = cpu_flags() if flags is None else flags
+    if flags is not None:
+        return bool(flags & NATIVE_BF16_FLAGS)
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
-    return True if check is None else bool(check())  # unknown: assume native, do not warn
+    return True if check is None else bool(check())
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str] | None:
+    """The x86 CPU's feature flags from ``/proc/cpuinfo`` (its first ``flags`` line); None
+    where there is no such line (another OS, another architecture)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return None
 
 
 @functools.cache
