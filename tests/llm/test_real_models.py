@@ -231,9 +231,12 @@ def preferences() -> list[dict]:
 
 
 def load_folders(run_dir, with_lora: bool) -> None:
-    """RUN_DIR/model loads with transformers; with LoRA, RUN_DIR/adapter with peft."""
+    """RUN_DIR/model loads with transformers; with LoRA, RUN_DIR/adapter with peft, and the
+    adapter trained: every ``lora_B`` (which starts at 0, so that an untrained adapter changes
+    nothing) is non-zero, and the merged model, equal to base + adapter, answers the training
+    prompts differently from the base model."""
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     merged = AutoModelForCausalLM.from_pretrained(run_dir / "model")
     assert (run_dir / "adapter").is_dir() == with_lora
@@ -243,9 +246,21 @@ def load_folders(run_dir, with_lora: bool) -> None:
                 "base_model_name_or_path"
             ]
         )
-        adapted = PeftModel.from_pretrained(base, run_dir / "adapter").merge_and_unload()
-        ids = torch.tensor([[1, 2, 3]])
-        torch.testing.assert_close(adapted(input_ids=ids).logits, merged(input_ids=ids).logits)
+        tokenizer = AutoTokenizer.from_pretrained(run_dir / "model")
+        prompts = [tokenizer.apply_chat_template(chat(q), add_generation_prompt=True,
+                                                 tokenize=False) for q, _ in QA]  # fmt: skip
+        ids = tokenizer(prompts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            before = base(**ids).logits
+            adapter = PeftModel.from_pretrained(base, run_dir / "adapter")
+            lora_b = {n: p for n, p in adapter.named_parameters() if "lora_B" in n}
+            assert lora_b and all(bool(p.abs().max() > 0) for p in lora_b.values()), run_dir
+            adapted = adapter.merge_and_unload()
+            after = merged(**ids).logits
+            torch.testing.assert_close(adapted(**ids).logits, after)
+        real = ids["attention_mask"].bool()
+        change = (after - before).abs()[real].max()
+        assert change > 1e-4, f"{run_dir}: the adapter changed the logits by {float(change):.2g}"
         summary = json.loads((run_dir / "summary.json").read_text())
         assert 0 < summary["trainable_share"] < 0.5
 
@@ -265,8 +280,14 @@ def test_sft_and_dpo_on_conversational_datasets(qwen, tmp_path, with_lora):
     assert isinstance(agent.act("What is 2+2?"), str)
 
 
+def reply_length(prompts, completions, **kwargs):
+    """A reward with spread among a random model's samples (the others give each 0), so the
+    update has a gradient and the adapter must move."""
+    return [len(c[0]["content"]) / 10 for c in completions]
+
+
 @pytest.mark.parametrize("with_lora", [False, True])
-def test_grpo_and_rlhf_with_a_trl_reward_reading_a_column(qwen, tmp_path, with_lora):
+def test_grpo_and_rlhf_with_a_trl_reward_reading_a_column(qwen, tmp_path, with_lora, monkeypatch):
     prompts = [{"prompt": chat(q), "answer": a, "weight": 2.0} for q, a in QA] * 2
     calls = []
 
@@ -278,14 +299,16 @@ def test_grpo_and_rlhf_with_a_trl_reward_reading_a_column(qwen, tmp_path, with_l
 
     lora_fields = {"lora": True, "lora_r": 4} if with_lora else {}
     common = {**SMALL, "max_new_tokens": 4, "eval_exact_match": False, **lora_fields}
-    result = llm.grpo(qwen, prompts, reward=[weighted_match, "format"], group_size=2,
-                      reward_weights=[1.0, 0.5], run_dir=tmp_path / "grpo", **common)  # fmt: skip
+    result = llm.grpo(qwen, prompts, reward=[weighted_match, "format", reply_length],
+                      group_size=2, reward_weights=[1.0, 0.5, 1.0], run_dir=tmp_path / "grpo",
+                      **common)  # fmt: skip
     assert calls == [4, 4]
     rows = [json.loads(x) for x in (result.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert "reward/weighted_match" in rows[0] and "reward/format" in rows[0]
     load_folders(result.run_dir, with_lora)
-    rlhf = llm.rlhf(qwen, prompts, reward_model="exact-match", run_dir=tmp_path / "ppo",
-                    minibatch_size=2, **common)  # fmt: skip
+    monkeypatch.setitem(rewards.REWARDS, "reply-length", reply_length)
+    rlhf = llm.rlhf(qwen, prompts, reward_model="exact-match,reply-length",
+                    run_dir=tmp_path / "ppo", minibatch_size=2, **common)  # fmt: skip
     load_folders(rlhf.run_dir, with_lora)
 
 
