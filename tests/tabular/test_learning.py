@@ -1,7 +1,7 @@
 """Learning tests: each learner reaches what dynamic programming says it should.
 
-Thresholds are ones a broken learner cannot reach; every run has a fixed seed, and the settings
-were chosen so that 10 of 10 seeds pass (not just the one used here).
+Thresholds are ones a broken learner cannot reach; every run is seeded by ``train_seed``
+(``pytest --rlx-seed N``), and the settings were chosen so that 10 of 10 seeds pass.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def _train(algo: str, env, **fields) -> TabularLearner:
 
 
 @pytest.mark.parametrize("algo", TD_CONTROL)
-def test_td_control_finds_the_optimal_policy_on_gridworld(gridworld, algo):
+def test_td_control_finds_the_optimal_policy_on_gridworld(gridworld, algo, train_seed):
     # the standard tabular defaults: alpha 0.1, epsilon 0.1
-    report = check(_train(algo, gridworld, episodes=2000, seed=0).result(), gridworld)
+    report = check(_train(algo, gridworld, episodes=2000, seed=train_seed).result(), gridworld)
     assert report.optimal_action_share == 1.0, report
     assert report.policy_value_gap == pytest.approx(0.0, abs=1e-9)
 
@@ -63,8 +63,8 @@ FROZEN_LAKE_SETTINGS = {
 
 
 @pytest.mark.parametrize("algo", TD_CONTROL)
-def test_td_control_finds_the_optimal_policy_on_slippery_frozen_lake(frozen_lake, algo):
-    learner = _train(algo, frozen_lake, seed=1, **FROZEN_LAKE_SETTINGS[algo])
+def test_td_control_finds_the_optimal_policy_on_slippery_frozen_lake(frozen_lake, algo, train_seed):
+    learner = _train(algo, frozen_lake, seed=train_seed, **FROZEN_LAKE_SETTINGS[algo])
     report = check(learner.result(), frozen_lake)
     # every non-terminal state (all are reachable from the start) gets an optimal action;
     # check counts any action within 1e-6 of max_a Q* as optimal, as several can tie
@@ -72,9 +72,13 @@ def test_td_control_finds_the_optimal_policy_on_slippery_frozen_lake(frozen_lake
     assert report.policy_value_gap < 1e-6
 
 
-def test_monte_carlo_control_finds_the_optimal_policy_on_gridworld(gridworld):
+def test_monte_carlo_control_finds_the_optimal_policy_on_gridworld(gridworld, train_seed):
     result = monte_carlo(
-        gridworld, episodes=5000, seed=0, epsilon_schedule="linear", exploration_fraction=0.5
+        gridworld,
+        episodes=5000,
+        seed=train_seed,
+        epsilon_schedule="linear",
+        exploration_fraction=0.5,
     )
     report = check(result, gridworld)
     assert report.optimal_action_share == 1.0, report
@@ -88,8 +92,10 @@ RETURN_SD = 18.4
 
 
 @pytest.mark.parametrize("first_visit", [True, False])
-def test_mc_prediction_converges_to_v_pi(gridworld, first_visit):
-    result = mc_prediction(gridworld, episodes=20_000, seed=0, alpha=None, first_visit=first_visit)
+def test_mc_prediction_converges_to_v_pi(gridworld, first_visit, train_seed):
+    result = mc_prediction(
+        gridworld, episodes=20_000, seed=train_seed, alpha=None, first_visit=first_visit
+    )
     report = check(result, gridworld)
     # sample averages: standard error RETURN_SD / sqrt(N(s)), N(s) >= ~6,700 first visits here;
     # 4.5 standard errors (~0.22 each) leaves a chance below 1e-4 of a false alarm per state
@@ -98,8 +104,8 @@ def test_mc_prediction_converges_to_v_pi(gridworld, first_visit):
     assert report.max_abs_v_error < max(tolerance, 0.5), report
 
 
-def test_td0_converges_to_v_pi(gridworld):
-    result = td0(gridworld, episodes=100_000, seed=0, alpha=0.001)
+def test_td0_converges_to_v_pi(gridworld, train_seed):
+    result = td0(gridworld, episodes=100_000, seed=train_seed, alpha=0.001)
     V_pi = planning.policy_evaluation(gridworld, np.full((16, 4), 0.25))
     np.testing.assert_allclose(V_pi.reshape(4, 4)[0], [0, -14, -20, -22], atol=1e-6)
     # constant-alpha TD(0) keeps fluctuating around V^pi with a spread ~ sqrt(alpha) * sd(G):
@@ -108,11 +114,11 @@ def test_td0_converges_to_v_pi(gridworld):
     assert check(result, gridworld).max_abs_v_error < 1.0
 
 
-def test_prediction_of_a_given_deterministic_policy(gridworld):
+def test_prediction_of_a_given_deterministic_policy(gridworld, train_seed):
     # always "left" (action 3): from column 0 straight to the corner, elsewhere it never ends,
     # so the values are -(column) in row 0, and episodes are capped (truncated, bootstrapped)
     policy = np.full(16, 3)
-    result = td0(gridworld, policy=policy, episodes=1000, seed=0, alpha=0.5, max_steps=20)
+    result = td0(gridworld, policy=policy, episodes=1000, seed=train_seed, alpha=0.5, max_steps=20)
     np.testing.assert_allclose(result.V[:4], [0, -1, -2, -3], atol=1e-6)
 
 
@@ -129,10 +135,10 @@ def _greedy_path(mdp: TabularMDP, policy: np.ndarray, start: int, cols: int) -> 
 
 
 @pytest.fixture(scope="module")
-def cliff_runs():
+def cliff_runs(train_seed):
     cliff = from_gymnasium("CliffWalking-v1", gamma=1.0)
     runs = {
-        algo: _train(algo, cliff, episodes=2000, alpha=0.1, epsilon=0.1, seed=0).result()
+        algo: _train(algo, cliff, episodes=2000, alpha=0.1, epsilon=0.1, seed=train_seed).result()
         for algo in ("sarsa", "q-learning")
     }
     return cliff, runs
@@ -181,19 +187,20 @@ def maximisation_bias_mdp(n_b_actions: int = 10, n_outcomes: int = 21) -> Tabula
     return TabularMDP(P, R, 1.0, terminal=terminal, initial=A_STATE)
 
 
-def _left_share(algo: str, mdp: TabularMDP, seeds: int, episodes: int) -> float:
+def _left_share(algo: str, mdp: TabularMDP, seeds: range, episodes: int) -> float:
     shares = []
-    for seed in range(seeds):
+    for seed in seeds:
         learner = TabularLearner(algo, mdp, TabularConfig(alpha=0.1, epsilon=0.1, seed=seed))
         shares.append(np.mean(learner.run(episodes).lengths == 2))  # left: A -> B -> end
     return float(np.mean(shares))
 
 
-def test_double_q_has_less_maximisation_bias_than_q_learning():
+def test_double_q_has_less_maximisation_bias_than_q_learning(train_seed):
     mdp = maximisation_bias_mdp()
+    seeds = range(100 * train_seed, 100 * (train_seed + 1))  # 100 runs, another 100 per seed
     assert mdp.R[1] == pytest.approx(np.full(10, -0.1))  # going left loses 0.1 on average
-    q_share = _left_share("q-learning", mdp, seeds=100, episodes=300)
-    double_share = _left_share("double-q", mdp, seeds=100, episodes=300)
+    q_share = _left_share("q-learning", mdp, seeds=seeds, episodes=300)
+    double_share = _left_share("double-q", mdp, seeds=seeds, episodes=300)
     # optimal is right; epsilon-greedy alone goes left 0.1 / 10 = 1% of the time. Q-learning's
     # max over ten noisy Q(B, .) looks positive and pulls it left (~31%); Double Q (~6%) not.
     assert q_share > 0.2
@@ -202,8 +209,9 @@ def test_double_q_has_less_maximisation_bias_than_q_learning():
 
 
 # ------------------------------------------------------------------ the Gymnasium path
-def test_gym_env_object_learns_what_the_compiled_model_path_learns(frozen_lake):
-    settings = {"alpha": 0.03, "episodes": 15_000, "epsilon": 0.02, "q_init": 1.0, "seed": 0}
+def test_gym_env_object_learns_what_the_compiled_model_path_learns(frozen_lake, train_seed):
+    settings = {"alpha": 0.03, "episodes": 15_000, "epsilon": 0.02, "q_init": 1.0,
+                "seed": train_seed}  # fmt: skip
     env = gym.make("FrozenLake-v1")
     on_gym = _train("q-learning", env, **settings)
     on_model = _train("q-learning", frozen_lake, **settings)
