@@ -96,8 +96,8 @@ def test_help_lists_fields_and_the_cartpole_preset(capsys):
 
 
 # ---------------------------------------------------------------------------- learning
-def test_dqn_learns_the_chain_values_and_policy(tmp_path):
-    agent = rlx.train("dqn", "rlx-test/Chain-v0", run_dir=tmp_path / "r", seed=0, **CHAIN)
+def test_dqn_learns_the_chain_values_and_policy(tmp_path, train_seed):
+    agent = rlx.train("dqn", "rlx-test/Chain-v0", run_dir=tmp_path / "r", seed=train_seed, **CHAIN)
     q = agent.q_values(np.eye(8, dtype=np.float32))
     q_star = ChainEnv.optimal_q(8, CHAIN["gamma"])
     # every state: go right; and the values themselves, within 0.05 of Q* (a DQN that
@@ -112,7 +112,7 @@ def test_dqn_learns_the_chain_values_and_policy(tmp_path):
         assert name in logged
 
 
-def test_double_dqn_overestimates_less_than_vanilla_on_noisy_rewards(tmp_path):
+def test_double_dqn_overestimates_less_than_vanilla_on_noisy_rewards(tmp_path, train_seed):
     # every action pays N(-0.05, 1): Q* < 0 everywhere, so max over noisy estimates is biased
     config = dict(
         total_steps=8000, num_envs=4, learning_starts=500, learning_rate=3e-3, train_freq=2,
@@ -123,7 +123,12 @@ def test_double_dqn_overestimates_less_than_vanilla_on_noisy_rewards(tmp_path):
     for double in (False, True):
         run_dir = tmp_path / f"double-{double}"
         rlx.train(
-            "dqn", NoisyBanditEnv(n_actions=16), run_dir=run_dir, seed=0, double=double, **config
+            "dqn",
+            NoisyBanditEnv(n_actions=16),
+            run_dir=run_dir,
+            seed=train_seed,
+            double=double,
+            **config,
         )
         rows = metrics(run_dir)[len(metrics(run_dir)) // 2 :]  # the second half of training
 
@@ -138,8 +143,10 @@ def test_double_dqn_overestimates_less_than_vanilla_on_noisy_rewards(tmp_path):
 
 
 # ---------------------------------------------------------------------------- load, eval
-def test_load_gives_the_greedy_agent_and_evaluate_runs_batched(tmp_path):
-    trained = rlx.train("dqn", "rlx-test/Chain-v0", run_dir=tmp_path / "r", seed=0, **CHAIN)
+def test_load_gives_the_greedy_agent_and_evaluate_runs_batched(tmp_path, train_seed):
+    trained = rlx.train(
+        "dqn", "rlx-test/Chain-v0", run_dir=tmp_path / "r", seed=train_seed, **CHAIN
+    )
     agent = rlx.load(tmp_path / "r")
     assert torch.equal(parameters(agent), parameters(trained))
     obs = np.eye(8, dtype=np.float32)[3]

@@ -37,10 +37,10 @@ def _metrics(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_sac_learns_the_best_action_of_a_contextual_bandit(tmp_path):
+def test_sac_learns_the_best_action_of_a_contextual_bandit(tmp_path, train_seed):
     # random actions earn about -1.7, the best constant action -0.75; only a policy that
     # reads the state and maps [-1, 1] onto the off-centre box [0, 4] gets near 0
-    rlx.train("sac", "rlx-test/Target-v0", run_dir=tmp_path / "r", seed=0, **TOY)
+    rlx.train("sac", "rlx-test/Target-v0", run_dir=tmp_path / "r", seed=train_seed, **TOY)
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["eval_return_mean"] > -0.05
 
@@ -54,8 +54,14 @@ def test_sac_learns_the_best_action_of_a_contextual_bandit(tmp_path):
     assert agent.act(obs) == agent.act(obs)
 
 
-def test_sac_logs_its_metrics_and_tunes_alpha(tmp_path):
-    rlx.train("sac", "rlx-test/Target-v0", run_dir=tmp_path / "r", **{**TOY, "total_steps": 600})
+def test_sac_logs_its_metrics_and_tunes_alpha(tmp_path, train_seed):
+    rlx.train(
+        "sac",
+        "rlx-test/Target-v0",
+        run_dir=tmp_path / "r",
+        **{**TOY, "total_steps": 600},
+        seed=train_seed,
+    )
     rows = _metrics(tmp_path / "r")
     last = rows[-1]
     for name in ("critic_loss", "actor_loss", "q_mean", "td_error", "entropy", "alpha",

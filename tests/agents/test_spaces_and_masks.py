@@ -36,9 +36,11 @@ def mean_return(agent, env, episodes: int = 16) -> float:
      ("reinforce", {"num_envs": 4}, 8_000)],
     ids=["ppo", "dqn", "a2c", "reinforce"],
 )  # fmt: skip
-def test_dict_observations_are_read_key_by_key(tmp_path, algo, options, steps):
+def test_dict_observations_are_read_key_by_key(tmp_path, algo, options, steps, train_seed):
     # the goal is only in the Discrete key: an agent that drops it scores about a third
-    agent = train(algo, ENVS + "DictTarget", tmp_path, total_steps=steps, **options)
+    agent = train(
+        algo, ENVS + "DictTarget", tmp_path, total_steps=steps, **options, seed=train_seed
+    )
     assert mean_return(agent, space_envs.DictTarget()) >= 0.9 * MAX
     loaded = rlx.load(tmp_path)
     obs, _ = space_envs.DictTarget().reset(seed=3)
@@ -46,10 +48,12 @@ def test_dict_observations_are_read_key_by_key(tmp_path, algo, options, steps):
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "reinforce"])
-def test_multidiscrete_actions_learn_every_entry(tmp_path, algo):
+def test_multidiscrete_actions_learn_every_entry(tmp_path, algo, train_seed):
     options = {"ppo": PPO, "a2c": A2C, "reinforce": {"num_envs": 4}}[algo]
     steps = {"ppo": 4_000, "a2c": 6_000, "reinforce": 8_000}[algo]
-    agent = train(algo, ENVS + "MultiDiscreteTarget", tmp_path, total_steps=steps, **options)
+    agent = train(
+        algo, ENVS + "MultiDiscreteTarget", tmp_path, total_steps=steps, **options, seed=train_seed
+    )
     # random: 8 * (1/3 + 1/4) / 2 = 2.3; copying one entry only: at most 6.7
     assert mean_return(agent, space_envs.MultiDiscreteTarget()) >= 0.85 * MAX
     action = agent.act(np.zeros(7, np.float32))
@@ -57,10 +61,12 @@ def test_multidiscrete_actions_learn_every_entry(tmp_path, algo):
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "reinforce"])
-def test_multibinary_actions_learn_every_bit(tmp_path, algo):
+def test_multibinary_actions_learn_every_bit(tmp_path, algo, train_seed):
     options = {"ppo": PPO, "a2c": A2C, "reinforce": {"num_envs": 4}}[algo]
     steps = {"ppo": 4_000, "a2c": 4_000, "reinforce": 8_000}[algo]
-    agent = train(algo, ENVS + "MultiBinaryTarget", tmp_path, total_steps=steps, **options)
+    agent = train(
+        algo, ENVS + "MultiBinaryTarget", tmp_path, total_steps=steps, **options, seed=train_seed
+    )
     assert mean_return(agent, space_envs.MultiBinaryTarget()) >= 0.85 * MAX  # random: 0.5
     action = agent.act(np.ones(4, np.float32))
     assert space_envs.MultiBinaryTarget().action_space.contains(action)
@@ -100,9 +106,20 @@ def test_uint8_images_channel_first_or_last_train_through_the_cnn(tmp_path, algo
     [("ppo", PPO, 3_000), ("a2c", A2C, 3_000), ("dqn", DQN, 3_000)],
     ids=["ppo", "a2c", "dqn"],
 )
-def test_a_masked_agent_learns_what_an_unmasked_one_cannot(tmp_path, algo, options, steps):
-    masked = train(algo, ENVS + "MaskedChoice", tmp_path / "masked", total_steps=steps, **options)
-    blind = train(algo, ENVS + "Choice", tmp_path / "blind", total_steps=steps, **options)
+def test_a_masked_agent_learns_what_an_unmasked_one_cannot(
+    tmp_path, algo, options, steps, train_seed
+):
+    masked = train(
+        algo,
+        ENVS + "MaskedChoice",
+        tmp_path / "masked",
+        total_steps=steps,
+        **options,
+        seed=train_seed,
+    )
+    blind = train(
+        algo, ENVS + "Choice", tmp_path / "blind", total_steps=steps, **options, seed=train_seed
+    )
     # rlx.evaluate passes the env's mask to act_batch; a loaded agent rebuilds its env
     assert mean_return(masked, space_envs.MaskedChoice()) == MAX
     masked_run = rlx.load(tmp_path / "masked", trust_env_code=True)  # the env is our own code
@@ -110,8 +127,10 @@ def test_a_masked_agent_learns_what_an_unmasked_one_cannot(tmp_path, algo, optio
     assert mean_return(blind, space_envs.Choice()) <= 0.25 * MAX
 
 
-def test_masks_come_from_an_action_masks_method_too(tmp_path):
-    agent = train("ppo", ENVS + "MethodMaskedChoice", tmp_path, total_steps=3_000, **PPO)
+def test_masks_come_from_an_action_masks_method_too(tmp_path, train_seed):
+    agent = train(
+        "ppo", ENVS + "MethodMaskedChoice", tmp_path, total_steps=3_000, **PPO, seed=train_seed
+    )
     assert mean_return(agent, space_envs.MethodMaskedChoice()) == MAX
 
 

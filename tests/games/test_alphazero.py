@@ -398,11 +398,13 @@ def _drop_key(tree, key: str) -> bool:
     return any([found, *(_drop_key(v, key) for v in tree.values())])
 
 
-def test_learns_tictactoe_perfect_play_with_the_defaults(tmp_path):
+def test_learns_tictactoe_perfect_play_with_the_defaults(tmp_path, train_seed):
     """With no argument but the game, AlphaZero must not lose one of 100 games to the perfect
     solver (50 as X, 50 as O), and must never lose to random play. Budget: the default 30
     iterations."""
-    agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "az", progress=False)
+    agent = rlx.train(
+        "alphazero", "tictactoe", run_dir=tmp_path / "az", progress=False, seed=train_seed
+    )
     results = arena(agent.game, agent, ("solver", "random"), games=100, seed=123)
     assert results["solver"].losses == 0, str(results["solver"])
     # perfect play itself (the solver, random among its best moves) draws some games against

@@ -199,7 +199,7 @@ def test_reward_model_folder_loads_as_a_reward_function(files, tmp_path):
     assert AutoModelForSequenceClassification.from_pretrained(result.model_dir).num_labels == 1
 
 
-def test_bag_of_words_reward_model_learns_which_tokens_win(tmp_path, files):
+def test_bag_of_words_reward_model_learns_which_tokens_win(tmp_path, files, train_seed):
     """Pairs where the chosen completion always holds a '7' and the rejected never: w('7')
     must end up the largest weight."""
     rows = [llm.PreferencePair(f"{i}+0=", f"7{i % 10}", f"{(i % 6) + 1}{i % 10}")
@@ -207,7 +207,8 @@ def test_bag_of_words_reward_model_learns_which_tokens_win(tmp_path, files):
     rows = [r for r in rows if "7" not in r.rejected]
     llm.write_jsonl(tmp_path / "p.jsonl", rows)
     result = llm.reward_model(files["model"], tmp_path / "p.jsonl", run_dir=tmp_path / "bow",
-                              kind="bow", steps=60, learning_rate=0.05, **FAST)  # fmt: skip
+                              kind="bow", steps=60, learning_rate=0.05, seed=train_seed,
+                              **FAST)  # fmt: skip
     assert result.metrics["eval_pair_accuracy"] == 1.0
     scorer = llm.load_reward_model(result.model_dir)
     weights = scorer.module.weight.detach()
