@@ -1,90 +1,361 @@
-"""Benchmark result files: what a benchmark measured, how and where, as JSON.
+"""Benchmark result files: what a benchmark measured, how, where and with what, as JSON.
 
 Every benchmark ends with :func:`write_result`, which writes ``benchmarks/results/<name>.json``
-holding its table (columns and rows), the figures a reader quotes, the exact command, the date,
-the machine (CPU model, cores, Python, torch), the torch thread count and the seeds. The docs'
-benchmark page is generated from these files (``docs/gen_pages.py``), so a figure in the docs
-is always one a benchmark wrote, with the command that reproduces it beside it.
+(a ``--quick`` run: ``benchmarks/results/quick/<name>.json``, which the docs never read). A
+record holds what a reviewer needs to trust or redo the figures:
+
+- the table (columns and rows) and the figures a reader quotes;
+- the exact command, the UTC date, the git commit and whether the tree had uncommitted
+  changes (and which files);
+- the version of every library involved, read from the installed package metadata
+  (``importlib.metadata``), not from whichever modules happen to be imported: rlx, numpy, and
+  the benchmark's own list (torch, transformers, trl, peft, stable-baselines3, ...);
+- the CPU model, its core count and the instruction sets that change which kernels run
+  (AVX2, AVX-512, AVX512-BF16, AMX, ...), read from ``/proc/cpuinfo``; the thread settings
+  (torch's intra-op threads, ``OMP_NUM_THREADS`` and friends);
+- the number of repeats (at least :data:`MIN_REPEATS` outside ``--quick``) and, for each
+  timed quantity, its min, median, max and spread (:func:`spread`);
+- the like-for-like settings, each with rlx's value and the peer's (:func:`settings_table`);
+  where rlx's preset differs from the peer's recipe, the differences (:func:`differences`);
+- the goals, each with the value measured and met or missed (:func:`goal`); a goal that
+  could not be judged (a side not run) is ``None`` and shows as "not run".
+
+The docs' benchmark page is generated from these files (``docs/gen_pages.py benchmarks``), so
+a figure in the docs is always one a benchmark wrote, with the command that reproduces it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata as metadata
 import json
+import math
 import os
 import platform
 import shlex
+import subprocess
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+QUICK_RESULTS = RESULTS / "quick"
+ROOT = HERE.parent
+SCHEMA = 2
+"""Version of the record's layout (1: before commit, versions, repeats and goals)."""
+MIN_REPEATS = 3
+"""A figure of a full run is the summary of at least this many repeats."""
+
+KERNEL_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512dq",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+"""``/proc/cpuinfo`` flags that change which kernels numpy, numba and PyTorch run."""
+
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "RLX_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+)
+
+BASE_LIBRARIES = ("rlx", "numpy")
+"""Every record names these versions; a benchmark adds its own (torch, the peer, ...)."""
+
+
+# ---------------------------------------------------------------------------- the machine
+def cpu(cpuinfo: str | None = None) -> dict[str, Any]:
+    """The CPU model, core count and the kernel-changing instruction sets it has.
+
+    ``cpuinfo``: the text of ``/proc/cpuinfo`` (read when None; elsewhere than Linux the
+    flags are empty and the model is ``platform``'s).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    model: str | None = None
+    flags: set[str] | None = None
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model is None:
+            model = value.strip()
+        elif key == "flags" and flags is None:
+            flags = set(value.split())
+    model = model or platform.processor() or platform.machine()
+    flags = flags or set()
+    return {
+        "model": model,
+        "cores": os.cpu_count(),
+        "kernel_flags": [f for f in KERNEL_FLAGS if f in flags],
+    }
 
 
 def machine() -> dict[str, Any]:
-    """The CPU model, its core count, the OS and the versions that matter for speed."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The CPU (:func:`cpu`), the OS, Python, and torch's chosen CPU kernel path when torch is
+    loaded (``default``, ``avx2``, ``avx512``: what ``ATEN_CPU_CAPABILITY`` sets)."""
     info = {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
+        "cpu": cpu(),
         "os": platform.platform(terse=True),
         "python": platform.python_version(),
     }
-    for module in ("torch", "numpy", "gymnasium"):
-        if module in sys.modules:
-            info[module] = getattr(sys.modules[module], "__version__", "?")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(AttributeError):  # an old torch has no such call
+            info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     return info
 
 
-def torch_threads() -> int | None:
-    """torch's intra-op thread count, when torch is loaded."""
+def threads() -> dict[str, Any]:
+    """torch's intra-op thread count (when torch is loaded) and the thread variables set."""
     torch = sys.modules.get("torch")
-    return torch.get_num_threads() if torch is not None else None
+    numba = sys.modules.get("numba")
+    return {
+        "torch": torch.get_num_threads() if torch is not None else None,
+        "numba": numba.get_num_threads() if numba is not None else None,
+        **{name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+    }
 
 
+# ---------------------------------------------------------------------------- the software
+def versions(libraries: Iterable[str] = ()) -> dict[str, str]:
+    """Each distribution's installed version from its package metadata (``not installed``
+    when absent), for :data:`BASE_LIBRARIES` and ``libraries``, plus Python's."""
+    found = {"python": platform.python_version()}
+    for name in dict.fromkeys([*BASE_LIBRARIES, *libraries]):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def git_state(root: Path = ROOT) -> dict[str, Any]:
+    """The commit checked out in ``root`` and whether the tree differs from it: ``dirty``
+    and the paths ``git status`` lists (tracked changes and untracked files)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                 text=True, timeout=30, check=True)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": None, "dirty_paths": []}
+    status = git("status", "--porcelain", "--untracked-files=normal") or ""
+    paths = [line[3:] for line in status.splitlines() if line.strip()]
+    return {"commit": commit.strip(), "dirty": bool(paths), "dirty_paths": paths}
+
+
+def command() -> str:
+    """The command line that ran this benchmark, as typed from the repository root."""
+    args = list(sys.argv)
+    script = Path(args[0]).resolve() if args else None
+    if script is not None and script.is_file():
+        try:
+            args[0] = str(script.relative_to(ROOT))
+        except ValueError:
+            args[0] = str(script)
+    return "python " + " ".join(shlex.quote(a) for a in args)
+
+
+# ---------------------------------------------------------------------------- figures
+def spread(samples: Sequence[float | None], digits: int = 4) -> dict[str, Any]:
+    """Min, median and max of repeated measurements, the relative spread
+    ``(max - min) / median`` and the samples themselves. A ``None`` sample (not reached, not
+    run) counts as infinitely slow for the median and is left out of min and spread."""
+    values = [float(s) for s in samples if s is not None and math.isfinite(s)]
+    keyed = sorted(math.inf if s is None or not math.isfinite(s) else float(s) for s in samples)
+    n = len(keyed)
+    median = None
+    if n:
+        middle = keyed[n // 2] if n % 2 else (keyed[n // 2 - 1] + keyed[n // 2]) / 2
+        median = middle if math.isfinite(middle) else None
+    out: dict[str, Any] = {
+        "n": len(samples),
+        "min": _round(min(values), digits) if values else None,
+        "median": _round(median, digits) if median is not None else None,
+        "max": _round(max(values), digits) if values else None,
+        "spread": None,
+        "samples": [None if s is None else _round(float(s), digits) for s in samples],
+    }
+    if median and len(values) > 1:
+        out["spread"] = _round((max(values) - min(values)) / median, 3)
+    return out
+
+
+def _round(value: float, digits: int) -> float:
+    """``value`` to ``digits`` significant digits (integers above that stay whole)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    magnitude = math.floor(math.log10(abs(value)))
+    return round(value, max(digits - 1 - magnitude, 0))
+
+
+def ratio(numerator: float | None, denominator: float | None, digits: int = 3) -> float | None:
+    """``numerator / denominator``, or None when either side was not measured."""
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return _round(numerator / denominator, digits)
+
+
+def goal(name: str, target: str, value: Any, met: bool | None) -> dict[str, Any]:
+    """One goal: what it asks (``name``), the bar (``target``), what was measured, and met
+    (True), missed (False) or not judged because a side was not run (None)."""
+    return {"goal": name, "target": target, "measured": value, "met": met}
+
+
+def settings_table(
+    rlx: Mapping[str, Any], peer: Mapping[str, Any], *, must_match: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """The like-for-like settings, one row each: the setting, rlx's value, the peer's value
+    and whether they are equal. Every key of either side is a row; ``must_match`` (default:
+    every key) are the settings that change the work, and :func:`check_like_for_like`
+    requires them equal."""
+    keys = list(dict.fromkeys([*rlx, *peer]))
+    required = set(keys if must_match is None else must_match)
+    return [
+        {
+            "setting": key,
+            "rlx": rlx.get(key, "(none)"),
+            "peer": peer.get(key, "(none)"),
+            "equal": _same(rlx.get(key), peer.get(key)),
+            "must_match": key in required,
+        }
+        for key in keys
+    ]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+def check_like_for_like(rows: Sequence[Mapping[str, Any]], where: str = "") -> None:
+    """Raise ``ValueError`` naming every setting that must match and does not."""
+    unequal = [r for r in rows if r["must_match"] and not r["equal"]]
+    if unequal:
+        listed = "; ".join(f"{r['setting']}: rlx {r['rlx']!r}, peer {r['peer']!r}" for r in unequal)
+        raise ValueError(f"{where or 'benchmark'} is not like for like: {listed}")
+
+
+def differences(preset: Mapping[str, Any], recipe: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where rlx's preset (as rlx config values) differs from the peer's recipe (mapped to the
+    same rlx fields): one row per field, ``{"setting", "preset", "recipe"}``."""
+    keys = list(dict.fromkeys([*recipe, *preset]))
+    return [
+        {"setting": k, "preset": preset.get(k, "(default)"), "recipe": recipe.get(k, "(default)")}
+        for k in keys
+        if not _same(preset.get(k), recipe.get(k))
+    ]
+
+
+# ---------------------------------------------------------------------------- the file
 def write_result(
     name: str,
     *,
     title: str,
     columns: list[str],
     rows: list[list[Any]],
+    libraries: Iterable[str],
+    repeats: int,
+    goals: list[dict[str, Any]],
+    peer: str,
+    notes: str = "",
     seeds: list[int] | None = None,
     figures: dict[str, Any] | None = None,
-    notes: str = "",
+    settings: list[dict[str, Any]] | None = None,
+    preset_differences: list[dict[str, Any]] | None = None,
+    extra_tables: list[dict[str, Any]] | None = None,
+    details: dict[str, Any] | None = None,
+    quick: bool = False,
     out_dir: Path | None = None,
 ) -> Path:
-    """Write ``benchmarks/results/<name>.json`` and return its path.
+    """Write the result file and return its path.
 
-    ``columns`` and ``rows`` are the table the docs page shows; ``figures`` the headline
-    numbers (ratios, medians) by name; ``notes`` one or two sentences on what was measured.
+    ``columns`` and ``rows``: the table the docs page shows; ``libraries``: the distributions
+    whose versions matter (rlx and numpy are always added); ``repeats``: how many times each
+    figure was measured (seeds count as repeats where each seed is a run); ``goals``: from
+    :func:`goal`; ``peer``: the library compared against, as the page names it; ``settings``:
+    from :func:`settings_table` (must-match rows must be equal, or this raises);
+    ``preset_differences``: from :func:`differences`; ``extra_tables``: further tables, each
+    ``{"title", "columns", "rows"}``; ``details``: the
+    raw figures behind the table (per seed, per repeat), kept in the file, not on the page;
+    ``quick``: a ``--quick`` run (fewer, smaller repeats:
+    a check that the benchmark works, not a measurement), written under ``results/quick/``
+    unless ``out_dir`` says otherwise.
     """
+    if not quick and repeats < MIN_REPEATS:
+        raise ValueError(f"{name}: {repeats} repeats; a full run needs at least {MIN_REPEATS}")
+    for g in goals:
+        if g.get("met") not in (True, False, None):
+            raise ValueError(f"{name}: goal {g.get('goal')!r} has met={g.get('met')!r}")
+    if settings:
+        check_like_for_like(settings, name)
     record = {
+        "schema": SCHEMA,
         "name": name,
         "title": title,
-        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "quick": quick,
+        "command": command(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "git": git_state(),
         "machine": machine(),
-        "torch_threads": torch_threads(),
+        "threads": threads(),
+        "versions": versions(libraries),
+        "peer": peer,
+        "repeats": repeats,
         "seeds": list(seeds) if seeds is not None else None,
+        "notes": notes,
         "columns": list(columns),
         "rows": [list(row) for row in rows],
+        "goals": goals,
+        "settings": settings or [],
+        "preset_differences": preset_differences or [],
+        "extra_tables": extra_tables or [],
         "figures": dict(figures or {}),
-        "notes": notes,
+        "details": details or {},
     }
-    folder = out_dir or RESULTS
+    folder = out_dir or (QUICK_RESULTS if quick else RESULTS)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=2, default=_plain) + "\n")
     os.replace(tmp, path)
     print(f"result written to {path}")
+    for g in goals:
+        verdict = {True: "met", False: "MISSED", None: "not run"}[g["met"]]
+        print(f"goal: {g['goal']} ({g['target']}): {g['measured']} -> {verdict}")
     return path
 
 

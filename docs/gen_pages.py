@@ -303,11 +303,25 @@ def field_names() -> str:
 # ------------------------------------------------------------------------- benchmarks
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 BENCHMARKS_PAGE = Path(__file__).resolve().parent / "benchmarks.md"
+BENCHMARK_SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+FLAG_NAMES = {
+    "sse4_2": "SSE4.2", "avx": "AVX", "avx2": "AVX2", "fma": "FMA", "f16c": "F16C",
+    "avx_vnni": "AVX-VNNI", "avx512f": "AVX-512", "avx512dq": "AVX512-DQ",
+    "avx512bw": "AVX512-BW", "avx512vl": "AVX512-VL", "avx512_vnni": "AVX512-VNNI",
+    "avx512_bf16": "AVX512-BF16", "avx512_fp16": "AVX512-FP16", "amx_tile": "AMX-TILE",
+    "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8",
+}  # fmt: skip
+"""How the page names the instruction sets a result file lists (``/proc/cpuinfo`` flags)."""
 
 
 def benchmarks_page(results: Path = RESULTS) -> str:
-    """The benchmark page, from the result files the benchmarks write (one section each:
-    what was measured, the table, the command, the date, the machine, the seeds)."""
+    """The benchmark page, from the result files the benchmarks write: first every goal with
+    met or missed, then one section per file (what was measured, the table, the goals, the
+    like-for-like settings of both sides, where rlx's preset differs from the peer's recipe,
+    and the record: command, date, commit, CPU and its instruction sets, threads, repeats,
+    seeds, library versions). A benchmark without a result file is listed as not run.
+    Nothing is computed here beyond formatting: no figure is derived or extrapolated."""
     records = sorted(
         (json.loads(path.read_text()) for path in results.glob("*.json")),
         key=lambda r: r["name"],
@@ -318,49 +332,170 @@ def benchmarks_page(results: Path = RESULTS) -> str:
         "_Generated from `benchmarks/results/*.json` by `python docs/gen_pages.py benchmarks`:",
         "every figure here is one a benchmark wrote, with the command that reproduces it._",
         "",
-        "Each benchmark runs rlx and the library a user would otherwise pick on the same work, in",
-        "one process run on the same machine, and prints ratios. `make bench` runs them all and",
-        "rewrites this page; `.venv/bin/python benchmarks/bench_NAME.py --help` shows the",
-        "options of one.",
+        "Each benchmark runs rlx and the library a user would otherwise pick on the same work:",
+        "the peer as its users run it (its documented defaults or its own published recipe), and",
+        "every setting that changes the work equal on both sides (precision, gradient",
+        "checkpointing, model, data, batch and group sizes, sequence lengths, steps, threads);",
+        "each section lists those settings with both sides' values, read from the two",
+        "configuration objects. Every timed figure is the summary of at least 3 repeats (min and",
+        "median). A goal the run did not meet is shown as missed; a side that was not run is",
+        "shown as not run, never estimated.",
+        "",
+        "The deep-RL sections have two rows for rlx: rlx with the peer's exact hyperparameters",
+        "(the code's speed on the same work) and rlx's preset against the peer's recipe (what a",
+        "user gets from each by default); the differences between preset and recipe are listed.",
+        "Presets are tuned on seeds 0-9 and scored here on seeds from 10 on. A preset must also",
+        "stay up: the stability check asks that after the mean of the last 20 training episodes",
+        "first reaches the threshold, no later window of 20 episodes falls below half of it",
+        "(measured from the random policy's return), over the whole budget.",
+        "",
+        "`make bench` runs them all and rewrites this page; `.venv/bin/python",
+        "benchmarks/bench_NAME.py --help` shows the options of one, `--quick` a run that only",
+        "checks the benchmark works (written under `benchmarks/results/quick/`, never shown here).",
         "",
     ]
     if not records:
         lines += ["No result files yet: run `make bench`.", ""]
+    lines += _goal_summary(records)
+    missing = _not_run(records)
+    if missing:
+        lines += [
+            "Not run under these rules yet (no result file): "
+            + ", ".join(f"`benchmarks/{name}`" for name in missing)
+            + ".",
+            "",
+        ]
     for record in records:
         lines += _benchmark_section(record)
     return "\n".join(lines)
 
 
+def _verdict(met: Any) -> str:
+    return {True: "met", False: "**missed**"}.get(met, "not run")
+
+
+def _goal_summary(records: list[dict[str, Any]]) -> list[str]:
+    rows = [(r, g) for r in records for g in r.get("goals", [])]
+    if not rows:
+        return []
+    lines = ["## Goals", "", "| benchmark | goal | target | measured | result |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for record, g in rows:
+        lines.append(
+            f"| {_cell(record['name'])} | {_cell(g['goal'])} | {_cell(g['target'])} "
+            f"| {_cell(_figure(g['measured']))} | {_verdict(g['met'])} |"
+        )
+    return [*lines, ""]
+
+
+def _not_run(records: list[dict[str, Any]]) -> list[str]:
+    """The benchmark scripts no result file came from."""
+    commands = " ".join(r.get("command", "") for r in records)
+    names = {r["name"] for r in records}
+    return [
+        script.name
+        for script in sorted(BENCHMARK_SCRIPTS.glob("bench_*.py"))
+        if script.stem.removeprefix("bench_") not in names and script.name not in commands
+    ]
+
+
+def _table(columns: list[Any], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |"]
+    lines.append("|" + "---|" * len(columns))
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(_figure(v)) for v in row) + " |")
+    return [*lines, ""]
+
+
 def _benchmark_section(record: dict[str, Any]) -> list[str]:
-    machine = record.get("machine", {})
     lines = [f"## {record['title']}", ""]
+    if record.get("quick"):
+        lines += ["**Quick run** (`--quick`): a check that the benchmark works, not a "
+                  "measurement.", ""]  # fmt: skip
+    if "schema" not in record:
+        lines += ["_Recorded before result files kept the commit, every library's version, "
+                  "the repeats and the goals._", ""]  # fmt: skip
     if record.get("notes"):
         lines += [record["notes"], ""]
-    columns = record["columns"]
-    lines += ["| " + " | ".join(_cell(c) for c in columns) + " |"]
-    lines += ["|" + "---|" * len(columns)]
-    for row in record["rows"]:
-        lines.append("| " + " | ".join(_cell(_figure(v)) for v in row) + " |")
-    lines.append("")
+    lines += _table(record["columns"], record["rows"])
+    peer = record.get("peer", "peer")
+    if record.get("goals"):
+        lines += ["Goals:", ""]
+        lines += _table(
+            ["goal", "target", "measured", "result"],
+            [[g["goal"], g["target"], g["measured"], _verdict(g["met"])] for g in record["goals"]],
+        )
+    if record.get("settings"):
+        lines += [f"Like for like: the settings that change the work, rlx's and {peer}'s, "
+                  "read from the configurations the benchmark builds.", ""]  # fmt: skip
+        lines += _table(
+            ["setting", "rlx", peer, "equal"],
+            [[s["setting"], _value(s["rlx"]), _value(s["peer"]),
+              "yes" if s["equal"] else ("**no**" if s.get("must_match") else "no (see notes)")]
+             for s in record["settings"]],
+        )  # fmt: skip
+    if record.get("preset_differences"):
+        lines += [f"Where rlx's preset differs from {peer}'s recipe (the preset row's settings "
+                  "against the peer's):", ""]  # fmt: skip
+        lines += _table(
+            ["setting", "rlx preset", f"{peer} recipe"],
+            [[d["setting"], _value(d["preset"]), _value(d["recipe"])]
+             for d in record["preset_differences"]],
+        )  # fmt: skip
+    for extra in record.get("extra_tables", []):
+        lines += [f"{extra['title']}:", ""]
+        lines += _table(extra["columns"], extra["rows"])
     if record.get("figures"):
         lines.append(
             "Figures: " + "; ".join(f"{k} {_figure(v)}" for k, v in record["figures"].items()) + "."
         )
         lines.append("")
-    seeds = record.get("seeds")
-    threads = record.get("torch_threads")
-    lines += [
-        f"Command: `{record['command']}`; {record['date'][:10]}; "
-        f"{machine.get('cpu', '?')} ({machine.get('cores', '?')} cores)"
-        + (f"; torch threads {threads}" if threads else "")
-        + (f"; seeds {', '.join(str(x) for x in seeds)}" if seeds else "")
-        + ".",
-        "",
-    ]
+    lines += [_record_line(record), ""]
     return lines
 
 
+def _value(value: Any) -> str:
+    """A setting's value in a table cell: code-formatted, lists as they were written."""
+    return f"`{value}`"
+
+
+def _record_line(record: dict[str, Any]) -> str:
+    """Command, date, commit, machine, threads, repeats, seeds and versions in one line."""
+    machine = record.get("machine", {})
+    cpu = machine.get("cpu", "?")
+    if isinstance(cpu, dict):
+        flags = ", ".join(FLAG_NAMES.get(f, f) for f in cpu.get("kernel_flags", []))
+        where = f"{cpu.get('model', '?')} ({cpu.get('cores', '?')} cores" + (
+            f"; {flags})" if flags else ")"
+        )
+        if machine.get("torch_cpu_capability"):
+            where += f", torch kernels {machine['torch_cpu_capability']}"
+    else:
+        where = f"{cpu} ({machine.get('cores', '?')} cores)"
+    parts = [f"Command: `{record['command']}`", record["date"][:10]]
+    git = record.get("git")
+    if git and git.get("commit"):
+        dirty = len(git.get("dirty_paths", []))
+        parts.append(f"commit `{git['commit'][:10]}`"
+                     + (f" with {dirty} changed files" if git.get("dirty") else ""))  # fmt: skip
+    parts.append(where)
+    threads = record.get("threads") or {}
+    torch_threads = threads.get("torch") if threads else record.get("torch_threads")
+    if torch_threads:
+        parts.append(f"torch threads {torch_threads}")
+    if record.get("repeats"):
+        parts.append(f"repeats {record['repeats']}")
+    seeds = record.get("seeds")
+    if seeds:
+        parts.append(f"seeds {', '.join(str(x) for x in seeds)}")
+    if record.get("versions"):
+        parts.append("versions " + ", ".join(f"{k} {v}" for k, v in record["versions"].items()))
+    return "; ".join(parts) + "."
+
+
 def _figure(value: Any) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
     if isinstance(value, int) and not isinstance(value, bool):
