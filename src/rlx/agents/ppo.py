@@ -261,9 +261,11 @@ def load(config: PPOConfig, env_id: str, state: dict) -> PolicyAgent:
 PRESETS: dict[str, dict[str, Any]] = {
     # rl-baselines3-zoo's CartPole-v1 settings (8 x 32 steps, full-batch updates, gamma 0.98,
     # annealed learning rate and clip), re-tuned: fewer epochs at a larger step size than the
-    # zoo's reach the solved return in fewer env steps and gradient steps, and GAE's lambda 0.9
-    # rather than 0.8 keeps the slowest seeds near the median
-    # (benchmarks/bench_policy_gradient.py measures it over seeds 0-9)
+    # zoo's reach the solved return in fewer env steps and gradient steps, GAE's lambda 0.9
+    # rather than 0.8 keeps the slowest seeds near the median, and a clip of 0.1 rather than
+    # 0.2 keeps every run at 500 once there (at 0.2 seed 0 fell from 500 to 37 near step 54k).
+    # Tuned on seeds 0-9 only, with the stability check of benchmarks/deep_rl.py; the
+    # benchmark scores it on seeds 10-19, which tuning never saw.
     "CartPole-v1": {
         "num_envs": 8,
         "num_steps": 32,
@@ -273,6 +275,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "gae_lambda": 0.9,
         "ent_coef": 0.0,
         "learning_rate": 5e-3,
+        "clip_eps": 0.1,
         "anneal_lr": True,
         "anneal_clip": True,
     },
