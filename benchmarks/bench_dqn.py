@@ -112,11 +112,11 @@ def recipe_overrides(budget: int | None = None) -> dict[str, Any]:
     }
 
 
-def rlx_config(overrides: Mapping[str, Any]) -> Any:
+def rlx_config(overrides: Mapping[str, Any], env_id: str = ENV_ID) -> Any:
     """rlx's config as ``rlx.train`` builds it: defaults, the env's preset, ``overrides``."""
     from rlx import registry
 
-    return registry.make_config(registry.get("dqn"), ENV_ID, dict(overrides))[0]
+    return registry.make_config(registry.get("dqn"), env_id, dict(overrides))[0]
 
 
 def sb3_model(recipe: Mapping[str, Any] | None = None) -> Any:

@@ -133,11 +133,11 @@ def recipe_overrides(algo: str, budget: int | None = None) -> dict[str, Any]:
     }
 
 
-def rlx_config(algo: str, overrides: Mapping[str, Any]) -> Any:
+def rlx_config(algo: str, overrides: Mapping[str, Any], env_id: str = ENV_ID) -> Any:
     """rlx's config as ``rlx.train`` builds it: defaults, the env's preset, ``overrides``."""
     from rlx import registry
 
-    return registry.make_config(registry.get(algo), ENV_ID, dict(overrides))[0]
+    return registry.make_config(registry.get(algo), env_id, dict(overrides))[0]
 
 
 def sb3_model(algo: str, recipe: Mapping[str, Any] | None = None) -> Any:

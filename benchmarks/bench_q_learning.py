@@ -15,13 +15,19 @@ the env's step limit as truncation, which bootstraps: 100 steps, FrozenLake-v1's
    what ``rlx.tabular.q_learning`` runs: whole chunks of episodes in one numba kernel that
    samples the model itself.
 
-Reported: env steps per second of the learning run (rlx: the median of 5 identical runs), its
-ratio to the dict loop on the model, numba's first-call time measured apart in fresh processes
-(cold: an empty cache; warm: the on-disk cache), and the learning outcome: the greedy policy's
-value from the start state (exact policy evaluation) against ``V*(start)``, and the fields of
-``rlx.tabular.check``.
+The settings that change the work (episodes, alpha, epsilon and its schedule, gamma, Q_0, the
+step limit, the seed) are read from rlx's config and the loop's constants, and must be equal.
 
-Run: ``.venv/bin/python benchmarks/bench_q_learning.py [--episodes 50000] [--seed 0]``.
+Reported: env steps per second of each learning run, each repeated ``--repeats`` times (at
+least 3) on the same seed, so on the same work: min, median and spread of the seconds; the
+ratio of the medians to the dict loop on the model; numba's first-call time measured apart in
+fresh processes (cold: an empty cache; warm: the on-disk cache); the learning outcome: the
+greedy policy's value from the start state (exact policy evaluation) against ``V*(start)``
+and the fields of ``rlx.tabular.check``; and rlx's seed-to-seed spread of that value over
+``--spread-seeds`` seeds. Goal: rlx at least 50x the dict loop on the model (medians).
+
+Run: ``.venv/bin/python benchmarks/bench_q_learning.py [--episodes 50000] [--seed 0]``;
+``--quick`` checks that it works (2,000 episodes, 3 spread seeds).
 """
 
 from __future__ import annotations
@@ -39,14 +45,16 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.mdp import TabularMDP, from_gymnasium  # noqa: E402
 from rlx.planning import policy_evaluation, value_iteration  # noqa: E402
 from rlx.tabular import TabularLearner, TabularResult, check  # noqa: E402
@@ -196,23 +204,59 @@ def first_call_seconds(empty_cache: bool) -> tuple[float, bool]:
     return float(first_run), int(hits) > 0
 
 
-def rlx_q_learning(mdp: TabularMDP, episodes: int, seed: int, repeats: int) -> Outcome:
+def rlx_q_learning(mdp: TabularMDP, episodes: int, seed: int) -> Outcome:
+    """One timed run of rlx's learner (the kernel loaded before the clock)."""
     TabularLearner("q-learning", mdp, rlx_config(10, seed)).run(10)  # load the kernel first
-    times = []
-    for _ in range(repeats):  # same seed each time, so the same work: the median time counts
-        learner = TabularLearner("q-learning", mdp, rlx_config(episodes, seed))
-        start = time.perf_counter()
-        learner.run(episodes)
-        times.append(time.perf_counter() - start)
+    learner = TabularLearner("q-learning", mdp, rlx_config(episodes, seed))
+    start = time.perf_counter()
+    learner.run(episodes)
+    seconds = time.perf_counter() - start
     result = learner.result()
     return Outcome(
         "rlx q_learning (numba)",
         learner.steps_done,
-        float(np.median(times)),
+        seconds,
         result.Q,
         result.returns,
         result.lengths,
     )
+
+
+def repeated(run: Callable[[], Outcome], repeats: int) -> tuple[Outcome, dict[str, Any]]:
+    """``repeats`` runs of the same work (the same seed); the last run's outcome and the spread
+    of the seconds."""
+    outcomes = [run() for _ in range(repeats)]
+    steps = {o.steps for o in outcomes}
+    assert len(steps) == 1, f"the repeats did different work: {steps} env steps"
+    return outcomes[-1], spread([o.seconds for o in outcomes])
+
+
+def like_for_like(mdp: TabularMDP, env: gym.Env, episodes: int, seed: int) -> list[dict]:
+    """The settings of the dict loops (their constants) against rlx's config."""
+    config = rlx_config(episodes, seed)
+    rlx = {
+        "episodes": config.episodes,
+        "alpha": config.alpha,
+        "epsilon": config.epsilon,
+        "epsilon schedule": config.epsilon_schedule,
+        "gamma": mdp.gamma if config.gamma is None else config.gamma,
+        "Q_0": config.q_init,
+        "step limit (truncation, bootstrapped)": config.max_steps or mdp.max_episode_steps,
+        "greedy ties": "random",
+        "seed": config.seed,
+    }
+    loop = {
+        "episodes": episodes,
+        "alpha": ALPHA,
+        "epsilon": EPSILON,
+        "epsilon schedule": "constant",
+        "gamma": GAMMA,
+        "Q_0": 0.0,
+        "step limit (truncation, bootstrapped)": env.spec.max_episode_steps,
+        "greedy ties": "random",
+        "seed": seed,
+    }
+    return settings_table(rlx, loop)
 
 
 def rlx_seed_spread(
@@ -248,20 +292,22 @@ def as_result(outcome: Outcome, mdp: TabularMDP) -> TabularResult:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=50_000)
-    parser.add_argument(
-        "--env-episodes", type=int, default=None, help="episodes of the env.step dict loop"
-    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=5, help="rlx timing: median of N runs")
+    parser.add_argument("--repeats", type=int, default=MIN_REPEATS,
+                        help="timed runs of each learner (same seed: the same work)")  # fmt: skip
     parser.add_argument("--spread-seeds", type=int, default=20, help="rlx seeds for the spread")
+    parser.add_argument("--quick", action="store_true",
+                        help="2,000 episodes, 3 spread seeds: checks that it works")  # fmt: skip
     parser.add_argument(
         "--out-dir",
         type=Path,
         default=None,
-        help="where the result file goes (default benchmarks/results)",
+        help="where the result file goes (default benchmarks/results, --quick: "
+        "benchmarks/results/quick)",
     )
     args = parser.parse_args()
-    env_episodes = args.env_episodes or args.episodes
+    if args.quick:
+        args.episodes, args.spread_seeds = min(args.episodes, 2_000), min(args.spread_seeds, 3)
 
     versions = (
         f"python {platform.python_version()}, numpy {np.__version__}, "
@@ -276,13 +322,14 @@ def main() -> None:
     env = gym.make("FrozenLake-v1", map_name="8x8")
     # the three loops cap episodes alike: rlx takes the MDP's limit, env.step the TimeLimit's
     assert mdp.max_episode_steps == env.spec.max_episode_steps == MAX_STEPS
+    settings = like_for_like(mdp, env, args.episodes, args.seed)
 
     cold, cold_hit = first_call_seconds(empty_cache=True)
     warm, warm_hit = first_call_seconds(empty_cache=False)
-    runs = [
-        dict_loop_on_model(env, args.episodes, args.seed),
-        dict_loop_on_env(env, env_episodes, args.seed),
-        rlx_q_learning(mdp, args.episodes, args.seed, args.repeats),
+    timed_runs = [
+        repeated(lambda: dict_loop_on_model(env, args.episodes, args.seed), args.repeats),
+        repeated(lambda: dict_loop_on_env(env, args.episodes, args.seed), args.repeats),
+        repeated(lambda: rlx_q_learning(mdp, args.episodes, args.seed), args.repeats),
     ]
     print(
         f"numba first call: {cold:.2f} s compiling into an empty cache (hit: {cold_hit}); "
@@ -292,9 +339,9 @@ def main() -> None:
 
     solution = value_iteration(mdp, tol=1e-10)
     start = int(np.flatnonzero(mdp.initial)[0])
-    baseline = runs[0].steps_per_s
-    rows, table = [], []
-    for run in runs:
+    baseline = timed_runs[0][1]["median"]
+    table = []
+    for run, seconds in timed_runs:
         result = as_result(run, mdp)
         report = check(result, mdp)
         v_greedy = policy_evaluation(mdp, result.policy, tol=1e-10, method="exact")[start]
@@ -303,37 +350,28 @@ def main() -> None:
                 run.name,
                 len(run.returns),
                 run.steps,
-                round(run.seconds, 2),
-                round(run.steps_per_s),
-                round(run.steps_per_s / baseline, 1),
+                seconds["median"],
+                seconds["min"],
+                seconds["spread"],
+                round(run.steps / seconds["median"]),
+                ratio(baseline, seconds["median"]),
                 round(float(np.mean(run.returns[-1000:])), 3),
                 round(float(v_greedy), 4),
                 round(report.optimal_action_share, 2),
             ]
         )
-        rows.append(
-            f"| {run.name} | {len(run.returns):,} | {run.steps:,} | {run.seconds:.2f} | "
-            f"{run.steps_per_s:,.0f} | {run.steps_per_s / baseline:.1f}x | "
-            f"{np.mean(run.returns[-1000:]):.3f} | {v_greedy:.4f} | "
-            f"{report.optimal_action_share:.2f} | {report.max_abs_v_error:.3f} | "
-            f"{report.policy_value_gap:.4f} |"
-        )
-    print(f"V*(start) = {solution.V[start]:.4f} (value iteration)\n")
+        print(f"{run.name:30} {run.steps:>10,} steps, median {seconds['median']:.3f} s "
+              f"(min {seconds['min']:.3f}), {run.steps / seconds['median']:,.0f} steps/s, "
+              f"V^greedy(start) {v_greedy:.4f}")  # fmt: skip
+    print(f"V*(start) = {solution.V[start]:.4f} (value iteration)")
+    values, returns = rlx_seed_spread(mdp, args.episodes, args.spread_seeds, start)
     print(
-        "| learner | episodes | env steps | seconds | env steps/s | vs dict loop | "
-        "return, last 1k eps | V^greedy(start) | optimal actions | max abs V - V* | "
-        "policy value gap |"
+        f"\nrlx over seeds 0..{args.spread_seeds - 1}: V^greedy(start) {values.mean():.4f} "
+        f"+/- {values.std():.4f}, return over the last 1k episodes {returns.mean():.3f} "
+        f"+/- {returns.std():.3f} (seed-to-seed spread, for reading the rows above)"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
-    spread = rlx_seed_spread(mdp, args.episodes, args.spread_seeds, start)
-    print(
-        f"\nrlx over seeds 0..{args.spread_seeds - 1}: V^greedy(start) {spread[0].mean():.4f} "
-        f"+/- {spread[0].std():.4f}, return over the last 1k episodes {spread[1].mean():.3f} "
-        f"+/- {spread[1].std():.3f} (seed-to-seed spread, for reading the rows above)"
-    )
-    ratio = runs[2].steps_per_s / baseline
-    print(f"\nrlx / dict loop on the model: {ratio:.0f}x (goal: >= 50x)")
+    speedup = ratio(baseline, timed_runs[2][1]["median"])
+    print(f"\nrlx / dict loop on the model: {speedup}x (goal: >= 50x)")
     write_result(
         "q_learning",
         title="Q-learning on slippery FrozenLake 8x8: a plain Python loop vs rlx",
@@ -341,25 +379,45 @@ def main() -> None:
             "learner",
             "episodes",
             "env steps",
-            "seconds",
-            "env steps/s",
-            "vs dict loop",
+            "seconds, median",
+            "seconds, min",
+            "spread",
+            "env steps/s (median)",
+            "vs dict loop (medians)",
             "return, last 1k episodes",
             "V^greedy(start)",
             "optimal actions",
         ],
         rows=table,
+        libraries=("gymnasium", "numba", "scipy"),
+        repeats=args.repeats,
         seeds=[args.seed],
+        goals=[
+            goal(
+                "rlx at least 50x the textbook dict loop on the model (median seconds)",
+                "ratio >= 50",
+                speedup,
+                speedup is not None and speedup >= 50,
+            ),
+        ],
+        peer="dict loop",
+        settings=settings,
         figures={
-            "rlx_over_dict_loop": round(ratio, 1),
             "v_star_start": round(float(solution.V[start]), 4),
-            "numba_cold_compile_s": round(cold, 2),
+            "numba_first_call_s": {"empty_cache": round(cold, 2), "disk_cache": round(warm, 2)},
+            f"rlx_v_greedy_start_over_{args.spread_seeds}_seeds": {
+                "mean": round(float(values.mean()), 3),
+                "std": round(float(values.std()), 3),
+            },
         },
         notes=(
-            "The same algorithm and hyperparameters (alpha 0.1, epsilon 0.1, gamma 0.99) three "
-            "ways: a dict-of-dicts loop sampling the env's model, the same loop stepping the "
-            "Gymnasium env, and rlx's compiled learner; rlx's time is the median of repeated runs."
+            "The same algorithm and hyperparameters (alpha 0.1, constant epsilon 0.1, gamma "
+            "0.99, Q_0 = 0, 100-step limit) three ways: a dict-of-dicts loop sampling the env's "
+            "model, the same loop stepping the Gymnasium env, and rlx's compiled learner; each "
+            "run repeated on the same seed (the same work), seconds as median, min and "
+            "relative spread; numba's compile time is measured apart and not in rlx's seconds."
         ),
+        quick=args.quick,
         out_dir=args.out_dir,
     )
 
