@@ -28,6 +28,8 @@ from rlx.llm.sandbox import (
     run_sandboxed,
     sandbox_info,
 )
+from rlx.llm.sandbox.isolation import choose_isolation
+from rlx.llm.sandbox.process import _probe as probe
 
 HOSTILE_TIMEOUT_S = 1.0
 HONEST_TIMEOUT_S = 10.0  # generous: honest programs end in ~0.1 s, even on a busy machine
@@ -69,6 +71,8 @@ def score(completion: str, tests: str = "", prompt: str = "", **kw) -> float:
     exiting, so a 0.0 comes from what the program itself did.
     """
     kw.setdefault("timeout_s", HOSTILE_TIMEOUT_S)
+    if not tests:  # no test code checks nothing, which the reward refuses; the sandbox runs it
+        return float(run_sandboxed(prompt + completion + "\n", timeout_s=kw["timeout_s"]).passed)
     return python_tests_reward([prompt], [completion], [tests], **kw)[0]
 
 
@@ -145,9 +149,9 @@ def test_partial_credit_is_the_share_of_tests_passed_and_only_when_asked():
     assert score_add("    return a + b\n", tests, partial=True) == 1.0
 
 
-def test_what_counts_as_a_test():
-    """Top-level asserts and test_* functions are tests; other code is set-up; with neither,
-    the whole code is one test (HumanEval's check(candidate) form)."""
+def test_what_counts_as_a_check():
+    """Every executed assert is a check, wherever it sits (the top level, a test function,
+    HumanEval's check(candidate)); other code is set-up."""
     program = ADD_PROMPT + "    return a + b if a < 10 else 0\n"
     pytest_style = (
         "import math\n"
@@ -159,9 +163,12 @@ def test_what_counts_as_a_test():
     result = run_sandboxed(program, pytest_style, timeout_s=HONEST_TIMEOUT_S)
     assert (result.tests_passed, result.tests_total) == (2, 3), result.failures
     assert any("test_large()" in line for line in result.failures)
-    humaneval = "def check(candidate):\n    assert candidate(2, 3) == 5\n\ncheck(add)\n"
+    humaneval = (
+        "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(9, 1) == 10\n"
+        "\ncheck(add)\n"
+    )
     result = run_sandboxed(program, humaneval, timeout_s=HONEST_TIMEOUT_S)
-    assert (result.tests_passed, result.tests_total, result.status) == (1, 1, "passed")
+    assert (result.tests_passed, result.tests_total, result.status) == (2, 2, "passed")
 
 
 def test_values_of_every_plain_type_cross_intact():
@@ -194,7 +201,7 @@ def test_classes_generators_and_expected_exceptions_work_across_the_boundary():
         "    def __init__(self):\n        self.items = []\n"
         "    def push(self, x):\n        self.items.append(x)\n"
         "    def pop(self):\n        return self.items.pop()\n"
-        "    def __len__(self):\n        return len(self.items)\n"
+        "    def size(self):\n        return len(self.items)\n"
         "def count(n):\n    yield from range(n)\n"
         "def root(x):\n"
         "    if x < 0:\n        raise ValueError('negative')\n"
@@ -202,7 +209,7 @@ def test_classes_generators_and_expected_exceptions_work_across_the_boundary():
     )
     tests = (
         "s = Stack()\ns.push(1)\ns.push(2)\n"
-        "assert len(s) == 2 and s.pop() == 2 and s.items == [1]\n"
+        "assert s.size() == 2 and s.pop() == 2 and s.items == [1]\n"
         "assert list(count(3)) == [0, 1, 2]\n"
         "assert [x * 2 for x in count(2)] == [0, 2]\n"
         "try:\n    root(-1)\nexcept ValueError as error:\n    assert 'negative' in str(error)\n"
@@ -218,8 +225,8 @@ def test_output_of_an_honest_program_is_kept_for_people():
     assert result.passed and "hello from the program" in result.output
 
 
-def test_test_code_that_is_not_python_is_a_data_error():
-    with pytest.raises(ConfigError, match="test code is not valid Python"):
+def test_test_code_that_is_not_python_is_a_data_error_naming_the_row():
+    with pytest.raises(SandboxError, match=r"row 0 .*test code is not valid Python"):
         score_add("    return a + b\n", tests="assert add(1, 2) ==")
 
 
@@ -229,7 +236,8 @@ def test_environment_is_minimal_and_folder_private(monkeypatch):
         "import os, stat, tempfile\n"
         "assert 'RLX_SANDBOX_SECRET' not in os.environ\n"
         "assert set(os.environ) <= {'PATH', 'HOME', 'TMPDIR', 'LANG', 'MALLOC_ARENA_MAX',\n"
-        "                           'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS'}, dict(os.environ)\n"
+        "                           'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',\n"
+        "                           'PYTHONDONTWRITEBYTECODE'}, dict(os.environ)\n"
         "assert os.getcwd() == os.environ['HOME']\n"
         "assert os.environ['TMPDIR'].startswith(os.getcwd())\n"
         "assert stat.S_IMODE(os.stat('.').st_mode) == 0o700\n"
@@ -325,7 +333,7 @@ WRONG_ADD = "def add(a, b):\n    return 0\n"
             "    data = json.dumps(message).encode()\n"
             "    return struct.pack('>I', len(data)) + data\n"
             "function = {'handle': 1, 'type': 'function'}\n"
-            "note = frame({'ready': {'values': {'add': function}, 'modules': {}}})\n"
+            "note = frame({'ready': {'names': {'add': function}}})\n"
             "report = frame({'passed': 2, 'total': 2, 'value': 'passed'})\n"
             "os.write(4, note + report * 4)\n"
             "os._exit(0)\n",
@@ -449,7 +457,8 @@ def test_timeout_is_reported_as_timeout():
 
 def test_tests_that_loop_on_their_own_are_stopped_at_the_limit():
     """The time limit holds the judge's side too: test code that never calls the program."""
-    result = run_sandboxed(WRONG_ADD, "while True:\n    pass\n", timeout_s=HOSTILE_TIMEOUT_S)
+    loops = "while True:\n    pass\nassert add(1, 2) == 3\n"
+    result = run_sandboxed(WRONG_ADD, loops, timeout_s=HOSTILE_TIMEOUT_S)
     assert result.status == "timeout"
     assert result.elapsed_s < HOSTILE_TIMEOUT_S + SLACK_S
 
@@ -582,16 +591,14 @@ def test_order_is_preserved_under_concurrency():
 def test_timeouts_run_concurrently():
     """Four infinite loops on four workers cost about one time limit, not four."""
     start = time.monotonic()
-    rewards = python_tests_reward(
-        [""] * 4, ["while True: pass\n"] * 4, [""] * 4, timeout_s=HOSTILE_TIMEOUT_S, max_workers=4
-    )
-    assert rewards == [0.0] * 4
+    results = run_many(["while True: pass\n"] * 4, timeout_s=HOSTILE_TIMEOUT_S, max_workers=4)
+    assert [result.status for result in results] == ["timeout"] * 4
     assert time.monotonic() - start < 2 * HOSTILE_TIMEOUT_S + SLACK_S
 
 
 def test_fallback_without_namespaces_still_isolates_and_cleans_up():
     """The path taken where ``unshare`` is missing: a host temporary folder, deleted after."""
-    fallback = Isolation(ISOLATION.python, None, ISOLATION.uids)
+    fallback = choose_isolation(lambda option: option.unshare is None and probe(option))
     before = set(Path(tempfile.gettempdir()).glob("rlx-sandbox-*"))
     write = "open('state.txt', 'w').write('x')\n"
     assert run_sandboxed(write, timeout_s=HONEST_TIMEOUT_S, isolation=fallback).passed
@@ -630,7 +637,7 @@ def test_missing_isolation_refuses_to_run_model_code(without_isolation):
     with pytest.raises(SandboxError) as refused:
         score_add("    return a + b\n")
     message = str(refused.value)
-    assert "no network, PID or mount namespaces" in message
+    assert "no network, PID, IPC or mount namespaces" in message
     assert "no uid change" in message
     assert "allow_unisolated=True" in message and "--allow-unisolated" in message
 
@@ -649,29 +656,33 @@ def test_allow_unisolated_runs_and_warns_once_naming_what_is_missing(without_iso
 
 def test_mismatched_lengths_raise():
     with pytest.raises(ConfigError, match="must match"):
-        python_tests_reward(["a", "b"], ["x"], ["assert True"])
+        python_tests_reward(["a", "b"], ["x"], ["assert x == 1"])
     with pytest.raises(ConfigError, match="must match"):
-        python_tests_reward(["a"], ["x"], ["assert True", "assert True"])
+        python_tests_reward(["a"], ["x"], ["assert x == 1", "assert x == 1"])
 
 
 def test_missing_or_malformed_tests_raise():
     with pytest.raises(ConfigError, match="needs test code"):
         python_tests_reward(["a"], ["x"])
     with pytest.raises(ConfigError, match="one string of test code per completion"):
-        python_tests_reward(["a"], ["x"], "assert True")
+        python_tests_reward(["a"], ["x"], "assert x == 1")
 
 
 @pytest.mark.parametrize(
-    "bad", [{"timeout_s": 0}, {"memory_mb": 8}, {"max_workers": 0}, {"memory_mb": 1.5}]
-)
+    "bad",
+    [{"timeout_s": 0}, {"memory_mb": 8}, {"max_workers": 0}, {"memory_mb": 1.5},
+     {"judge_memory_mb": 16}],
+)  # fmt: skip
 def test_bad_limits_raise(bad):
     with pytest.raises(ConfigError):
-        python_tests_reward(["a"], ["x"], ["assert True"], **bad)
+        python_tests_reward(["a"], ["x"], ["assert x == 1"], **bad)
 
 
 def test_sandbox_info_reports_the_protections():
     info = sandbox_info()
-    for key in ("network_namespace", "pid_namespace", "private_tmp", "uid_drop"):
+    keys = ("network_namespace", "pid_namespace", "ipc_namespace", "private_tmp",
+            "read_only_host", "uid_drop", "judge_uid", "judge_sandboxed")  # fmt: skip
+    for key in keys:
         assert isinstance(info[key], bool)
     assert info["network_namespace"] == ISOLATION.namespaces
     assert info["uid_drop"] == (ISOLATION.uids is not None)

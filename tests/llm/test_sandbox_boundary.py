@@ -1,9 +1,11 @@
 """The judge's side of the boundary, in-process: the wire codec rebuilds only built-in values
-and refuses malformed ones, stand-ins never let the program answer a comparison, and the test
-code is cut into the units the verdict counts."""
+and refuses malformed ones, handles never let the program answer a test's question, exception
+classes are rebuilt from built-in bases only, and the test code is read as the verdict counts
+it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -11,11 +13,12 @@ import struct
 
 import pytest
 
-from rlx.llm.sandbox import judge, wire
+from rlx.llm.sandbox import judge, testcode, wire
 
 PLAIN = [
-    None, True, False, 0, -7, 10**40, 1.5, -0.0, "text", "", b"\x00\xff", bytearray(b"ab"),
-    2 - 3j, [1, [2, [3]]], (1, (2,)), {"a": 1, 2: "b", (3, 4): [5]}, {1, 2}, frozenset({"x"}),
+    None, True, False, 0, -7, 10**40, -(10**5000), 2**63, 1.5, -0.0, "text", "", b"\x00\xff",
+    bytearray(b"ab"), 2 - 3j, [1, [2, [3]]], (1, (2,)), {"a": 1, 2: "b", (3, 4): [5]}, {1, 2},
+    frozenset({"x"}),
 ]  # fmt: skip
 
 
@@ -23,7 +26,9 @@ def no_handles(obj):
     raise AssertionError(f"a plain value became a handle: {obj!r}")
 
 
-@pytest.mark.parametrize("value", PLAIN, ids=repr)
+@pytest.mark.parametrize(
+    "value", PLAIN, ids=[f"{type(v).__name__}-{i}" for i, v in enumerate(PLAIN)]
+)
 def test_plain_values_cross_intact_with_their_exact_types(value):
     data = json.loads(json.dumps(wire.encode(value, no_handles)))
     back = wire.decode(data, lambda number, name: pytest.fail("no handle expected"))
@@ -97,31 +102,161 @@ def test_messages_are_framed_capped_and_end_cleanly():
     os.close(read)
 
 
-def test_a_stand_in_equals_only_itself_and_never_asks_the_program_to_compare():
-    asked = []
+class Recorder:
+    """A channel that records what the judge asks the program."""
 
-    class Recorder:
-        broken = None
+    broken = None
 
-        def request(self, op, target, *args, **kwargs):
-            asked.append(op)
-            return True
+    def __init__(self) -> None:
+        self.asked: list[str] = []
 
-    a = judge.ProgramObject(Recorder(), 1, "Equal")
-    b = judge.ProgramObject(Recorder(), 2, "Equal")
-    assert a == a and a != b and a != 5
-    assert (5 == a) is False  # noqa: SIM300 (the reflected comparison, int's then ours)
-    assert asked == []  # no comparison crossed the boundary
-    assert len({a, b, a}) == 2
+    def request(self, op, target, *args, **kwargs):
+        self.asked.append(op)
+        return judge.ProgramObject(self, 9, "iterator") if op == "iter" else True
 
 
-def test_the_test_code_is_cut_into_units():
-    units = judge.test_units(
-        "import math\nassert 1 == 1\ndef test_x():\n    pass\nx = 2\nassert x == 2\n"
+@pytest.mark.parametrize(
+    "question",
+    [
+        lambda a, b: a == b,
+        lambda a, b: a != b,
+        lambda a, b: a < b,
+        lambda a, b: a >= 1,
+        lambda a, b: 1 in a,
+        lambda a, b: a in [1, 2],  # list.__contains__ compares with ==
+        lambda a, b: bool(a),
+        lambda a, b: not a,
+        lambda a, b: len(a),
+        lambda a, b: hash(a),
+        lambda a, b: {a: 1},
+        lambda a, b: isinstance(a, int),
+        lambda a, b: sorted([a, b]),
+        lambda a, b: 5 == a,  # noqa: SIM300 (the reflected comparison, int's then ours)
+    ],
+)
+def test_a_handle_refuses_every_question_and_never_asks_the_program(question):
+    channel = Recorder()
+    a = judge.ProgramObject(channel, 1, "Yes")
+    b = judge.ProgramObject(channel, 2, "Yes")
+    with pytest.raises(TypeError, match="not judged"):
+        question(a, b)
+    assert channel.asked == []
+    assert a is a and a is not b and type(a) is judge.ProgramObject
+
+
+def test_a_handle_forwards_calls_attributes_items_iteration_and_text():
+    channel = Recorder()
+    handle = judge.ProgramObject(channel, 1, "Thing")
+    handle(1), handle.method, handle[0], iter(handle), next(handle)
+    assert channel.asked == ["call", "getattr", "getitem", "iter", "next"]
+    with pytest.raises(AttributeError):
+        getattr(handle, "__await__")  # noqa: B009 (protocols are the judge's, never the program's)
+    with pytest.raises(TypeError, match="gave a bool, not a str"):
+        str(handle)  # the recorder answers True: text must be a str
+
+
+def test_exception_classes_are_rebuilt_from_built_in_exception_bases_only():
+    channel = judge.Channel(-1, -1, 0.0)
+    classes = channel.classes
+    mine = {"handle": 3, "name": "Mine", "bases": [{"builtin": "ValueError"}]}
+    child = {"handle": 4, "name": "Child", "bases": [mine]}
+    kind = classes.rebuild(child)
+    assert issubclass(kind, ValueError) and kind.__name__ == "Child"
+    assert classes.rebuild(child) is kind and classes.rebuild(mine) is kind.__bases__[0]
+    for forged in (
+        {"builtin": "SystemExit"},
+        {"builtin": "KeyboardInterrupt"},
+        {"builtin": "open"},
+        {"handle": 5, "name": "not a name", "bases": []},
+        {"handle": 0, "name": "Zero", "bases": []},
+        {"handle": 6, "name": "Extra", "bases": [], "more": 1},
+        {"handle": 7, "name": "Deep", "bases": [{"builtin": "ValueError"}] * 17},
+    ):
+        with pytest.raises(wire.BoundaryError):
+            classes.rebuild(forged)
+    deep: dict = {"builtin": "Exception"}
+    for level in range(40):
+        deep = {"handle": 100 + level, "name": f"L{level}", "bases": [deep]}
+    with pytest.raises(wire.BoundaryError):
+        classes.rebuild(deep)
+
+
+def test_a_raised_exception_keeps_its_class_message_and_arguments():
+    channel = judge.Channel(-1, -1, 0.0)
+    description = {
+        "class": {"handle": 3, "name": "Broke", "bases": [{"builtin": "KeyError"}]},
+        "args": ["key", {"int": hex(10**30)}],
+        "message": "Broke: key",
+        "handle": 9,
+    }
+    error = channel.exception(description)
+    assert type(error).__name__ == "Broke" and isinstance(error, KeyError)
+    assert error.args == ("key", 10**30) and str(error) == "Broke: key"
+    refused = channel.exception({"class": {"builtin": "GeneratorExit"}})
+    assert type(refused) is judge.ProgramError
+    assert isinstance(channel.exception("garbage"), judge.ProgramGone)
+
+
+def test_test_code_bindings_are_never_shadowed():
+    tree = ast.parse(
+        "import os.path\nfrom math import sqrt as root\nexpected = 3\n"
+        "for i, (j, k) in []:\n    pass\n"
+        "with open('x') as handle:\n    pass\n"
+        "def helper():\n    global counter\n    local = 1\n"
+        "class Case:\n    attribute = 1\n"
+        "try:\n    pass\nexcept ValueError as error:\n    pass\n"
+        "values = [item for item in range(3)]\n"
     )
-    assert [(u.label(), u.is_test) for u in units] == [
-        ("line 1", False), ("line 2", True), ("line 3", False), ("line 5", False),
-        ("line 6", True), ("test_x()", True),
-    ]  # fmt: skip
-    whole = judge.test_units("def check(f):\n    assert f(1) == 2\ncheck(inc)\n")
-    assert [(u.label(), u.is_test) for u in whole] == [("line 1", True)]
+    assert testcode.module_bindings(tree) == {
+        "os", "root", "expected", "i", "j", "k", "handle", "helper", "counter", "Case",
+        "error", "values",
+    }  # fmt: skip
+
+
+def test_set_up_and_test_statements():
+    tree = ast.parse(
+        "import math\nx = add(1, 2)\nassert x == 3\ncheck(add)\n"
+        "for a in [1]:\n    assert add(a, 0) == a\nif True:\n    y = 2\n"
+    )
+    assert [testcode.is_setup(s) for s in tree.body] == [True, True, False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("source", "entry", "checks"),
+    [
+        ("assert add(1, 2) == 3\n", None, True),
+        ("def test_add():\n    assert add(1, 2) == 3\n", None, True),
+        ("class TestAdd:\n    def test_one(self):\n        pass\n", None, True),
+        ("import unittest\nclass Case(unittest.TestCase):\n    def test_x(self):\n        pass\n",
+         None, True),
+        ("def check(f):\n    assert f(1) == 2\ncheck(inc)\n", None, True),
+        ("def check(f):\n    assert f(1) == 2\n", "inc", True),
+        ("def check(f):\n    assert f(1) == 2\n", None, False),
+        ("def helper():\n    assert add(1, 2) == 3\n", None, False),
+        ("x = 1\n", None, False),
+        ("", None, False),
+        ("class Test:\n    pass\n", None, False),
+    ],
+)  # fmt: skip
+def test_what_checks_something(source, entry, checks):
+    if checks:
+        testcode.prepare(source, entry)
+    else:
+        with pytest.raises(testcode.NothingToCheckError):
+            testcode.prepare(source, entry)
+
+
+def test_entry_point_adds_the_call_only_when_check_is_not_called():
+    assert testcode.prepare("def check(f):\n    assert f(1)\n", "inc").endswith("check(inc)\n")
+    called = "def check(f):\n    assert f(1)\ncheck(inc)\n"
+    assert testcode.prepare(called, "inc") == called
+
+
+def test_every_assert_becomes_a_counted_check_and_constants_do_not_count():
+    tree = testcode.instrument(ast.parse(
+        "assert x\nfor i in y:\n    assert i, 'message'\ndef f():\n    assert True\n"
+    ))  # fmt: skip
+    hooks = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", "") == testcode.ASSERT_HOOK]  # fmt: skip
+    assert [hook.args[2].value for hook in hooks] == [True, True, False]
+    assert not any(isinstance(n, ast.Assert) for n in ast.walk(tree))

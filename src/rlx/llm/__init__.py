@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "math_reward": "rewards",
     "format_reward": "rewards",
     "python_tests_reward": "rewards",
+    "stdio_tests_reward": "rewards",
     "REWARDS": "rewards",
     "get_reward": "rewards",
     "RewardFunction": "rewards",

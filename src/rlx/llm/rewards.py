@@ -18,7 +18,8 @@ an opinion of the sample, each logged under its own name (``reward/<name>``).
 Built-ins (:data:`REWARDS`): ``exact-match``, ``numeric``, ``math`` (``math-verify``: LaTeX
 and ``\\boxed{}`` answers judged equivalent, not string-equal), ``format`` (a regular
 expression the whole completion must match), ``python-tests`` (the completion's program
-against the row's ``tests``, in the sandbox), and ``arithmetic-gold``.
+against the row's ``tests``, in the sandbox), ``stdio-tests`` (the completion run as a script on
+the row's inputs, its output compared with the expected), and ``arithmetic-gold``.
 """
 
 from __future__ import annotations
@@ -157,12 +158,28 @@ def python_tests_reward(
 python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
 
 
+def stdio_tests_reward(
+    prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
+) -> list[float]:
+    """Runs each completion as a script on its row's inputs (the ``input``/``output`` columns,
+    or ``tests`` with input/output pairs) in the sandbox (:mod:`rlx.llm.sandbox`): 1.0 when it
+    prints every expected output."""
+    from rlx.llm.sandbox import stdio_tests_reward as run
+
+    texts = [completion_text(c) for c in completions]
+    return run([completion_text(p) for p in prompts], texts, **columns)
+
+
+stdio_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
 REWARDS: dict[str, RewardFunction] = {
     "exact-match": exact_match_reward,
     "numeric": numeric_reward,
     "math": math_reward,
     "format": format_reward(),
     "python-tests": python_tests_reward,
+    "stdio-tests": stdio_tests_reward,
     "arithmetic-gold": gold_reward,
 }
 """Reward functions by name, as the CLI (``--reward math,format``) and ``reward=`` take them."""
@@ -355,4 +372,5 @@ __all__ = [
     "python_tests_reward",
     "reward_name",
     "reward_set",
+    "stdio_tests_reward",
 ]

@@ -73,13 +73,21 @@ something a maintained Python package offers.
 from __future__ import annotations
 
 from rlx.llm.sandbox.isolation import Isolation
-from rlx.llm.sandbox.process import SandboxResult, current_isolation, run_many, run_sandboxed
+from rlx.llm.sandbox.process import (
+    SandboxResult,
+    current_isolation,
+    run_many,
+    run_sandboxed,
+    run_stdio,
+)
 from rlx.llm.sandbox.reward import (
     SandboxWarning,
     check_isolation,
     prepare_for_run,
     python_tests_reward,
     sandbox_info,
+    stdio_cases,
+    stdio_tests_reward,
     warn_unisolated,
 )
 
@@ -93,6 +101,9 @@ __all__ = [
     "python_tests_reward",
     "run_many",
     "run_sandboxed",
+    "run_stdio",
     "sandbox_info",
+    "stdio_cases",
+    "stdio_tests_reward",
     "warn_unisolated",
 ]

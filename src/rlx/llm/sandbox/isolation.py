@@ -1,7 +1,11 @@
-"""Which isolation this machine can give a program: uid change, namespaces, interpreter.
+"""Which isolation this machine can give a program and its judge: uid change, namespaces,
+interpreter.
 
 :func:`choose_isolation` tries the strongest setting first and keeps the first one under which
-a probe program runs; :func:`missing_protections` says, in words, what a setting lacks.
+a probe program runs; :func:`missing_protections` says, in words, what a setting lacks;
+:func:`folders_to_reveal` finds the folders the sandbox uids could not enter on the way to the
+interpreter and its packages (a pyenv under a ``/root`` of mode 0700), which the launcher then
+makes reachable, read-only, inside the namespaces only.
 """
 
 from __future__ import annotations
@@ -14,18 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SANDBOX_UIDS = tuple(range(2_000_000_000, 2_000_000_064))
-"""Unused uids (no passwd entry, owning no file) for concurrent runs, one each; as root only."""
+"""Unused uids (no passwd entry, owning no file), two per concurrent run (the program's and the
+judge's); as root only."""
 
 NOBODY_UIDS = (65534,)
 """The fallback when the high uids are not mapped (e.g. a rootless container): ``nobody``, one
-uid for all, so runs then go one at a time (concurrent runs must not share a uid: the clean-up
-after one would kill the other)."""
+uid for all, so runs then go one at a time and the judge shares the program's uid (a missing
+protection, reported)."""
 
 MAX_PROCESSES = 32
 """``RLIMIT_NPROC`` of a sandbox uid: processes and threads one program may have at once."""
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
-UNSHARE_FLAGS = ("--net", "--pid", "--fork", "--kill-child", "--mount-proc")
+UNSHARE_FLAGS = ("--net", "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +42,22 @@ class Isolation:
     unshare: str | None
     """Path of ``unshare`` when network, PID and mount namespaces are used, else None."""
     uids: tuple[int, ...] | None
-    """Uids the program runs as, one per concurrent run; None: the trainer's own user."""
+    """Uids the program and the judge run as, two per concurrent run; None: the trainer's own
+    user."""
+    reveal: tuple[tuple[str, str], ...] = ()
+    """``(folder, entry)`` pairs the launcher makes reachable inside the namespaces, outermost
+    first (:func:`folders_to_reveal`)."""
 
     @property
     def namespaces(self) -> bool:
-        """Private network, PID and mount namespaces (and so a private ``/tmp``)."""
+        """Private network, PID, IPC and mount namespaces (and so private ``/tmp`` folders and a
+        read-only host)."""
         return self.unshare is not None
+
+    @property
+    def separate_judge_uid(self) -> bool:
+        """Whether the judge runs as a uid other than the program's."""
+        return self.uids is not None and len(set(self.uids)) >= 2
 
 
 def choose_isolation(works: Callable[[Isolation], bool]) -> Isolation:
@@ -61,7 +76,8 @@ def choose_isolation(works: Callable[[Isolation], bool]) -> Isolation:
     for uids in (SANDBOX_UIDS, NOBODY_UIDS):
         for unshare in unshares:
             for python in interpreters():
-                candidate = Isolation(python, unshare, uids)
+                reveal = folders_to_reveal(needed_paths(python)) if unshare else ()
+                candidate = Isolation(python, unshare, uids, reveal)
                 if works(candidate):
                     return candidate
     for unshare in unshares:
@@ -76,14 +92,20 @@ def missing_protections(isolation: Isolation) -> list[str]:
     missing = []
     if not isolation.namespaces:
         missing.append(
-            "no network, PID or mount namespaces (needs root and a working `unshare`): the "
-            "program can reach the network and write to the shared /tmp"
+            "no network, PID, IPC or mount namespaces (needs root and a working `unshare`): the "
+            "program can reach the network, write to the shared /tmp and leave files and "
+            "shared memory behind for later runs"
         )
     if isolation.uids is None:
         missing.append(
             "no uid change (needs root): the program runs as the trainer's user, so it can "
             "write what the trainer can and signal or inspect the trainer's processes, the "
             "judge among them"
+        )
+    elif not isolation.separate_judge_uid:
+        missing.append(
+            "no second sandbox uid (only `nobody` works here): the judge runs as the "
+            "program's uid, so the program could signal or inspect it"
         )
     return missing
 
@@ -113,3 +135,31 @@ def interpreters() -> list[str]:
     candidates += [shutil.which(name, path=SAFE_PATH) or "" for name in ("python3", "python")]
     unique = dict.fromkeys(path for path in candidates if path and os.path.isfile(path))
     return list(unique)
+
+
+def needed_paths(python: str) -> list[str]:
+    """The folders the interpreter ``python`` and the packages beside it live in: what the
+    sandbox uids must be able to enter to run it (the trainer's own interpreter: its prefix,
+    its base prefix and every existing folder of its ``sys.path``)."""
+    paths = [os.path.dirname(python), os.path.dirname(os.path.realpath(python))]
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        paths += [sys.prefix, sys.base_prefix, sys.exec_prefix]
+        paths += [entry for entry in sys.path if entry and os.path.isdir(entry)]
+    return list(dict.fromkeys(os.path.realpath(path) for path in paths))
+
+
+def folders_to_reveal(paths: list[str]) -> tuple[tuple[str, str], ...]:
+    """``(folder, entry)`` for every folder on the way to ``paths`` that other users cannot
+    enter (no ``o+x``), with the entry below it that leads on, outermost first."""
+    found: dict[tuple[str, str], None] = {}
+    for path in paths:
+        parts = [part for part in path.split("/") if part]
+        for depth in range(len(parts)):
+            folder = "/" + "/".join(parts[:depth])
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                break
+            if not mode & 0o001:
+                found[(folder, parts[depth])] = None
+    return tuple(sorted(found, key=lambda pair: pair[0].count("/") + (pair[0] != "/")))

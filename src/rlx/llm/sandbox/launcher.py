@@ -1,17 +1,32 @@
-"""The launcher: prepares the sandbox, starts the program, judges it and cleans up.
+"""The launcher: prepares the sandbox, starts the program and the judge, and cleans up.
 
-Runs as the trainer's user (root for the namespaces and the uid change), inside the namespaces
-when there are any, where it is the PID namespace's init. It reads its job as JSON on stdin,
-mounts the private temporary folders and writes the program into its working folder. Then it
-forks the program, which sets its limits, drops to the sandbox uid and execs the program server
-(:mod:`rlx.llm.sandbox.server`) with two pipes to the judge, while the launcher stays behind as
-the judge (:mod:`rlx.llm.sandbox.judge`) and the program's supervisor: a child subreaper that
-holds the time limit and, when the tests are done, kills and reaps every process the program
-left, so no stray or zombie survives it even without a PID namespace.
+Runs as the trainer's user (root for the namespaces and the uid change), inside fresh network,
+PID, IPC and mount namespaces when there are any, where it is the PID namespace's init. It reads
+its job as JSON on stdin. It never runs the program's code nor the tests: it only sets the stage
+and supervises.
 
-The verdict goes to a file descriptor the program never holds (``verdict_fd``), as one JSON
-object; the program's output goes to the launcher's stdout, which the trainer keeps only for
-people to read.
+1. **The stage** (with namespaces): every mount is made read-only, so nothing on the host can be
+   written, and the folders the interpreter needs but that the sandbox uids could not enter
+   (e.g. a ``/root/.pyenv`` under a ``/root`` of mode 0700) are made reachable, read-only, with
+   nothing else of their parent folder (:func:`reveal`).
+2. **Two rooms.** The program and the judge are forked into rooms of their own
+   (:func:`enter_room`): each in its own mount and IPC namespace, with fresh size-capped tmpfs
+   mounts on ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` (its home and working
+   folder inside its ``/tmp``), a ``/proc`` that shows only its own processes, its own limits,
+   no new privileges, and its own unprivileged uid. Neither can see, signal or write to the
+   other; they talk only through two pipes of :mod:`rlx.llm.sandbox.wire` messages.
+3. **The verdict.** The judge (:mod:`rlx.llm.sandbox.judge`) writes its verdict to a pipe the
+   program never holds; the launcher checks it (its size, its fields) and passes it on to the
+   file descriptor the trainer gave it (``verdict_fd``). A judge that crashes, runs out of
+   memory or of time gives no verdict: the launcher writes one that fails every test and says
+   why.
+4. **Clean-up.** The launcher is a child subreaper; when the judge is done it kills and reaps
+   every process left, and when it exits the namespaces, their tmpfs mounts and IPC objects go
+   with it: nothing a program did outlives its run.
+
+For ``stdio`` jobs there is no judge: the program runs once per case as a script, reading the
+case's input on stdin, and the launcher compares what it wrote to stdout with the expected
+output (:func:`same_output`), outside the program's reach.
 
 Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
 """
@@ -24,119 +39,350 @@ import fcntl
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import time
 
-from rlx.llm.sandbox import judge, wire
+from rlx.llm.sandbox import judge
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
-_MS_NOSUID_NODEV = 6
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_MOVE, _MS_REC = 32, 4096, 8192, 16384
+_CLONE_NEWNS, _CLONE_NEWIPC = 0x00020000, 0x08000000
+_MOUNT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
+_PRIVATE_FOLDERS = (("/tmp", None), ("/var/tmp", 8), ("/dev/shm", 8), ("/run/lock", 1))
+_WORKDIR = "/tmp/work"  # inside the room's own /tmp
+_VERDICT_BYTES = 1 << 20
+_GRACE_S = 0.5  # how long past the limit the launcher waits for the judge's verdict
+_SIGNALS = {
+    9: "SIGKILL: a memory or time limit",
+    11: "SIGSEGV",
+    24: "SIGXCPU: the CPU-time limit",
+    25: "SIGXFSZ: the file-size limit",
+}
+
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> None:
     job = json.loads(sys.stdin.buffer.read())
-    deadline = time.monotonic() + job["timeout_s"]
     os.set_inheritable(job["verdict_fd"], False)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if job["private_tmp"]:
-        private_tmp(libc, job["tmp_mb"])
-    working_folder(job)
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the program's orphans come to us
-    requests_read, requests_write = os.pipe()
-    answers_read, answers_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            start_program(job, libc, requests_read, answers_write)  # execs: returns on failure
-        except BaseException as error:
-            os.write(2, f"rlx sandbox: cannot start the program: {error!r}\n".encode())
-        os._exit(127)
-    os.close(requests_read)
-    os.close(answers_write)
-    channel = judge.Channel(requests_write, answers_read, deadline)
-    verdict = judge_with_alarm(job["tests"], channel, deadline)
-    returncode = ended_by_itself(pid)
-    kill_everything(pid)
-    record = verdict.as_dict()
-    record["returncode"] = returncode
+    if job["namespaces"]:
+        stage(job["reveal"])
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come to us, to be reaped
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    verdict = run_cases(job) if job["mode"] == "stdio" else run_with_judge(job)
+    kill_everything()
     with os.fdopen(job["verdict_fd"], "w", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
+        out.write(json.dumps(verdict) + "\n")
     os._exit(0)
 
 
-def judge_with_alarm(tests: str, channel: judge.Channel, deadline: float) -> judge.Verdict:
-    """The judge's verdict; an alarm at ``deadline`` also stops tests that loop on their own."""
+# --- the stage ----------------------------------------------------------------------------------
 
-    def alarm(signum: int, frame: object) -> None:
-        raise channel.out_of_time()
 
-    signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001))
+def stage(reveals: list[list[str]]) -> None:
+    """Reveal the interpreter's folders, then make every mount read-only (this namespace only)."""
+    for parent, child in reveals:
+        reveal(parent, child)
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        mounts = [line.split() for line in handle]
+    for fields in mounts:
+        target = _unescape(fields[4])
+        if target == "/proc" or target.startswith("/proc/"):
+            continue  # each room mounts its own /proc
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for option in fields[5].split(","):
+            flags |= _MOUNT_FLAGS.get(option, 0)
+        _mount(None, target, None, flags, None)
+
+
+def reveal(parent: str, child: str) -> None:
+    """Make ``parent/child`` reachable by every uid, with nothing else of ``parent``: move a bind
+    of it aside, cover ``parent`` with an empty tmpfs of mode 0755, and move it back in."""
+    aside = "/proc/self/fd"  # any folder works as a mount point for a moment; this one exists
+    staging = f"/dev/shm/.rlx-reveal-{os.getpid()}"
+    _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0700")
+    os.mkdir(staging)
+    del aside
+    _mount(os.path.join(parent, child), staging, None, _MS_BIND | _MS_REC, None)
+    _mount("tmpfs", parent, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=0755")
+    os.mkdir(os.path.join(parent, child), 0o755)
+    _mount(staging, os.path.join(parent, child), None, _MS_MOVE, None)
+    libc.umount2(b"/dev/shm", 2)  # MNT_DETACH
+
+
+def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None) -> None:
+    def raw(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+
+    if libc.mount(raw(source), raw(target), raw(kind), flags, raw(data)):
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"rlx sandbox: cannot mount {target}: {os.strerror(errno)}")
+
+
+def _unescape(path: str) -> str:
+    """A mount point as /proc/self/mountinfo writes it (spaces as ``\\040``)."""
+    return path.encode().decode("unicode_escape")
+
+
+# --- the rooms ----------------------------------------------------------------------------------
+
+
+def spawn(
+    job: dict, role: str, fds: dict[int, int], argv: list[str] | None = None, files=(), then=None
+) -> int:
+    """Fork a process into its own room (:func:`enter_room`) as ``role``'s uid, with ``fds``
+    (target -> source) as its only open files, and exec ``argv`` (or, for the judge, call
+    ``then()`` in the forked interpreter, which has the judge's code loaded already); its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
     try:
-        return judge.judge(tests, channel)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        enter_room(job, role, files)
+        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds.values()]
+        for source, target in zip(sources, fds, strict=True):
+            os.dup2(source, target)  # dup2 makes the copy inheritable; the originals are not
+        if argv is not None:
+            os.execve(argv[0], argv, job["env"][role])
+        os.closerange(max(fds) + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        os.environ.clear()
+        os.environ.update(job["env"][role])
+        then()
+    except BaseException as error:
+        os.write(2, f"rlx sandbox: the {role} failed to start: {error!r}\n".encode())
+    os._exit(127)
 
 
-def private_tmp(libc: object, tmp_mb: int) -> None:
-    """Fresh size-capped tmpfs mounts on the world-writable folders, seen only by this run."""
-    for target, mb in (("/tmp", tmp_mb), ("/var/tmp", 8), ("/dev/shm", 8)):
-        options = f"size={mb}m,nr_inodes=4096,mode=1777".encode()
-        if os.path.isdir(target) and libc.mount(
-            b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID_NODEV, options
-        ):
-            sys.exit(
-                f"rlx sandbox: cannot mount tmpfs on {target}: {os.strerror(ctypes.get_errno())}"
-            )
-
-
-def working_folder(job: dict[str, object]) -> None:
-    """The program's private folder (mode 0700, owned by its uid) with ``program.py`` in it."""
-    work, uid = job["workdir"], job["uid"]
-    tmp, program = os.path.join(work, "tmp"), os.path.join(work, "program.py")
-    os.makedirs(tmp, mode=0o700, exist_ok=True)
-    with open(program, "w", encoding="utf-8") as handle:
-        handle.write(job["program"])
-    os.chmod(work, 0o700)
-    if uid is not None:
-        for path in (work, tmp, program):
-            os.chown(path, uid, uid)
-
-
-def start_program(job: dict[str, object], libc: object, requests_fd: int, answers_fd: int) -> None:
-    """In the forked child: limits, no new privileges, the sandbox uid, then exec the server
-    with the requests on fd 3, the answers on fd 4 and nothing on stdin."""
+def enter_room(job: dict, role: str, files=()) -> None:
+    """In a forked child: private mounts and IPC (with namespaces), the working folder with
+    ``files`` in it, the role's limits, no new privileges, then the role's uid."""
     os.setpgid(0, 0)
-    for name, (soft, hard) in job["limits"].items():
+    uid = job["uids"][role] if job["uids"] else None
+    workdir = _WORKDIR if job["namespaces"] else job["workdirs"][role]
+    if job["namespaces"]:
+        if libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC):
+            raise OSError(ctypes.get_errno(), "unshare")
+        for folder, mb in _PRIVATE_FOLDERS:
+            if os.path.isdir(folder):
+                size = job["tmp_mb"] if mb is None else mb
+                _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV,
+                       f"size={size}m,nr_inodes=4096,mode=1777")  # fmt: skip
+        if os.path.isdir("/dev/mqueue"):
+            _mount("mqueue", "/dev/mqueue", "mqueue", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "hidepid=2")
+    for folder in (workdir, os.path.join(workdir, "tmp")):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    for name, text in files:
+        with open(os.path.join(workdir, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    if uid is not None:
+        for root, folders, names in os.walk(workdir):
+            for path in [root] + [os.path.join(root, n) for n in folders + names]:
+                os.chown(path, uid, uid)
+    os.chdir(workdir)
+    for name, (soft, hard) in job["limits"][role].items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # setuid binaries cannot raise it back
-    uid = job["uid"]
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    # Move the pipes above the target numbers first: one of them may already sit on fd 3 or 4.
-    sources = [os.open(os.devnull, os.O_RDONLY), requests_fd, answers_fd]
-    sources = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in sources]
-    for source, target in zip(sources, (0, wire.REQUESTS_FD, wire.ANSWERS_FD), strict=True):
-        os.dup2(source, target)  # dup2 makes the copy inheritable; the originals are not
-    os.chdir(job["workdir"])
+
+
+# --- a program and its judge --------------------------------------------------------------------
+
+
+def run_with_judge(job: dict) -> dict:
+    """Start the program and the judge, wait for the judge's verdict until the time limit."""
+    deadline = time.monotonic() + job["timeout_s"]
+    requests_read, requests_write = os.pipe()
+    answers_read, answers_write = os.pipe()
+    verdict_read, verdict_write = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY)
     python = job["python"]
-    os.execve(python, [python, "-I", "-c", job["server_script"], "program.py"], job["env"])
+    program = spawn(
+        job, "program", {0: null, 1: 1, 2: 2, 3: requests_read, 4: answers_write},
+        [python, "-I", "-c", job["server_script"], "program.py"],
+        files=[("program.py", job["program"])],
+    )  # fmt: skip
+    seconds = job["timeout_s"]
+    judge_pid = spawn(
+        job, "judge", {0: null, 1: 1, 2: 2, 3: requests_write, 4: answers_read, 5: verdict_write},
+        then=lambda: judge.main(job["tests"], seconds, job["judge_path"]),
+    )  # fmt: skip
+    for fd in (requests_read, requests_write, answers_read, answers_write, verdict_write, null):
+        os.close(fd)
+    raw, ended = _read_until(verdict_read, deadline + _GRACE_S, _VERDICT_BYTES)
+    os.close(verdict_read)
+    verdict = checked_verdict(raw)
+    if verdict is None:
+        status = _exit_status(judge_pid, wait=ended, deadline=deadline + _GRACE_S)
+        why = (
+            "the judge did not finish within the time limit"
+            if not ended
+            else f"the judge ended without a verdict ({_describe_status(status)})"
+        )
+        verdict = failed_verdict(why, timed_out=not ended)
+    verdict["returncode"] = _exit_status(program, wait=False)
+    return verdict
 
 
-def ended_by_itself(pid: int) -> int | None:
-    """The program's exit status if it has already ended (128 + n for signal n), else None."""
+def checked_verdict(raw: bytes) -> dict | None:
+    """The judge's verdict if it is one well-formed JSON object of the expected fields."""
     try:
-        reaped, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if reaped != pid:
+    counts = ("passed", "failed", "failure_count")
+    flags = ("setup_failed", "defined", "timed_out")
+    if type(data) is not dict or set(data) != {*counts, *flags, "failures"}:
         return None
-    code = os.waitstatus_to_exitcode(status)
-    return code if code >= 0 else 128 - code
+    if any(type(data[k]) is not int or data[k] < 0 for k in counts):
+        return None
+    if any(type(data[k]) is not bool for k in flags):
+        return None
+    failures = data["failures"]
+    if type(failures) is not list or any(type(f) is not str for f in failures):
+        return None
+    data["failures"] = [f[:500] for f in failures[:5]]
+    return data
+
+
+def failed_verdict(why: str, timed_out: bool = False, total: int = 1) -> dict:
+    return {
+        "passed": 0, "failed": total, "failures": [why], "failure_count": 1,
+        "setup_failed": False, "defined": False, "timed_out": timed_out,
+    }  # fmt: skip
+
+
+# --- stdin/stdout cases -------------------------------------------------------------------------
+
+
+def run_cases(job: dict) -> dict:
+    """Run the program once per case with the case's input on stdin; count the cases whose
+    stdout is the expected output (:func:`same_output`)."""
+    verdict = {
+        "passed": 0, "failed": 0, "failures": [], "failure_count": 0,
+        "setup_failed": False, "defined": True, "timed_out": False,
+    }  # fmt: skip
+    python = job["python"]
+    for number, (given, expected) in enumerate(job["cases"], start=1):
+        why = run_case(job, python, given, expected)
+        if why is None:
+            verdict["passed"] += 1
+            continue
+        verdict["failed"] += 1
+        verdict["failure_count"] += 1
+        if len(verdict["failures"]) < 5:
+            verdict["failures"].append(f"case {number}: {why}")
+        verdict["timed_out"] = verdict["timed_out"] or why == "the time limit passed"
+        kill_everything()
+    return verdict
+
+
+def run_case(job: dict, python: str, given: str, expected: str) -> str | None:
+    """None when the program's output for ``given`` is ``expected``, else why not."""
+    deadline = time.monotonic() + job["timeout_s"]
+    out_read, out_write = os.pipe()
+    pid = spawn(
+        job, "program", {0: _input_file(given), 1: out_write, 2: 2},
+        [python, "-I", "program.py"], files=[("program.py", job["program"])],
+    )  # fmt: skip
+    os.close(out_write)
+    limit = max(4 * len(expected.encode()), 1 << 16) + 4096
+    output, ended = _read_until(out_read, deadline, limit)
+    os.close(out_read)
+    if not ended:
+        _kill(pid)
+        return "the time limit passed" if len(output) < limit else "too much output"
+    status = _exit_status(pid, wait=True, deadline=deadline)
+    if status is None:
+        _kill(pid)
+        return "the time limit passed"
+    if status != 0:
+        return f"the program ended with {_describe_status(status)}"
+    text = output.decode("utf-8", errors="replace")
+    if same_output(text, expected):
+        return None
+    return f"wrong answer: expected {expected.strip()[:60]!r}, got {text.strip()[:60]!r}"
+
+
+def _input_file(text: str) -> int:
+    """A read-only descriptor of an unlinked file holding ``text`` (no pipe to keep fed)."""
+    fd = os.memfd_create("rlx-input", os.MFD_CLOEXEC)  # Linux 3.17 and later
+    _write_all(fd, text.encode("utf-8"))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def same_output(actual: str, expected: str) -> bool:
+    """The usual judges' rule: equal line by line after trailing whitespace is cut from each
+    line and trailing empty lines are dropped (so ``\\r\\n`` and a missing final newline do not
+    matter); inner whitespace and letter case do."""
+
+    def lines(text: str) -> list[str]:
+        rows = [row.rstrip() for row in text.replace("\r\n", "\n").split("\n")]
+        while rows and not rows[-1]:
+            rows.pop()
+        return rows
+
+    return lines(actual) == lines(expected)
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def _read_until(fd: int, deadline: float, limit: int) -> tuple[bytes, bool]:
+    """What ``fd`` gives until end of file (True) or the deadline or ``limit`` bytes (False)."""
+    chunks, size = [], 0
+    while size < limit:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            return b"".join(chunks), False
+        chunk = os.read(fd, min(1 << 16, limit - size))
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _exit_status(pid: int, wait: bool, deadline: float | None = None) -> int | None:
+    """The process's exit status (128 + n for signal n) if it has ended, else None; with
+    ``wait``, waits for it (until ``deadline`` when one is given)."""
+    while True:
+        try:
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if reaped == pid:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
+        if not wait or (deadline is not None and time.monotonic() > deadline):
+            return None
+        time.sleep(0.001)
+
+
+def _describe_status(status: int | None) -> str:
+    if status is None:
+        return "no exit status"
+    if status > 128:
+        return f"killed by {_SIGNALS.get(status - 128, f'signal {status - 128}')}"
+    return f"exit status {status}"
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def descendants() -> list[int]:
@@ -166,11 +412,9 @@ def reap() -> None:
         pass
 
 
-def kill_everything(pid: int) -> None:
-    """Kill the program's process group, then sweep its descendants until none is left (a fork
-    bomb forks while we kill)."""
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
+def kill_everything() -> None:
+    """Kill every process the launcher started and their descendants, sweeping until none is
+    left (a fork bomb forks while we kill)."""
     for _ in range(1000):
         reap()
         left = descendants()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import math
 import os
 import queue
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, SandboxError
 from rlx.llm.sandbox.isolation import (
     MAX_PROCESSES,
     SAFE_PATH,
@@ -35,7 +36,9 @@ from rlx.llm.sandbox.isolation import (
     Isolation,
     choose_isolation,
 )
-from rlx.llm.sandbox.judge import test_units
+from rlx.llm.sandbox.testcode import NothingToCheckError, prepare
+
+logger = logging.getLogger(__name__)
 
 MAX_FILE_MB = 10
 """``RLIMIT_FSIZE``: the largest file, including the program's captured output, in MiB."""
@@ -44,20 +47,25 @@ MAX_OPEN_FILES = 256
 """``RLIMIT_NOFILE``: open file descriptors per process."""
 
 PRIVATE_TMP_MB = 64
-"""Size of the private ``/tmp`` tmpfs (namespaces only); ``/var/tmp`` and ``/dev/shm`` get 8."""
+"""Size of each room's private ``/tmp`` tmpfs (namespaces only); ``/var/tmp`` and ``/dev/shm``
+get 8, ``/run/lock`` 1."""
+
+JUDGE_MEMORY_MB = 2048
+"""``RLIMIT_AS`` of the judge by default: room for tests that import pytest or numpy, not for a
+test that builds a value of gigabytes from a program's answer."""
 
 OUTPUT_TAIL_BYTES = 4000
 """How much of the end of a program's output :class:`SandboxResult` keeps."""
 
-_PRIVATE_WORKDIR = "/tmp/rlx-sandbox"  # on the namespace's own tmpfs, never on the host's /tmp
 _KILL_GRACE_S = 1.0
 _BACKSTOP_S = 2.0  # the launcher holds the time limit; this is for a launcher that hangs
 _SWEEP_PASSES = 1000
-_UID_POOLS: dict[tuple[int, ...], queue.Queue[int]] = {}
+_UID_POOLS: dict[tuple[int, ...], queue.Queue[tuple[int, int]]] = {}
 _UID_POOLS_LOCK = threading.Lock()
 
-# The scripts the launcher and the program run, built from this package's modules (bootstrap
-# below): the sandbox's interpreters may not see the installed rlx, and must not import it.
+# The scripts the launcher, the program and the judge run, built from this package's modules
+# (bootstrap below): the sandbox's interpreters may not see the installed rlx, and must not
+# import it.
 _BOOTSTRAP = """\
 import sys, types
 for _name in ("rlx", "rlx.llm", "rlx.llm.sandbox"):
@@ -86,31 +94,39 @@ class SandboxResult:
     """What one sandboxed run of a program and its tests found."""
 
     status: str
-    """``"passed"`` (every test passed), ``"failed"`` (a test failed, the program raised, exited
-    or crashed) or ``"timeout"`` (the time limit passed)."""
+    """``"passed"`` (no check failed and at least one passed), ``"failed"`` (a check failed, a
+    set-up statement failed, the program raised, exited or crashed, the judge crashed) or
+    ``"timeout"`` (the time limit passed)."""
     tests_passed: int
-    """Tests that passed (see :mod:`rlx.llm.sandbox.judge` for what a test is)."""
+    """Checks that passed: executed asserts, unittest assertions, ``pytest.raises``, test
+    functions that returned (see :mod:`rlx.llm.sandbox.judge`); for stdin/stdout cases, the
+    cases whose output was right."""
     tests_total: int
-    """Tests in the test code (with no assert and no ``test_*`` function: 1, the whole code)."""
+    """Checks that ran or could not run: passed and failed together."""
     failures: tuple[str, ...]
-    """Why tests failed, one line each (the first few)."""
+    """Why checks failed, one line each (the first few)."""
     returncode: int | None
     """The program's exit status when it ended before the judge was done with it (128 + n when
     signal n killed it), else None: an honest program is still answering when the tests end."""
     elapsed_s: float
     """Wall time of the run, start-up and clean-up included."""
     output: str
-    """The last :data:`OUTPUT_TAIL_BYTES` of the program's stdout and stderr together."""
+    """The last :data:`OUTPUT_TAIL_BYTES` of the program's (and the judge's) stdout and
+    stderr."""
+    setup_failed: bool = False
+    """A set-up statement of the tests (an import, a definition) failed: the row fails."""
 
     @property
     def passed(self) -> bool:
-        """True when every test passed."""
+        """True when every check passed (and at least one ran)."""
         return self.status == "passed"
 
     @property
     def share_passed(self) -> float:
-        """The share of tests that passed (partial credit)."""
-        return self.tests_passed / self.tests_total if self.tests_total else 0.0
+        """The share of checks that passed (partial credit); 0 when a set-up statement failed."""
+        if self.setup_failed or not self.tests_total:
+            return 0.0
+        return self.tests_passed / self.tests_total
 
 
 @functools.cache
@@ -120,7 +136,7 @@ def current_isolation() -> Isolation:
     unisolated child can run Python."""
     isolation = choose_isolation(_probe)
     if isolation.uids is None and not isolation.namespaces:
-        result = run_sandboxed("pass\n", timeout_s=10.0, isolation=isolation)
+        result = run_sandboxed("x = 1\n", "assert x == 1\n", timeout_s=10.0, isolation=isolation)
         if not result.passed:
             raise ConfigError(
                 f"the python-tests sandbox cannot run Python here ({result.status}; "
@@ -131,35 +147,49 @@ def current_isolation() -> Isolation:
 
 def _probe(isolation: Isolation) -> bool:
     """True when a tiny program that imports common modules passes under ``isolation``."""
-    program = "import collections, json, math, os, re, socket\n"
-    return run_sandboxed(program, "assert True\n", timeout_s=10.0, isolation=isolation).passed
+    program = "import collections, json, math, os, re, socket\nx = 1\n"
+    result = run_sandboxed(program, "assert x == 1\n", timeout_s=10.0, isolation=isolation)
+    return result.passed
 
 
 def run_many(
     programs: Sequence[str],
     tests: Sequence[str] | None = None,
     *,
+    entry_points: Sequence[str | None] | None = None,
     timeout_s: float = 2.0,
     memory_mb: int = 256,
+    judge_memory_mb: int = JUDGE_MEMORY_MB,
     max_workers: int | None = None,
     isolation: Isolation | None = None,
 ) -> list[SandboxResult]:
-    """:func:`run_sandboxed` on each program (with its tests), ``max_workers`` at a time,
-    results in order."""
-    workers = check_limits(timeout_s, memory_mb, max_workers)
+    """:func:`run_sandboxed` on each program (with its tests and entry point),
+    ``max_workers`` at a time, results in order."""
+    workers = check_limits(timeout_s, memory_mb, max_workers, judge_memory_mb)
     tests = [""] * len(programs) if tests is None else list(tests)
-    if len(tests) != len(programs):
-        raise ConfigError(f"got {len(programs)} programs and {len(tests)} tests; they must match.")
+    entry_points = [None] * len(programs) if entry_points is None else list(entry_points)
+    if not len(tests) == len(entry_points) == len(programs):
+        raise ConfigError(
+            f"got {len(programs)} programs, {len(tests)} tests and {len(entry_points)} entry "
+            "points; they must match."
+        )
     if not programs:
         return []
     isolation = isolation or current_isolation()  # probe once here, not in every thread
+    jobs = list(zip(programs, tests, entry_points, strict=True))
     with ThreadPoolExecutor(max_workers=min(workers, len(programs))) as pool:
         return list(
             pool.map(
-                lambda pair: run_sandboxed(
-                    pair[0], pair[1], timeout_s=timeout_s, memory_mb=memory_mb, isolation=isolation
+                lambda job: run_sandboxed(
+                    job[0],
+                    job[1],
+                    entry_point=job[2],
+                    timeout_s=timeout_s,
+                    memory_mb=memory_mb,
+                    judge_memory_mb=judge_memory_mb,
+                    isolation=isolation,
                 ),
-                zip(programs, tests, strict=True),
+                jobs,
             )
         )
 
@@ -168,54 +198,121 @@ def run_sandboxed(
     program: str,
     tests: str = "",
     *,
+    entry_point: str | None = None,
+    timeout_s: float = 2.0,
+    memory_mb: int = 256,
+    judge_memory_mb: int = JUDGE_MEMORY_MB,
+    isolation: Isolation | None = None,
+) -> SandboxResult:
+    """Run the Python source ``program`` in the sandbox, then ``tests`` against it in the
+    judge (itself sandboxed), and report what they found.
+
+    ``entry_point`` names the function HumanEval's ``check(candidate)`` is called with when the
+    tests define ``check`` but do not call it. With no tests the verdict is whether the program
+    ran to its end without raising or exiting. Never raises for anything the program does;
+    raises :class:`~rlx.errors.SandboxError` for test code that is not Python or that checks
+    nothing. Wall time is ``timeout_s`` plus the start-up and clean-up of the processes (at
+    most 2 s more, should the launcher itself hang).
+    """
+    check_limits(timeout_s, memory_mb, 1, judge_memory_mb)
+    judged = prepared_tests(tests, entry_point) if tests.strip() else None
+    job = {"mode": "tests", "tests": judged}
+    return _run(program, job, timeout_s, memory_mb, judge_memory_mb, isolation, tests)
+
+
+def run_stdio(
+    program: str,
+    cases: Sequence[tuple[str, str]],
+    *,
     timeout_s: float = 2.0,
     memory_mb: int = 256,
     isolation: Isolation | None = None,
 ) -> SandboxResult:
-    """Run the Python source ``program`` in the sandbox, then ``tests`` against it in the
-    judge, and report what they found.
-
-    With no tests the verdict is whether the program ran to its end without raising or
-    exiting. Never raises for anything the program does (a ConfigError for test code that is
-    not Python); wall time is ``timeout_s`` plus about 60 ms of start-up and clean-up (at most
-    2 s more, should the launcher itself hang).
-    """
+    """Run ``program`` as a script once per ``(input, expected_output)`` case, in the sandbox,
+    with the input on stdin; a case passes when its stdout equals the expected output up to
+    trailing whitespace on each line and trailing empty lines
+    (:func:`rlx.llm.sandbox.launcher.same_output`). ``timeout_s`` holds for each case."""
     check_limits(timeout_s, memory_mb, 1)
-    check_test_code(tests)
+    cases = [list(case) for case in cases]
+    if not cases or any(
+        len(case) != 2 or not all(isinstance(text, str) for text in case) for case in cases
+    ):
+        raise SandboxError(
+            "stdin/stdout tests must be a non-empty list of (input, expected output) strings."
+        )
+    job = {"mode": "stdio", "cases": cases}
+    return _run(
+        program, job, timeout_s * len(cases), memory_mb, JUDGE_MEMORY_MB, isolation, "", timeout_s
+    )
+
+
+def prepared_tests(tests: str, entry_point: str | None = None) -> str:
+    """The test code as the judge runs it (:func:`rlx.llm.sandbox.testcode.prepare`);
+    SandboxError when it is not Python or checks nothing."""
+    if not isinstance(tests, str):
+        raise SandboxError(f"test code must be a string of Python, not {type(tests).__name__}.")
+    try:
+        return prepare(tests, entry_point)
+    except SyntaxError as exc:
+        raise SandboxError(
+            f"the test code is not valid Python ({exc.msg} at line {exc.lineno}): "
+            f"{tests.strip()[:80]!r}"
+        ) from None
+    except NothingToCheckError as exc:
+        raise SandboxError(f"the test code checks nothing: {exc}: {tests.strip()[:80]!r}") from None
+
+
+def check_test_code(tests: str, entry_point: str | None = None) -> None:
+    """SandboxError when the test code is not Python or checks nothing (a problem of the data,
+    not of the program being judged)."""
+    prepared_tests(tests, entry_point)
+
+
+def _run(
+    program: str, job: dict[str, Any], timeout_s: float, memory_mb: int, judge_memory_mb: int,
+    isolation: Isolation | None, tests: str, case_timeout_s: float | None = None,
+) -> SandboxResult:  # fmt: skip
     isolation = isolation or current_isolation()
     start = time.monotonic()
-    with _sandbox_uid(isolation) as uid, _working_folder(isolation) as workdir:
-        job = _job(program, tests, workdir, uid, isolation, timeout_s, memory_mb)
+    with _sandbox_uids(isolation) as uids, _working_folders(isolation) as workdirs:
+        job.update(
+            program=program,
+            timeout_s=case_timeout_s or timeout_s,
+            namespaces=isolation.namespaces,
+            reveal=[list(pair) for pair in isolation.reveal],
+            uids=uids,
+            workdirs=workdirs,
+            python=isolation.python,
+            server_script=script("server", "wire", "server"),
+            judge_path=_packages_path(),
+            tmp_mb=PRIVATE_TMP_MB,
+            limits={
+                "program": _resource_limits(
+                    case_timeout_s or timeout_s, memory_mb, uids, "program"
+                ),
+                "judge": _resource_limits(timeout_s, judge_memory_mb, uids, "judge"),
+            },
+            env={
+                role: _minimal_environment(isolation.namespaces, workdirs, role)
+                for role in ("program", "judge")
+            },
+        )
         with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as verdict_file:
             job["verdict_fd"] = verdict_file.fileno()
             returncode = _run_launcher(job, isolation, output, timeout_s)
             text = _output_tail(output)
             verdict = _read_verdict(verdict_file) if returncode == 0 else None
-        if uid is not None:
-            _kill_processes_of(uid)
-    return _result(verdict, returncode, time.monotonic() - start, text, tests)
-
-
-def check_test_code(tests: str) -> None:
-    """ConfigError when the test code is not a string of Python (a problem of the data, not
-    of the program being judged)."""
-    if not isinstance(tests, str):
-        raise ConfigError(f"test code must be a string of Python, not {type(tests).__name__}.")
-    try:
-        compile(tests, "<tests>", "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        raise ConfigError(
-            f"the test code is not valid Python ({exc.msg} at line {exc.lineno}): "
-            f"{tests.strip()[:80]!r}"
-        ) from None
+        if uids is not None:
+            for uid in set(uids.values()):
+                _kill_processes_of(uid)
+    return _result(verdict, returncode, time.monotonic() - start, text)
 
 
 def _result(
-    verdict: dict[str, Any] | None, launcher_status: int | None, elapsed: float, output: str,
-    tests: str,
-) -> SandboxResult:  # fmt: skip
-    """The result from the judge's verdict; without one (the launcher failed or was killed)
-    every test failed."""
+    verdict: dict[str, Any] | None, launcher_status: int | None, elapsed: float, output: str
+) -> SandboxResult:
+    """The result from the verdict; without one (the launcher failed or was killed) it fails,
+    and the reason is logged: that is the sandbox's failure, not the program's."""
     if verdict is None:
         status = "timeout" if launcher_status is None else "failed"
         why = (
@@ -223,16 +320,23 @@ def _result(
             if launcher_status is None
             else f"the sandbox ended without a verdict (exit {launcher_status})"
         )
-        total = sum(unit.is_test for unit in test_units(tests))
-        return SandboxResult(status, 0, total, (why,), None, elapsed, output)
-    passed, total = int(verdict["passed"]), int(verdict["total"])
+        logger.warning("python-tests sandbox: %s; the program scores 0. Output: %s", why,
+                       output.strip()[-300:])  # fmt: skip
+        return SandboxResult(status, 0, 1, (why,), None, elapsed, output)
+    passed, failed = int(verdict["passed"]), int(verdict["failed"])
+    failures = tuple(verdict["failures"])
+    if any(f.startswith("the judge ") for f in failures):
+        logger.warning("python-tests sandbox: %s; the program scores 0.", failures[0])
     if verdict["timed_out"]:
         status = "timeout"
+    elif failed == 0 and passed > 0 and not verdict["setup_failed"]:
+        status = "passed"
     else:
-        status = "passed" if passed == total and not verdict["failure_count"] else "failed"
+        status = "failed"
     return SandboxResult(
-        status, passed, total, tuple(verdict["failures"]), verdict["returncode"], elapsed, output
-    )
+        status, passed, passed + failed, failures, verdict.get("returncode"), elapsed, output,
+        bool(verdict["setup_failed"]),
+    )  # fmt: skip
 
 
 def _read_verdict(handle: Any) -> dict[str, Any] | None:
@@ -244,12 +348,16 @@ def _read_verdict(handle: Any) -> dict[str, Any] | None:
     return verdict if isinstance(verdict, dict) else None
 
 
-def check_limits(timeout_s: float, memory_mb: int, max_workers: int | None) -> int:
+def check_limits(
+    timeout_s: float, memory_mb: int, max_workers: int | None, judge_memory_mb: int = 2048
+) -> int:
     """The number of workers, after checking the limits; ConfigError names a bad value."""
     if not timeout_s > 0:
         raise ConfigError(f"timeout_s={timeout_s!r} must be > 0 seconds.")
     if not isinstance(memory_mb, int) or memory_mb < 64:
         raise ConfigError(f"memory_mb={memory_mb!r} must be a whole number >= 64 (MiB).")
+    if not isinstance(judge_memory_mb, int) or judge_memory_mb < 256:
+        raise ConfigError(f"judge_memory_mb={judge_memory_mb!r} must be a whole number >= 256.")
     if max_workers is None:
         return min(4, os.cpu_count() or 1)
     if not isinstance(max_workers, int) or max_workers < 1:
@@ -257,33 +365,10 @@ def check_limits(timeout_s: float, memory_mb: int, max_workers: int | None) -> i
     return max_workers
 
 
-def _job(
-    program: str,
-    tests: str,
-    workdir: str,
-    uid: int | None,
-    isolation: Isolation,
-    timeout_s: float,
-    memory_mb: int,
-) -> dict[str, Any]:
-    """Everything the launcher needs, sent to it as JSON on stdin."""
-    return {
-        "program": program,
-        "tests": tests,
-        "timeout_s": timeout_s,
-        "workdir": workdir,
-        "uid": uid,
-        "python": isolation.python,
-        "server_script": script("server", "wire", "server"),
-        "private_tmp": isolation.namespaces,
-        "tmp_mb": PRIVATE_TMP_MB,
-        "limits": _resource_limits(timeout_s, memory_mb, uid),
-        "env": _minimal_environment(workdir),
-    }
-
-
-def _resource_limits(timeout_s: float, memory_mb: int, uid: int | None) -> dict[str, list[int]]:
-    """``{RLIMIT_name: [soft, hard]}`` for the program, set by the launcher before it execs."""
+def _resource_limits(
+    timeout_s: float, memory_mb: int, uids: dict[str, int] | None, role: str
+) -> dict[str, list[int]]:
+    """``{RLIMIT_name: [soft, hard]}`` for one role, set in its room before it execs."""
     cpu_s = math.ceil(timeout_s) + 1  # soft: SIGXCPU; hard, one second later: SIGKILL
     limits = {
         "RLIMIT_AS": [memory_mb << 20] * 2,
@@ -292,20 +377,25 @@ def _resource_limits(timeout_s: float, memory_mb: int, uid: int | None) -> dict[
         "RLIMIT_NOFILE": [MAX_OPEN_FILES] * 2,
         "RLIMIT_CORE": [0, 0],
     }
-    # RLIMIT_NPROC counts every task of the *user*: with a uid of its own the program gets a
+    # RLIMIT_NPROC counts every task of the *user*: with a uid of its own each role gets a
     # fixed budget; as the trainer's user it gets what that user runs now plus a margin.
-    tasks = MAX_PROCESSES if uid is not None else _task_count(os.getuid()) + 64
+    tasks = MAX_PROCESSES if uids is not None else _task_count(os.getuid()) + 64
+    if uids is not None and uids["program"] == uids["judge"]:
+        tasks *= 2
     limits["RLIMIT_NPROC"] = [tasks] * 2
     return limits
 
 
-def _minimal_environment(workdir: str) -> dict[str, str]:
-    """The program's whole environment: nothing inherited, so no secrets; home and temp files
-    inside its working folder."""
+def _minimal_environment(
+    namespaces: bool, workdirs: dict[str, str] | None, role: str
+) -> dict[str, str]:
+    """The whole environment of the program or the judge: nothing inherited, so no secrets;
+    home and temporary files inside the room's working folder."""
+    home = "/tmp/work" if namespaces or workdirs is None else workdirs[role]
     return {
         "PATH": SAFE_PATH,
-        "HOME": workdir,
-        "TMPDIR": os.path.join(workdir, "tmp"),
+        "HOME": home,
+        "TMPDIR": os.path.join(home, "tmp"),
         "LANG": "C.UTF-8",
         # RLIMIT_AS counts reserved address space: glibc reserves 64 MiB per thread's malloc
         # arena and BLAS libraries start a thread pool each, so without these a program with a
@@ -313,56 +403,74 @@ def _minimal_environment(workdir: str) -> dict[str, str]:
         "MALLOC_ARENA_MAX": "2",
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
 
 
 @contextlib.contextmanager
-def _working_folder(isolation: Isolation) -> Iterator[str]:
-    """A fresh, private working folder for one run, gone afterwards.
-
-    With namespaces the launcher makes it on the run's own tmpfs ``/tmp``, which disappears with
-    the namespace; otherwise it is a new host temporary folder, deleted here.
-    """
+def _working_folders(isolation: Isolation) -> Iterator[dict[str, str] | None]:
+    """Without namespaces, a fresh host temporary folder for the program and one for the judge,
+    deleted afterwards; with them, None (each room makes its own on its own tmpfs)."""
     if isolation.namespaces:
-        yield _PRIVATE_WORKDIR
+        yield None
         return
-    folder = tempfile.mkdtemp(prefix="rlx-sandbox-")
+    folders = {
+        role: tempfile.mkdtemp(prefix=f"rlx-sandbox-{role}-") for role in ("program", "judge")
+    }
     try:
-        yield folder
+        yield folders
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
-def _sandbox_uid(isolation: Isolation) -> Iterator[int | None]:
-    """Borrow a uid no other concurrent run uses (None without a uid change)."""
+def _sandbox_uids(isolation: Isolation) -> Iterator[dict[str, int] | None]:
+    """Borrow the program's and the judge's uids, used by no other concurrent run (None
+    without a uid change)."""
     if isolation.uids is None:
         yield None
         return
     pool = _uid_pool(isolation.uids)
-    uid = pool.get()
+    pair = pool.get()
     try:
-        yield uid
+        yield {"program": pair[0], "judge": pair[1]}
     finally:
-        pool.put(uid)
+        pool.put(pair)
 
 
-def _uid_pool(uids: tuple[int, ...]) -> queue.Queue[int]:
-    """The shared queue of free uids for ``uids``, made once (under a lock: threads race here)."""
+def _uid_pool(uids: tuple[int, ...]) -> queue.Queue[tuple[int, int]]:
+    """The shared queue of free uid pairs for ``uids``, made once (under a lock: threads race
+    here). With one uid (``nobody``) the pair is that uid twice."""
     with _UID_POOLS_LOCK:
         if uids not in _UID_POOLS:
-            pool: queue.Queue[int] = queue.Queue()
-            for uid in uids:
-                pool.put(uid)
+            pool: queue.Queue[tuple[int, int]] = queue.Queue()
+            if len(uids) == 1:
+                pool.put((uids[0], uids[0]))
+            for index in range(0, len(uids) - 1, 2):
+                pool.put((uids[index], uids[index + 1]))
             _UID_POOLS[uids] = pool
         return _UID_POOLS[uids]
 
 
 def _launcher_command(isolation: Isolation) -> list[str]:
-    """``[unshare --net --pid ...] python -I -S -c LAUNCHER``."""
+    """``[unshare --net --pid --ipc ...] python -I -S -c LAUNCHER``, with the interpreter the
+    sandbox uids can run: the judge is forked from the launcher, and goes on importing from
+    that interpreter's standard library once it runs as its uid."""
     prefix = [isolation.unshare, *UNSHARE_FLAGS] if isolation.unshare else []
-    launcher = script("launcher", "wire", "judge", "launcher")
-    return [*prefix, sys.executable, "-I", "-S", "-c", launcher]
+    launcher = script("launcher", "wire", "testcode", "judge", "launcher")
+    return [*prefix, isolation.python, "-I", "-S", "-c", launcher]
+
+
+def _packages_path() -> list[str]:
+    """The trainer's ``sys.path`` without its standard library: where the judge finds the
+    packages installed beside rlx (pytest, numpy ...) for the tests to import."""
+    stdlib = (sys.base_prefix, sys.base_exec_prefix)
+    return [
+        entry
+        for entry in sys.path
+        if entry and ("site-packages" in entry or not entry.startswith(stdlib))
+    ]
 
 
 def _run_launcher(

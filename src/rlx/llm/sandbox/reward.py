@@ -1,21 +1,28 @@
-"""The ``python-tests`` reward, and the rule that model-written code never runs unisolated
-unless the user says so."""
+"""The ``python-tests`` and ``stdio-tests`` rewards, and the rule that model-written code never
+runs unisolated unless the user says so."""
 
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rlx.errors import ConfigError, SandboxError
 from rlx.llm.sandbox.isolation import MAX_PROCESSES, missing_protections
 from rlx.llm.sandbox.process import (
+    JUDGE_MEMORY_MB,
     MAX_FILE_MB,
     MAX_OPEN_FILES,
+    SandboxResult,
+    check_limits,
+    check_test_code,
     current_isolation,
     run_many,
+    run_stdio,
 )
 
 
@@ -31,51 +38,192 @@ def python_tests_reward(
     completions: Sequence[str],
     tests: Sequence[str] | None = None,
     *,
+    entry_point: Sequence[str | None] | None = None,
     partial: bool = False,
     allow_unisolated: bool = False,
     timeout_s: float = 2.0,
     memory_mb: int = 256,
+    judge_memory_mb: int = JUDGE_MEMORY_MB,
     max_workers: int | None = None,
     prepend_prompt: bool = True,
     answer: Sequence[str] | None = None,
     answers: Sequence[str] | None = None,
     **_: Any,
 ) -> list[float]:
-    """1.0 per completion whose program passes all of its row's tests, else 0.0.
+    """1.0 per completion whose program passes its row's tests, else 0.0.
 
     The program is ``prompt + completion``: the prompt holds the code the model continues (a
     signature, a docstring), the completion the rest; with ``prepend_prompt=False`` the prompt
     (e.g. natural language) is left out. The program runs in the sandbox and only defines its
-    names; the row's test code runs in the judge, a trusted process, and calls them across a
-    boundary that lets only plain data through (:mod:`rlx.llm.sandbox`), so nothing the
+    names; the row's test code runs in the judge, a second sandboxed process, and calls them
+    across a boundary that lets only plain data through (:mod:`rlx.llm.sandbox`), so nothing the
     program does can forge a pass. ``tests`` is one string of test code per completion, the
     data's ``tests`` column (when None, the ``answer`` column of rows ``{"prompt", "answer"}``,
-    also accepted as ``answers``).
+    also accepted as ``answers``), in any of the layouts of :mod:`rlx.llm.sandbox.testcode`:
+    top-level asserts, pytest functions and classes, unittest cases, HumanEval's
+    ``check(candidate)`` (called with the row's ``entry_point`` column when the tests do not
+    call it).
 
-    ``partial=True`` scores the share of tests passed instead (each top-level ``assert`` and
-    each ``test_*`` function is a test). ``timeout_s`` is the wall-clock limit per program and
-    its tests, ``memory_mb`` its address-space limit; ``max_workers`` programs (default
-    ``min(4, cpu_count)``) run at once; the scores keep the order of ``completions``. Where this
-    machine cannot isolate the program, raises :class:`~rlx.errors.SandboxError` unless
-    ``allow_unisolated=True``, which warns once instead.
+    ``partial=True`` scores the share of checks passed instead: every executed assert counts
+    (in a loop, a function, a test), and a failing set-up statement scores the row 0.
+    ``timeout_s`` is the wall-clock limit per program and its tests, ``memory_mb`` the
+    program's address-space limit and ``judge_memory_mb`` the judge's; ``max_workers``
+    programs (default ``min(4, cpu_count)``) run at once; the scores keep the order of
+    ``completions``. Test code that is not Python or checks nothing raises
+    :class:`~rlx.errors.SandboxError` naming the row, before anything runs. Where this machine
+    cannot isolate the program, raises SandboxError unless ``allow_unisolated=True``, which
+    warns once instead.
     """
     test_code = _tests_for(prompts, completions, tests, answer if answer is not None else answers)
-    missing = check_isolation(allow_unisolated)
-    if missing and not _warned.is_set():
-        warn_unisolated(missing)
+    entry_points = _column("entry_point", entry_point, len(completions))
+    for row, (code, name) in enumerate(zip(test_code, entry_points, strict=True)):
+        _checked_row(row, check_test_code, code, name)
+    _guard(allow_unisolated)
     programs = [
         (prompt if prepend_prompt else "") + completion + "\n"
         for prompt, completion in zip(prompts, completions, strict=True)
     ]
     results = run_many(
-        programs, test_code, timeout_s=timeout_s, memory_mb=memory_mb, max_workers=max_workers
-    )
-    if partial:
-        return [result.share_passed for result in results]
-    return [float(result.passed) for result in results]
+        programs, test_code, entry_points=entry_points, timeout_s=timeout_s,
+        memory_mb=memory_mb, judge_memory_mb=judge_memory_mb, max_workers=max_workers,
+    )  # fmt: skip
+    return _scores(results, partial)
 
 
 python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
+def stdio_tests_reward(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    input: Sequence[str | Sequence[str]] | None = None,
+    output: Sequence[str | Sequence[str]] | None = None,
+    *,
+    tests: Sequence[Any] | None = None,
+    inputs: Sequence[Sequence[str]] | None = None,
+    outputs: Sequence[Sequence[str]] | None = None,
+    partial: bool = False,
+    allow_unisolated: bool = False,
+    timeout_s: float = 2.0,
+    memory_mb: int = 256,
+    max_workers: int | None = None,
+    prepend_prompt: bool = False,
+    **_: Any,
+) -> list[float]:
+    """1.0 per completion whose program, run as a script on each of its row's inputs, prints
+    each expected output; else 0.0 (with ``partial=True``, the share of cases passed).
+
+    The form of competitive-programming data: each row holds ``input`` and ``output`` columns
+    (a string each, or a list of strings each), or ``inputs``/``outputs`` lists, or a ``tests``
+    column with a list of ``{"input", "output"}`` pairs or an ``{"inputs", "outputs"}`` object
+    (APPS' ``input_output``, also as JSON text). The program reads the input on stdin in the
+    sandbox; its stdout is compared with the expected output by the launcher, outside its
+    reach, the usual judges' way: line by line, trailing whitespace and trailing empty lines
+    ignored. ``timeout_s`` holds for each case. The prompt is usually the problem's text, so it
+    is left out of the program unless ``prepend_prompt=True``. Isolation as for
+    :func:`python_tests_reward`.
+    """
+    if len(prompts) != len(completions):
+        raise ConfigError(f"got {len(prompts)} prompts and {len(completions)} completions.")
+    columns = {"input": input, "output": output, "tests": tests, "inputs": inputs,
+               "outputs": outputs}  # fmt: skip
+    rows = [
+        _checked_row(row, stdio_cases, **{k: v[row] for k, v in columns.items() if v is not None})
+        for row in range(len(completions))
+        if _column_lengths_match(columns, len(completions))
+    ]
+    _guard(allow_unisolated)
+    programs = [
+        (prompt if prepend_prompt else "") + completion + "\n"
+        for prompt, completion in zip(prompts, completions, strict=True)
+    ]
+    workers = check_limits(timeout_s, memory_mb, max_workers)
+    isolation = current_isolation()
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(programs)))) as pool:
+        results = list(
+            pool.map(
+                lambda pair: run_stdio(
+                    pair[0], pair[1], timeout_s=timeout_s, memory_mb=memory_mb, isolation=isolation
+                ),
+                zip(programs, rows, strict=True),
+            )
+        )
+    return _scores(results, partial)
+
+
+stdio_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
+def stdio_cases(
+    input: str | Sequence[str] | None = None,
+    output: str | Sequence[str] | None = None,
+    tests: Any = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+) -> list[tuple[str, str]]:
+    """One row's ``(input, expected output)`` cases from whichever columns it has (see
+    :func:`stdio_tests_reward`); ConfigError saying what is malformed."""
+    if isinstance(tests, str):
+        try:
+            tests = json.loads(tests)
+        except ValueError:
+            raise ConfigError("its tests column is text but not JSON.") from None
+    if isinstance(tests, Mapping):
+        inputs, outputs = tests.get("inputs"), tests.get("outputs")
+    elif tests is not None:
+        if not isinstance(tests, Sequence) or not all(isinstance(t, Mapping) for t in tests):
+            raise ConfigError("its tests column must be a list of {'input', 'output'} pairs.")
+        inputs = [t.get("input") for t in tests]
+        outputs = [t.get("output") for t in tests]
+    elif input is not None or output is not None:
+        inputs = [input] if isinstance(input, str) else input
+        outputs = [output] if isinstance(output, str) else output
+    if inputs is None or outputs is None:
+        raise ConfigError("it has no input/output columns (or tests with input/output pairs).")
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence) or \
+            isinstance(outputs, (str, bytes)) or not isinstance(outputs, Sequence):  # fmt: skip
+        raise ConfigError("its inputs and outputs must be strings or lists of strings.")
+    inputs, outputs = list(inputs), list(outputs)
+    if not inputs or len(inputs) != len(outputs):
+        raise ConfigError(f"it has {len(inputs)} inputs and {len(outputs)} outputs.")
+    if not all(isinstance(t, str) for t in inputs + outputs):
+        raise ConfigError("its inputs and outputs must be strings.")
+    return list(zip(inputs, outputs, strict=True))
+
+
+def _checked_row(row: int, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``check(...)`` for one row; a data error becomes a SandboxError naming the row."""
+    try:
+        return check(*args, **kwargs)
+    except (SandboxError, ConfigError) as error:
+        raise SandboxError(f"row {row} of the data cannot judge code: {error}") from None
+
+
+def _column_lengths_match(columns: Mapping[str, Sequence[Any] | None], rows: int) -> bool:
+    for name, values in columns.items():
+        if values is not None and (isinstance(values, str) or len(values) != rows):
+            raise ConfigError(f"the {name} column must hold one value per completion ({rows}).")
+    return True
+
+
+def _column(name: str, values: Sequence[Any] | None, rows: int) -> list[Any]:
+    if values is None:
+        return [None] * rows
+    if isinstance(values, str) or len(values) != rows:
+        raise ConfigError(f"the {name} column must hold one value per completion ({rows}).")
+    return list(values)
+
+
+def _guard(allow_unisolated: bool) -> None:
+    missing = check_isolation(allow_unisolated)
+    if missing and not _warned.is_set():
+        warn_unisolated(missing)
+
+
+def _scores(results: Sequence[SandboxResult], partial: bool) -> list[float]:
+    if partial:
+        return [result.share_passed for result in results]
+    return [float(result.passed) for result in results]
 
 
 def check_isolation(allow_unisolated: bool = False) -> list[str]:
@@ -117,7 +265,8 @@ def prepare_for_run(
     if missing:
         warn_unisolated(missing)
     info = sandbox_info()
-    kinds = ("network_namespace", "pid_namespace", "private_tmp", "uid_drop")
+    kinds = ("network_namespace", "pid_namespace", "ipc_namespace", "private_tmp",
+             "read_only_host", "uid_drop", "judge_uid")  # fmt: skip
     record = {
         "protections": [kind for kind in kinds if info[kind]],
         "missing": missing,
@@ -135,14 +284,19 @@ def sandbox_info() -> dict[str, Any]:
         "python": isolation.python,
         "network_namespace": isolation.namespaces,
         "pid_namespace": isolation.namespaces,
+        "ipc_namespace": isolation.namespaces,
         "private_tmp": isolation.namespaces,
+        "read_only_host": isolation.namespaces,
         "uid_drop": uids is not None,
+        "judge_uid": isolation.separate_judge_uid,
+        "judge_sandboxed": True,
         "uids": None if uids is None else f"{uids[0]}..{uids[-1]}",
         "verdict_outside_program": True,
         "limits": {
             "wall_s": "timeout_s",
             "cpu_s": "ceil(timeout_s) + 1",
             "address_space_mb": "memory_mb",
+            "judge_address_space_mb": "judge_memory_mb",
             "processes": MAX_PROCESSES if isolation.uids is not None else "user's tasks + 64",
             "file_size_mb": MAX_FILE_MB,
             "open_files": MAX_OPEN_FILES,

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import sys
-import types
 
 from rlx.llm.sandbox import wire
 
@@ -65,32 +64,29 @@ def main() -> None:
 
         traceback.print_exc()
         _flush()
-        wire.send(wire.ANSWERS_FD, {"error": describe(error)})
+        wire.send(wire.ANSWERS_FD, {"error": describe(error, objects)})
         os._exit(1)
     # SystemExit and os._exit leave without the ready note: exiting is not defining.
     _flush()
-    wire.send(wire.ANSWERS_FD, {"ready": top_level_names(namespace, objects)})
+    wire.send(wire.ANSWERS_FD, {"ready": {"names": top_level_names(namespace, objects)}})
     serve(objects)
 
 
 def top_level_names(namespace: dict[str, object], objects: Objects) -> dict[str, object]:
-    """``{"values": {name: wire value}, "modules": {name: module name}}`` for the program's
-    top-level names, dunders left out."""
-    values, modules = {}, {}
+    """``{name: wire value}`` for the program's top-level names, dunders left out; modules,
+    functions, classes and instances cross as handles, exception classes as descriptions."""
+    names = {}
     for name, value in list(namespace.items()):
         if name.startswith("__") and name.endswith("__"):
-            continue
-        if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__
             continue
         try:
             encoded = wire.encode(value, objects.handle)
             if len(json.dumps(encoded)) > _INLINE_GLOBAL_BYTES:
                 raise wire.BoundaryError("too large to send inline")
         except (wire.BoundaryError, ValueError, RecursionError):
-            encoded = {"handle": objects.handle(value), "type": type(value).__name__}
-        values[name] = encoded
-    return {"values": values, "modules": modules}
+            encoded = {"handle": objects.handle(value), "type": type(value).__name__[:100]}
+        names[name] = encoded
+    return names
 
 
 def serve(objects: Objects) -> None:
@@ -104,9 +100,12 @@ def serve(objects: Objects) -> None:
         except Exception as error:
             # Only Exceptions are answers; SystemExit and the like end the process, as they
             # would end a plain Python test run.
-            answer = {"raise": describe(error)}
+            answer = {"raise": describe(error, objects)}
         _flush()
-        wire.send(wire.ANSWERS_FD, answer)
+        try:
+            wire.send(wire.ANSWERS_FD, answer)
+        except wire.BoundaryError as error:  # an answer too large to send
+            wire.send(wire.ANSWERS_FD, {"raise": describe(error, objects)})
 
 
 def perform(request: dict[str, object], objects: Objects) -> object:
@@ -129,22 +128,27 @@ def perform(request: dict[str, object], objects: Objects) -> object:
     if op == "delitem":
         del target[args[0]]
         return None
-    if op == "contains":
-        return args[0] in target
-    if op in ("len", "iter", "next", "bool", "str", "repr"):
-        return {"len": len, "iter": iter, "next": next, "bool": bool, "str": str, "repr": repr}[op](
-            target
-        )
+    if op in ("iter", "next", "str", "repr"):
+        return {"iter": iter, "next": next, "str": str, "repr": repr}[op](target)
     raise wire.BoundaryError(f"unknown request {op!r}")
 
 
-def describe(error: BaseException) -> dict[str, str]:
-    """An exception as plain data: its type's name and message."""
+def describe(error: BaseException, objects: Objects) -> dict[str, object]:
+    """An exception as the judge rebuilds it: its class (a built-in's name, or its own
+    description), its arguments, its message and a handle to it (for its attributes)."""
     try:
         message = str(error)
     except Exception:
         message = "<the exception's message could not be read>"
-    return {"type": type(error).__name__, "message": message[:_MESSAGE_CHARS]}
+    description: dict[str, object] = {"message": message[:_MESSAGE_CHARS]}
+    try:
+        description["class"] = wire.describe_exception_class(type(error), objects.handle)
+        description["args"] = [wire.encode(arg, objects.handle) for arg in error.args]
+        description["handle"] = objects.handle(error)
+        json.dumps(description)
+    except Exception:
+        description = {"message": message[:_MESSAGE_CHARS], "class": {"builtin": "Exception"}}
+    return description
 
 
 def _flush() -> None:
