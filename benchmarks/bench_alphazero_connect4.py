@@ -39,7 +39,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import rlx  # noqa: E402
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import goal, write_result  # noqa: E402  (benchmarks/results.py)
 from rlx.games.evaluation import arena  # noqa: E402
 
 
@@ -72,9 +72,16 @@ def main() -> None:
     parser.add_argument("--simulations", nargs="+", type=int, default=[200, 800],
                         help="the agent's simulations per move when it plays")  # fmt: skip
     parser.add_argument("--agent", default=None, help="play this run's agent; no training")
+    parser.add_argument("--quick", action="store_true",
+                        help="half a minute of training, 4 games against mcts-20 with 20 "
+                             "simulations: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
-                        help="where the result file goes (default benchmarks/results)")  # fmt: skip
+                        help="where the result file goes (default benchmarks/results, --quick: "
+                             "benchmarks/results/quick)")  # fmt: skip
     args = parser.parse_args()
+    if args.quick:
+        args.minutes, args.games = min(args.minutes, 0.5), min(args.games, 4)
+        args.opponents, args.simulations = ["mcts-20"], [20]
     figures: dict = {}
     agent = rlx.load(args.agent) if args.agent else train_and_report(args, figures)
     rows = []
@@ -88,15 +95,29 @@ def main() -> None:
                          round(result.win_rate, 3)])  # fmt: skip
             figures[f"win_rate_{simulations}_vs_{name}"] = round(result.win_rate, 3)
     trained = f"the run {args.agent}" if args.agent else f"{args.minutes} minutes of training"
+    bars = {"mcts-200": 0.8, "mcts-1000": 0.9}  # the bar and the goal
+    goals = [
+        goal(f"{sims} simulations win at least {bars[name]:.0%} against {name}",
+             f">= {bars[name]:g}", rate, rate >= bars[name])
+        for sims, name, *_, rate in rows if name in bars
+    ]  # fmt: skip
+    if "cpu_minutes" in figures:
+        goals.append(goal("training within 60 CPU minutes", "<= 60", figures["cpu_minutes"],
+                          figures["cpu_minutes"] <= 60))  # fmt: skip
     write_result(
         "alphazero_connect4",
         title="AlphaZero on Connect Four against pure MCTS, within a CPU budget",
         columns=["simulations", "opponent", "won", "drawn", "lost", "win rate"],
         rows=rows,
+        libraries=("torch", "numba"),
+        repeats=args.games,
         seeds=[args.seed],
+        goals=goals,
+        peer="pure MCTS (rlx's rollout search)",
         figures=figures,
         notes=f"The connect4 preset after {trained}, one torch thread; {args.games} games "
-        "against each opponent, seats alternating.",
+        "against each opponent, seats alternating; the games are the repeats of each win rate.",
+        quick=args.quick,
         out_dir=args.out_dir,
     )
 

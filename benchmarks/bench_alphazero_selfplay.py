@@ -10,11 +10,13 @@ games are longer and its trees deeper), one torch thread, twice: with
 game uses). Both give the same visit counts from the same generator, so both play the very same
 games: the difference is the search's own time. Reported: wall seconds, moves per second,
 network evaluations per second, and the share of the time spent in the network (timed around
-the evaluator); the table goes to ``benchmarks/results/alphazero_selfplay.json``
-(``--out-dir`` elsewhere).
+the evaluator), each the median (and min) of ``--repeats`` iterations (at least 3) run
+alternately; the table goes to ``benchmarks/results/alphazero_selfplay.json``. The peer here is
+rlx's own Python tree (no other library runs this search); both read one config object.
+Goals: the same games both ways, and the kernels faster (median wall seconds).
 
 Run: ``.venv/bin/python benchmarks/bench_alphazero_selfplay.py [--games 64] [--simulations 100]
-[--agent RUN_DIR]``.
+[--agent RUN_DIR]``; ``--quick`` checks that it works (4 games x 10 simulations).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from unittest import mock  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.games import alphazero as az  # noqa: E402
 from rlx.games.evaluators import PolicyValueEvaluator  # noqa: E402
 from rlx.games.search import SearchConfig, search  # noqa: E402
@@ -78,10 +80,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--simulations", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=MIN_REPEATS)
     parser.add_argument("--agent", default=None, help="a connect4 AlphaZero run's folder")
+    parser.add_argument("--quick", action="store_true",
+                        help="4 games x 10 simulations: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
-                        help="where the result file goes (default benchmarks/results)")  # fmt: skip
+                        help="where the result file goes (default benchmarks/results, --quick: "
+                             "benchmarks/results/quick)")  # fmt: skip
     args = parser.parse_args()
+    if args.quick:
+        args.games, args.simulations = min(args.games, 4), min(args.simulations, 10)
     torch.set_num_threads(1)
     config = dataclasses.replace(
         az.AlphaZeroConfig(**{**az.PRESETS["connect4"], "seed": 0}),
@@ -100,30 +108,69 @@ def main() -> None:
     # compile (or load from numba's cache) the kernels off the clock
     search(game, [game.initial_state()], az.evaluator(net), SearchConfig(2),
            np.random.default_rng(0))  # fmt: skip
-    rows = {"numba kernels": one_iteration(config, net, python=False),
-            "Python tree": one_iteration(config, net, python=True)}  # fmt: skip
-    same = all(rows["numba kernels"][k] == rows["Python tree"][k] for k in ("lengths", "results"))
+    runs: dict[str, list[dict]] = {"numba kernels": [], "Python tree": []}
+    for _ in range(args.repeats):  # alternated, so a busy moment hits both
+        runs["numba kernels"].append(one_iteration(config, net, python=False))
+        runs["Python tree"].append(one_iteration(config, net, python=True))
+    same = all(
+        k["lengths"] == p["lengths"] and k["results"] == p["results"]
+        for k, p in zip(runs["numba kernels"], runs["Python tree"], strict=True)
+    )
     network = f"the network of {args.agent}" if args.agent else "a fresh connect4 preset network"
     print(f"Connect Four self-play: {args.games} games x {args.simulations} simulations per move, "
           f"{network}, 1 torch thread; same games both ways: {same}")  # fmt: skip
-    print(f"{'search':14s} {'wall s':>8s} {'moves/s':>9s} {'evals/s':>9s} {'network share':>14s}")
-    table = []
-    for name, r in rows.items():
-        print(f"{name:14s} {r['wall']:8.2f} {r['moves'] / r['wall']:9.1f} "
-              f"{r['evals'] / r['wall']:9.0f} {r['net'] / r['wall']:14.0%}")  # fmt: skip
-        table.append([name, round(r["wall"], 3), round(r["moves"] / r["wall"], 1),
-                      round(r["evals"] / r["wall"]), round(r["net"] / r["wall"], 3)])  # fmt: skip
-    ratio = rows["Python tree"]["wall"] / rows["numba kernels"]["wall"]
-    print(f"kernels: {ratio:.2f}x the Python tree's speed")
+    table, walls = [], {}
+    for name, iterations in runs.items():
+        wall = spread([r["wall"] for r in iterations])
+        walls[name] = wall
+        first = iterations[0]
+        moves_per_s = spread([r["moves"] / r["wall"] for r in iterations])
+        evals_per_s = spread([r["evals"] / r["wall"] for r in iterations])
+        share = spread([r["net"] / r["wall"] for r in iterations])
+        table.append([name, wall["median"], wall["min"], moves_per_s["median"],
+                      evals_per_s["median"], share["median"], first["moves"]])  # fmt: skip
+        print(
+            f"{name:14s} wall {wall['median']:.2f} s (min {wall['min']:.2f}), "
+            f"{moves_per_s['median']:.1f} moves/s, network share {share['median']:.0%}"
+        )
+    speedup = ratio(walls["Python tree"]["median"], walls["numba kernels"]["median"])
+    print(f"kernels: {speedup}x the Python tree's speed")
+    both = {"games": config.games_per_iteration, "simulations per move": config.simulations,
+            "network": f"{config.net} {config.blocks}x{config.channels}", "seed": 0,
+            "torch threads": torch.get_num_threads()}  # fmt: skip
+    goals = [
+        goal("the kernels play the same games as the Python tree", "same", same, same),
+        goal("the kernels faster than the Python tree (median wall seconds)", "ratio > 1",
+             speedup, speedup is not None and speedup > 1),
+    ]  # fmt: skip
     write_result(
         "alphazero_selfplay",
         title="AlphaZero self-play on Connect Four: the search's numba kernels vs its Python tree",
-        columns=["search", "wall s", "moves/s", "network evaluations/s", "network share"],
+        columns=[
+            "search",
+            "wall s, median",
+            "wall s, min",
+            "moves/s, median",
+            "network evaluations/s, median",
+            "network share, median",
+            "moves",
+        ],
         rows=table,
+        libraries=("torch", "numba"),
+        repeats=args.repeats,
         seeds=[0],
-        figures={"kernels_vs_python_tree": round(ratio, 2), "same_games": same},
+        goals=goals,
+        peer="rlx's Python tree",
+        settings=settings_table(both, both),
+        figures={"kernels_vs_python_tree": speedup, "same_games": same},
+        details={
+            name: [{k: r[k] for k in ("wall", "moves", "evals", "net")} for r in its]
+            for name, its in runs.items()
+        },
         notes=f"One self-play iteration: {args.games} games x {args.simulations} PUCT "
-        f"simulations per move, {network}, one torch thread; both searches play the same games.",
+        f"simulations per move, {network}, one torch thread; both searches play the same "
+        f"games; {args.repeats} iterations each, alternated.",
+        quick=args.quick,
         out_dir=args.out_dir,
     )
 

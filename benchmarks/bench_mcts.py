@@ -13,14 +13,18 @@ Side by side in one process, one thread, on tic-tac-toe and Connect Four:
 All three are the same algorithm: UCT selection ``Q/N + c sqrt(ln N_parent / N)``, a node
 expanded at its second visit, one uniformly random rollout per simulation, the most visited
 move played. ``solve=False`` so that OpenSpiel runs every simulation (MCTS-Solver stops once
-the root is proven). Each engine searches the same positions: the empty board and positions
-reached by random moves; rlx and C++ search each one ``--repeats`` times, Python once. Warm-up
-(numba's compile or cache load, OpenSpiel's first call) is excluded from the timing.
-Reported: simulations per second (simulations / wall time of ``step``) and the ratios, with
-the goal lines: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++; the table goes to
-``benchmarks/results/mcts.json`` (``--out-dir`` elsewhere). ``--rlx-only`` times rlx alone.
+the root is proven). The settings (simulations, the exploration constant, rollouts per leaf,
+solving off) are read from rlx's player and OpenSpiel's Python bot (the C++ bot gets the same
+arguments) and must be equal. Each engine searches the same positions: the empty board and
+positions reached by random moves; one repeat searches every position once, and every engine
+runs ``--repeats`` repeats (at least 3). Warm-up (numba's compile or cache load, OpenSpiel's
+first call) is excluded from the timing. Reported: simulations per second per repeat
+(simulations / wall time of ``step``), median and min, and the ratios of the medians, with the
+goals: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++ on each game; the table goes to
+``benchmarks/results/mcts.json``. ``--rlx-only`` times rlx alone.
 
-Run: ``.venv/bin/python benchmarks/bench_mcts.py [--simulations 1000] [--repeats 5]``.
+Run: ``.venv/bin/python benchmarks/bench_mcts.py [--simulations 1000] [--repeats 5]``;
+``--quick`` checks that it works (100 simulations, 3 repeats).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -41,7 +44,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.games import ConnectFour, Game, GameState, TicTacToe  # noqa: E402
 from rlx.games.rollout_mcts import MCTSPlayer  # noqa: E402
 
@@ -87,14 +90,56 @@ def native_state(native_game: Any, moves: list[int]) -> Any:
 
 def sims_per_second(
     step: Callable[[object], int], states: list[object], simulations: int, repeats: int
-) -> float:
-    """Simulations per second of ``step`` over every state, ``repeats`` times each."""
+) -> list[float]:
+    """Simulations per second of ``step`` over every state, once per repeat."""
     step(states[0])  # warm-up: numba's cache load, OpenSpiel's first allocations
-    t0 = time.perf_counter()
+    rates = []
     for _ in range(repeats):
+        t0 = time.perf_counter()
         for state in states:
             step(state)
-    return simulations * repeats * len(states) / (time.perf_counter() - t0)
+        rates.append(simulations * len(states) / (time.perf_counter() - t0))
+    return rates
+
+
+def rlx_player(game: Game, simulations: int, seed: int) -> MCTSPlayer:
+    return MCTSPlayer(game, simulations=simulations, seed=seed, c=UCT_C)
+
+
+def python_bot(native_game: Any, simulations: int, seed: int) -> Any:
+    from open_spiel.python.algorithms import mcts
+
+    return mcts.MCTSBot(
+        native_game,
+        UCT_C,
+        simulations,
+        mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=np.random.RandomState(seed)),
+        solve=False,
+        random_state=np.random.RandomState(seed),
+    )
+
+
+def like_for_like(simulations: int, seed: int) -> list[dict[str, Any]]:
+    """rlx's player against OpenSpiel's Python bot, setting by setting (read from both)."""
+    import pyspiel
+
+    ours = rlx_player(TicTacToe(), simulations, seed)
+    theirs = python_bot(pyspiel.load_game("tic_tac_toe"), simulations, seed)
+    rlx = {
+        "simulations per move": ours.simulations,
+        "UCT exploration constant": ours.c,
+        "random rollouts per leaf": 1,  # rlx's rollout search runs one per simulation
+        "solve proven nodes": False,
+        "threads": int(os.environ["NUMBA_NUM_THREADS"]),
+    }
+    peer = {
+        "simulations per move": theirs.max_simulations,
+        "UCT exploration constant": theirs.uct_c,
+        "random rollouts per leaf": theirs.evaluator.n_rollouts,
+        "solve proven nodes": theirs.solve,
+        "threads": 1,  # OpenSpiel's bots are single-threaded
+    }
+    return settings_table(rlx, peer)
 
 
 def bench_game(
@@ -105,27 +150,19 @@ def bench_game(
     repeats: int,
     seed: int,
     rlx_only: bool = False,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     lines = positions(game, depths, seed)
     rlx_states = [rlx_state(game, m) for m in lines]
-    rlx_player = MCTSPlayer(game, simulations=simulations, seed=seed, c=UCT_C)
-    rlx_rate = sims_per_second(rlx_player, rlx_states, simulations, repeats)
+    rlx_rate = sims_per_second(rlx_player(game, simulations, seed), rlx_states, simulations,
+                               repeats)  # fmt: skip
     if rlx_only:
         return {"rlx": rlx_rate, "positions": len(lines)}
 
     import pyspiel
-    from open_spiel.python.algorithms import mcts
 
     native_game = pyspiel.load_game(name)
     native_states = [native_state(native_game, m) for m in lines]
-    python_bot = mcts.MCTSBot(
-        native_game,
-        UCT_C,
-        simulations,
-        mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=np.random.RandomState(seed)),
-        solve=False,
-        random_state=np.random.RandomState(seed),
-    )
+    bot = python_bot(native_game, simulations, seed)
     cpp_bot = pyspiel.MCTSBot(
         native_game,
         pyspiel.RandomRolloutEvaluator(1, seed),
@@ -138,78 +175,70 @@ def bench_game(
     )
     return {
         "rlx": rlx_rate,
-        "OpenSpiel Python": sims_per_second(python_bot.step, native_states, simulations, 1),
+        "OpenSpiel Python": sims_per_second(bot.step, native_states, simulations, repeats),
         "OpenSpiel C++": sims_per_second(cpp_bot.step, native_states, simulations, repeats),
         "positions": len(lines),
     }
 
 
-def report(results: dict[str, dict[str, float]], simulations: int) -> tuple[bool, list[list]]:
-    """Print the table; whether rlx meets both goals on every game, and the table's rows."""
-    print(f"\nsimulations per second ({simulations} simulations per move, uct_c={UCT_C})")
-    print(
-        f"{'game':<14} {'positions':>9} {'rlx':>12} {'OS Python':>12} {'OS C++':>12} "
-        f"{'rlx/Python':>11} {'rlx/C++':>8}"
-    )
-    met, rows = True, []
-    for name, r in results.items():
-        if "OpenSpiel C++" not in r:  # --rlx-only
-            print(f"{name:<14} {r['positions']:>9} {r['rlx']:>12,.0f}")
-            rows.append([name, r["positions"], round(r["rlx"]), None, None, None, None])
-            continue
-        vs_python = r["rlx"] / r["OpenSpiel Python"]
-        vs_cpp = r["rlx"] / r["OpenSpiel C++"]
-        met &= vs_python >= 5.0 and vs_cpp >= 0.5
-        print(
-            f"{name:<14} {r['positions']:>9} {r['rlx']:>12,.0f} {r['OpenSpiel Python']:>12,.0f} "
-            f"{r['OpenSpiel C++']:>12,.0f} {vs_python:>10.1f}x {vs_cpp:>7.1f}x"
-        )
-        rows.append([name, r["positions"], round(r["rlx"]), round(r["OpenSpiel Python"]),
-                     round(r["OpenSpiel C++"]), round(vs_python, 2), round(vs_cpp, 2)])  # fmt: skip
-    if all("OpenSpiel C++" in r for r in results.values()):
-        print("\ngoals: rlx >= 5x OpenSpiel Python and >= 0.5x OpenSpiel C++ (within 2x of it)")
-        print(f"goals met: {'yes' if met else 'NO'}")
-    print(
-        f"(machine: {platform.processor() or platform.machine()}, one thread, "
-        f"python {platform.python_version()})"
-    )
-    return met, rows
+ENGINES = ("rlx", "OpenSpiel Python", "OpenSpiel C++")
+GOALS = {"OpenSpiel Python": 5.0, "OpenSpiel C++": 0.5}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--simulations", type=int, default=1000, help="per move, all engines")
     parser.add_argument(
-        "--repeats", type=int, default=5, help="searches per position for rlx and C++"
+        "--repeats", type=int, default=5, help=f"searches of every position (>= {MIN_REPEATS})"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rlx-only", action="store_true", help="time rlx alone, no OpenSpiel")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 simulations, 3 repeats: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
-                        help="where mcts.json goes (default benchmarks/results)")  # fmt: skip
+                        help="where mcts.json goes (default benchmarks/results, --quick: "
+                             "benchmarks/results/quick)")  # fmt: skip
     args = parser.parse_args()
-    results = {}
+    if args.quick:
+        args.simulations, args.repeats = min(args.simulations, 100), MIN_REPEATS
+    settings = [] if args.rlx_only else like_for_like(args.simulations, args.seed)
+    rows, goals, details = [], [], {}
     for game, name, depths in GAMES:
-        results[name] = bench_game(game, name, depths, args.simulations, args.repeats, args.seed,
-                                   args.rlx_only)  # fmt: skip
-        print(f"{name} done", flush=True)
-    met, rows = report(results, args.simulations)
-    figures = {f"rlx_{name}_sims_per_s": row[2] for name, row in zip(results, rows, strict=True)}
-    if not args.rlx_only:
-        figures["goals_met"] = met
-        for name, row in zip(results, rows, strict=True):
-            figures[f"{name}_rlx_vs_python"], figures[f"{name}_rlx_vs_cpp"] = row[5], row[6]
-    columns = ["game", "positions", "rlx sims/s", "OpenSpiel Python sims/s",
-               "OpenSpiel C++ sims/s", "rlx / Python", "rlx / C++"]  # fmt: skip
+        result = bench_game(game, name, depths, args.simulations, args.repeats, args.seed,
+                            args.rlx_only)  # fmt: skip
+        rates = {engine: spread(result[engine]) for engine in ENGINES if engine in result}
+        details[name] = rates
+        row: list[Any] = [name, result["positions"]]
+        for engine in ENGINES:
+            rate = rates.get(engine)
+            row += [rate["median"], rate["min"]] if rate else ["not run", "-"]
+        for peer, target in GOALS.items():
+            value = ratio(rates["rlx"]["median"], rates[peer]["median"]) if peer in rates else None
+            row.append("not run" if value is None else value)
+            goals.append(goal(f"{name}: rlx at least {target:g}x {peer} (median sims/s)",
+                              f"ratio >= {target:g}", value,
+                              None if value is None else value >= target))  # fmt: skip
+        rows.append(row)
+        print(f"{name}: " + ", ".join(f"{e} {r['median']:,.0f}/s" for e, r in rates.items()))
+    columns = ["game", "positions", "rlx sims/s, median", "rlx min", "OpenSpiel Python, median",
+               "Python min", "OpenSpiel C++, median", "C++ min", "rlx / Python",
+               "rlx / C++"]  # fmt: skip
     write_result(
         "mcts",
         title="Rollout MCTS: simulations per second, rlx vs OpenSpiel's Python and C++ MCTSBot",
         columns=columns,
         rows=rows,
+        libraries=("numba", "open_spiel"),
+        repeats=args.repeats,
         seeds=[args.seed],
-        figures=figures,
+        goals=goals,
+        peer="OpenSpiel",
+        settings=settings,
+        details=details,
         notes=f"UCT with random rollouts, {args.simulations} simulations per move, "
-        f"uct_c={UCT_C}, one thread; rlx and C++ search each position {args.repeats} times, "
-        "Python once; warm-up excluded.",
+        f"uct_c={UCT_C}, one thread; every engine searches every position once per repeat, "
+        f"{args.repeats} repeats; warm-up excluded; sims/s per repeat, median and min.",
+        quick=args.quick,
         out_dir=args.out_dir,
     )
     return 0

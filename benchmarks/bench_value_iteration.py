@@ -10,17 +10,25 @@ Both get the same input: ``A`` scipy CSR matrices ``[S, S]`` and ``R [S, A]`` fr
   to rlx's count), so both do the same arithmetic and reach the same accuracy. Its own
   stopping rule (span of ``V_k+1 - V_k`` below ``epsilon (1 - gamma) / gamma``) is reported
   separately: it stops much earlier with V far from ``V*`` (the policy is what it guarantees).
-* at 100k states pymdptoolbox's constructor would take about an hour (extrapolated as
-  ``S^2`` from the smaller sizes), so it is not run: its object is made with ``__new__`` and
-  given exactly the attributes its constructor would set (``P``, ``R`` via its own
+* above ``--pmt-build-limit`` states (default 20,000) pymdptoolbox's O(S^2) constructor is
+  not run: its build time and the build + solve ratio are reported as "not run", never
+  estimated. Its sweeps are still timed: the object is made with ``__new__`` and given
+  exactly the attributes its constructor would set (``P``, ``R`` via its own
   ``_computeReward``, ``discount``, ``S``, ``A``), and its own ``run()`` loop is timed.
+* every timing is repeated ``--repeats`` times (at least 3) on the same input: median, min and
+  spread; the ratios divide medians.
+* settings (states, actions, successors, gamma, sweeps, V_0, threads) are the same input and
+  arguments on both sides, listed on the page; the goals: rlx's sweep faster than
+  pymdptoolbox's at every size, and within 1.5x the memory floor at the largest size.
 * the memory floor of one sweep: bytes of P (data + indices + indptr) and R streamed per sweep,
   divided by the copy bandwidth measured here (``np.copyto`` of 400 MB; bandwidth counts the
   bytes read plus the bytes written). Two probe kernels split the sweep's time: streaming the
   same bytes alone, and gathering ``V[s']`` for every stored transition alone.
-* policy iteration for ``gamma`` close to 1 (0.999), where value iteration needs ~10^4 sweeps.
+* policy iteration for ``gamma`` close to 1 (0.999), where value iteration needs ~10^4 sweeps
+  (printed; exact policy iteration at 10k states is not run).
 
-Run: ``.venv/bin/python benchmarks/bench_value_iteration.py [--sizes 1000 10000 100000]``.
+Run: ``.venv/bin/python benchmarks/bench_value_iteration.py [--sizes 1000 10000 100000]``;
+``--quick`` checks that it works (1,000 and 30,000 states, so the "not run" path runs too).
 """
 
 from __future__ import annotations
@@ -38,34 +46,33 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import mdptoolbox.mdp as mdptoolbox  # noqa: E402
 import numba as nb  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-import scipy.sparse.linalg as spla  # noqa: E402
 
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.mdp import TabularMDP, random_sparse_mdp  # noqa: E402
 from rlx.planning import policy_iteration, value_iteration  # noqa: E402
 
 GAMMA = 0.99
 TOL = 1e-8
 N_ACTIONS, N_SUCCESSORS = 4, 10
-PMT_BUILD_LIMIT = 20_000  # above this, pymdptoolbox's O(S^2) constructor is extrapolated
+PMT_BUILD_LIMIT = 20_000  # above this, pymdptoolbox's O(S^2) constructor is not run
 
 
 @dataclass
 class Row:
     S: int
     nnz: int
-    rlx_build: float
-    rlx_solve: float
+    rlx_build: dict[str, Any]  # spread() of the repeats' seconds
+    rlx_solve: dict[str, Any]
     sweeps: int
-    pmt_build: float
-    pmt_build_estimated: bool
-    pmt_solve: float
+    pmt_build: dict[str, Any] | None  # None: not run (above the build limit)
+    pmt_solve: dict[str, Any]
     v_gap: float
     rlx_error: float
     pmt_own_sweeps: int
@@ -74,15 +81,25 @@ class Row:
 
     @property
     def rlx_ms_per_sweep(self) -> float:
-        return 1e3 * self.rlx_solve / self.sweeps
+        return 1e3 * self.rlx_solve["median"] / self.sweeps
 
     @property
     def pmt_ms_per_sweep(self) -> float:
-        return 1e3 * self.pmt_solve / self.sweeps
+        return 1e3 * self.pmt_solve["median"] / self.sweeps
 
     @property
-    def speedup(self) -> float:
-        return (self.pmt_build + self.pmt_solve) / (self.rlx_build + self.rlx_solve)
+    def sweep_speedup(self) -> float | None:
+        return ratio(self.pmt_solve["median"], self.rlx_solve["median"])
+
+    @property
+    def speedup(self) -> float | None:
+        """pymdptoolbox's build + solve over rlx's (medians); None when its build was not run."""
+        if self.pmt_build is None:
+            return None
+        return ratio(
+            self.pmt_build["median"] + self.pmt_solve["median"],
+            self.rlx_build["median"] + self.rlx_solve["median"],
+        )
 
 
 # --------------------------------------------------------------------------- machine
@@ -112,29 +129,40 @@ def timed(fn):
 
 
 # --------------------------------------------------------------------------- one size
-def compare(S: int) -> Row:
+def compare(S: int, repeats: int, build_limit: int) -> Row:
     model = random_sparse_mdp(S, N_ACTIONS, N_SUCCESSORS, gamma=GAMMA, seed=0)
     P_list = [sp.csr_matrix(P_a) for P_a in model.P]  # pymdptoolbox wants csr_matrix
     R = model.R.copy()
 
-    mdp, rlx_build = timed(lambda: TabularMDP(P_list, R, GAMMA))
-    result, rlx_solve = timed(lambda: value_iteration(mdp, tol=TOL))
+    builds, solves = [], []
+    for _ in range(repeats):
+        mdp, seconds = timed(lambda: TabularMDP(P_list, R, GAMMA))
+        builds.append(seconds)
+        result, seconds = timed(lambda m=mdp: value_iteration(m, tol=TOL))
+        solves.append(seconds)
     V_star = policy_iteration(mdp, evaluation="krylov").V  # reference, exact to ~1e-10
 
-    pmt, pmt_build, estimated = build_pymdptoolbox(P_list, R, S)
+    pmt, pmt_builds = None, None
+    if build_limit >= S:
+        pmt_builds = []
+        for _ in range(repeats):
+            pmt, seconds = timed(lambda: build_pymdptoolbox(P_list, R))
+            pmt_builds.append(seconds)
     own_sweeps, own_V, own_policy = run_pymdptoolbox_own_rule(pmt, S) if pmt else (0, None, None)
-    V_pmt, pmt_solve = run_pymdptoolbox_sweeps(
-        pmt or bare_pymdptoolbox(P_list, R), result.iterations
-    )
+    sweep_times = []
+    for _ in range(repeats):
+        V_pmt, seconds = run_pymdptoolbox_sweeps(
+            pmt or bare_pymdptoolbox(P_list, R), result.iterations
+        )
+        sweep_times.append(seconds)
     return Row(
         S=S,
         nnz=mdp.P_stacked.nnz,
-        rlx_build=rlx_build,
-        rlx_solve=rlx_solve,
+        rlx_build=spread(builds),
+        rlx_solve=spread(solves),
         sweeps=result.iterations,
-        pmt_build=pmt_build,
-        pmt_build_estimated=estimated,
-        pmt_solve=pmt_solve,
+        pmt_build=None if pmt_builds is None else spread(pmt_builds),
+        pmt_solve=spread(sweep_times),
         v_gap=float(np.max(np.abs(result.V - V_pmt))),
         rlx_error=float(np.max(np.abs(result.V - V_star))),
         pmt_own_sweeps=own_sweeps,
@@ -145,19 +173,11 @@ def compare(S: int) -> Row:
     )
 
 
-_build_times: dict[int, float] = {}
-
-
-def build_pymdptoolbox(P_list, R, S):
-    """``(object or None, seconds, estimated)``: extrapolated as ``S^2`` above the limit."""
-    if S <= PMT_BUILD_LIMIT:
-        # epsilon such that its threshold epsilon (1 - gamma) / gamma equals rlx's tol
-        epsilon = TOL * GAMMA / (1 - GAMMA)
-        vi, seconds = timed(lambda: mdptoolbox.ValueIteration(P_list, R, GAMMA, epsilon=epsilon))
-        _build_times[S] = seconds
-        return vi, seconds, False
-    S0 = max(_build_times)
-    return None, _build_times[S0] * (S / S0) ** 2, True
+def build_pymdptoolbox(P_list, R):
+    """pymdptoolbox's own constructor (model checks included), with an epsilon whose
+    threshold ``epsilon (1 - gamma) / gamma`` equals rlx's tol."""
+    epsilon = TOL * GAMMA / (1 - GAMMA)
+    return mdptoolbox.ValueIteration(P_list, R, GAMMA, epsilon=epsilon)
 
 
 def bare_pymdptoolbox(P_list, R):
@@ -181,6 +201,21 @@ def run_pymdptoolbox_sweeps(vi, sweeps: int):
     vi.V, vi.iter, vi.max_iter, vi.thresh = np.zeros(vi.S), 0, sweeps, 0.0
     _, seconds = timed(vi.run)
     return np.asarray(vi.V), seconds
+
+
+def like_for_like(sizes: list[int]) -> list[dict[str, Any]]:
+    """The input and arguments of both sides (the same objects are passed to both)."""
+    vi = bare_pymdptoolbox([sp.identity(2, format="csr")] * N_ACTIONS, np.zeros((2, N_ACTIONS)))
+    same = {
+        "states": ", ".join(f"{s:,}" for s in sizes),
+        "actions": N_ACTIONS,
+        "successors per (s, a)": N_SUCCESSORS,
+        "model": "random_sparse_mdp(seed=0), one scipy CSR matrix per action",
+        "V_0": "zeros",
+        "sweeps": "rlx's count at tol 1e-8, forced on both",
+        "threads": os.environ["OMP_NUM_THREADS"],
+    }
+    return settings_table({**same, "gamma": GAMMA}, {**same, "gamma": vi.discount})
 
 
 # --------------------------------------------------------------------------- the memory floor
@@ -227,15 +262,6 @@ def memory_floor(S: int, bandwidth: float, ms_per_sweep: float) -> dict[str, flo
 
 
 # --------------------------------------------------------------------------- gamma near 1
-def lu_seconds(S: int, gamma: float) -> float:
-    """One sparse LU solve of ``(I - gamma P_pi) V = R_pi`` for a random policy."""
-    mdp = random_sparse_mdp(S, N_ACTIONS, N_SUCCESSORS, gamma=gamma, seed=0)
-    policy = np.random.default_rng(0).integers(0, N_ACTIONS, S)
-    P_pi = mdp.P_stacked[policy * S + np.arange(S)]
-    system = (sp.identity(S, format="csc") - gamma * P_pi).tocsc()
-    return timed(lambda: spla.spsolve(system, mdp.R[np.arange(S), policy]))[1]
-
-
 def gamma_near_one(S: int, gamma: float, S_exact: int) -> list[tuple[str, int, str, float, float]]:
     rows = []
     for size in (S_exact, S):
@@ -248,13 +274,6 @@ def gamma_near_one(S: int, gamma: float, S_exact: int) -> list[tuple[str, int, s
             label = f"policy iteration ({evaluation})"
             rows.append((label, size, f"{pi.iterations} improvements", t_pi, gap))
     return rows
-
-
-def lu_estimate(S: int, gamma: float, sizes=(1000, 2000, 4000)) -> tuple[float, float]:
-    """Seconds of one LU solve at ``S``, extrapolated from smaller sizes by a power law."""
-    times = [lu_seconds(n, gamma) for n in sizes]
-    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
-    return times[-1] * (S / sizes[-1]) ** slope, slope
 
 
 # --------------------------------------------------------------------------- printing
@@ -277,22 +296,24 @@ def print_header(bandwidth: float) -> None:
 
 
 def fmt_build(row: Row) -> str:
-    return f"~{row.pmt_build:.0f} (est.)" if row.pmt_build_estimated else f"{row.pmt_build:.3f}"
+    return "not run" if row.pmt_build is None else f"{row.pmt_build['median']:.3f}"
 
 
 def print_table(rows: list[Row]) -> None:
     head = (
         f"{'S':>7} {'sweeps':>6} | {'rlx build s':>11} {'solve s':>8} {'ms/sweep':>8} | "
-        f"{'pmt build s':>13} {'solve s':>8} {'ms/sweep':>8} | {'speedup':>8} {'max|dV|':>8}"
+        f"{'pmt build s':>11} {'solve s':>8} {'ms/sweep':>8} | {'sweep x':>7} {'total x':>8}"
     )
-    print("\nvalue iteration, same sweeps from V_0 = 0 (speedup = pmt (build+solve) / rlx)")
+    print("\nvalue iteration, same sweeps from V_0 = 0 (medians of the repeats)")
     print(head)
     print("-" * len(head))
     for r in rows:
+        total = "not run" if r.speedup is None else f"{r.speedup:.1f}x"
         print(
-            f"{r.S:>7} {r.sweeps:>6} | {r.rlx_build:>11.3f} {r.rlx_solve:>8.3f} "
-            f"{r.rlx_ms_per_sweep:>8.3f} | {fmt_build(r):>13} {r.pmt_solve:>8.3f} "
-            f"{r.pmt_ms_per_sweep:>8.3f} | {r.speedup:>7.1f}x {r.v_gap:>8.1e}"
+            f"{r.S:>7} {r.sweeps:>6} | {r.rlx_build['median']:>11.3f} "
+            f"{r.rlx_solve['median']:>8.3f} {r.rlx_ms_per_sweep:>8.3f} | {fmt_build(r):>11} "
+            f"{r.pmt_solve['median']:>8.3f} {r.pmt_ms_per_sweep:>8.3f} | "
+            f"{r.sweep_speedup:>6.2f}x {total:>8}"
         )
     print("\naccuracy against V* (policy iteration, Krylov solves):")
     for r in rows:
@@ -303,7 +324,8 @@ def print_table(rows: list[Row]) -> None:
             if r.pmt_own_sweeps
             else "pymdptoolbox's own rule: not run (no constructor)"
         )
-        print(f"  S={r.S:>6}: rlx max|V - V*| = {r.rlx_error:.1e}; {own}")
+        print(f"  S={r.S:>6}: rlx max|V - V*| = {r.rlx_error:.1e}; max|V_rlx - V_pmt| = "
+              f"{r.v_gap:.1e}; {own}")  # fmt: skip
 
 
 def print_floor(S: int, floor: dict[str, float]) -> None:
@@ -320,57 +342,36 @@ def print_floor(S: int, floor: dict[str, float]) -> None:
     )
 
 
-def print_gamma_near_one(rows, S: int, gamma: float, lu: tuple[float, float]) -> None:
+def print_gamma_near_one(rows, S: int, gamma: float) -> None:
     print(f"\ngamma = {gamma}: value iteration vs policy iteration")
     for label, size, steps, seconds, gap in rows:
         print(f"  S={size:>6} {label:<30} {steps:>18} {seconds:>8.3f} s   max|V - V_VI| {gap:.1e}")
     bound = gamma * TOL / (1 - gamma)
     print(f"  (value iteration stops at max|V_k+1 - V_k| < {TOL:g}: within {bound:.0e} of V*)")
-    est, slope = lu
-    print(
-        f"  S={S:>6} policy iteration (exact): not run; one sparse LU solve ~{est:.0f} s "
-        f"(measured at 1k-4k states, time ~ S^{slope:.1f}: random transitions fill the factors in)"
-    )
-
-
-def print_markdown(rows: list[Row], floor: dict[str, float] | None, pi_rows) -> None:
-    print("\n```markdown")
-    print(
-        "| states | sweeps | rlx build + solve (s) | pymdptoolbox build + solve (s) | "
-        "rlx ms/sweep | pymdptoolbox ms/sweep | speedup |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(
-            f"| {r.S:,} | {r.sweeps} | {r.rlx_build:.3f} + {r.rlx_solve:.3f} | "
-            f"{fmt_build(r)} + {r.pmt_solve:.2f} | {r.rlx_ms_per_sweep:.3f} | "
-            f"{r.pmt_ms_per_sweep:.3f} | {r.speedup:.0f}x |"
-        )
-    if floor is not None:
-        print(
-            f"\nOne sweep at {rows[-1].S:,} states: {floor['sweep_ms']:.2f} ms against a "
-            f"streaming floor of {floor['floor_ms']:.2f} ms ({floor['ratio']:.1f}x); "
-            f"the random reads of V alone take {floor['gather_ms']:.2f} ms."
-        )
-    if pi_rows:
-        print("\n| gamma 0.999 | states | steps | seconds |")
-        print("|---|---:|---:|---:|")
-        for label, size, steps, seconds, _ in pi_rows:
-            print(f"| {label} | {size:,} | {steps} | {seconds:.3f} |")
-    print("```")
+    print(f"  S={S:>6} policy iteration (exact): not run (random transitions fill the sparse "
+          "LU factors in)")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--repeats", type=int, default=MIN_REPEATS,
+                        help="timings of each side at each size (same input)")  # fmt: skip
+    parser.add_argument("--pmt-build-limit", type=int, default=PMT_BUILD_LIMIT,
+                        help="largest size whose pymdptoolbox constructor is run")  # fmt: skip
     parser.add_argument("--skip-gamma-near-one", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="1,000 and 30,000 states: checks that it works")  # fmt: skip
     parser.add_argument(
         "--out-dir",
         type=Path,
         default=None,
-        help="where the result file goes (default benchmarks/results)",
+        help="where the result file goes (default benchmarks/results, --quick: "
+        "benchmarks/results/quick)",
     )
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.skip_gamma_near_one = [1_000, 30_000], True
     # pymdptoolbox's model check compares a sparse matrix with 0; scipy warns on every call
     warnings.filterwarnings("ignore", category=sp.SparseEfficiencyWarning)
 
@@ -379,18 +380,28 @@ def main() -> None:
     _, compile_s = timed(lambda: value_iteration(random_sparse_mdp(10, n_successors=2)))
     print(f"warm-up     numba kernel load/compile {compile_s:.2f} s (cached on disk after a run)")
 
-    rows = [compare(S) for S in sorted(args.sizes)]
+    sizes = sorted(args.sizes)
+    rows = [compare(S, args.repeats, args.pmt_build_limit) for S in sizes]
     print_table(rows)
     floor = None
     if rows[-1].S >= 100_000:
         floor = memory_floor(rows[-1].S, bandwidth, rows[-1].rlx_ms_per_sweep)
         print_floor(rows[-1].S, floor)
-    pi_rows = []
     if not args.skip_gamma_near_one:
         gamma, S = 0.999, 10_000
-        pi_rows = gamma_near_one(S, gamma, S_exact=2_000)
-        print_gamma_near_one(pi_rows, S, gamma, lu_estimate(S, gamma))
-    print_markdown(rows, floor, pi_rows)
+        print_gamma_near_one(gamma_near_one(S, gamma, S_exact=2_000), S, gamma)
+    goals = [
+        goal(f"rlx's sweep faster than pymdptoolbox's at {r.S:,} states (median seconds)",
+             "ratio > 1", r.sweep_speedup, r.sweep_speedup is not None and r.sweep_speedup > 1)
+        for r in rows
+    ]  # fmt: skip
+    goals.append(
+        goal(f"rlx's sweep within 1.5x the memory floor at {rows[-1].S:,} states",
+             "ratio <= 1.5", round(floor["ratio"], 2), floor["ratio"] <= 1.5)
+        if floor is not None else
+        goal("rlx's sweep within 1.5x the memory floor at 100,000 states", "ratio <= 1.5",
+             "not run (largest size below 100,000)", None)
+    )  # fmt: skip
     write_result(
         "value_iteration",
         title="Value iteration: rlx vs pymdptoolbox on random sparse MDPs",
@@ -398,33 +409,56 @@ def main() -> None:
             "states",
             "sweeps",
             "rlx build + solve (s)",
-            "pymdptoolbox build + solve (s)",
-            "rlx ms/sweep",
-            "pymdptoolbox ms/sweep",
-            "speedup",
+            "pymdptoolbox build (s)",
+            "pymdptoolbox solve (s)",
+            "rlx ms/sweep, median (min)",
+            "pymdptoolbox ms/sweep, median (min)",
+            "sweep speedup",
+            "build + solve speedup",
         ],
         rows=[
             [
                 r.S,
                 r.sweeps,
-                round(r.rlx_build + r.rlx_solve, 3),
-                round(r.pmt_build + r.pmt_solve, 2),
-                round(r.rlx_ms_per_sweep, 3),
-                round(r.pmt_ms_per_sweep, 3),
-                round(r.speedup, 1),
+                round(r.rlx_build["median"] + r.rlx_solve["median"], 3),
+                "not run" if r.pmt_build is None else r.pmt_build["median"],
+                r.pmt_solve["median"],
+                f"{r.rlx_ms_per_sweep:.3g} ({1e3 * r.rlx_solve['min'] / r.sweeps:.3g})",
+                f"{r.pmt_ms_per_sweep:.3g} ({1e3 * r.pmt_solve['min'] / r.sweeps:.3g})",
+                r.sweep_speedup,
+                "not run" if r.speedup is None else r.speedup,
             ]
             for r in rows
         ],
-        figures={
-            "speedup_at_largest": round(rows[-1].speedup, 1),
-            **({} if floor is None else {"sweep_over_memory_floor": round(floor["ratio"], 2)}),
+        libraries=("scipy", "numba", "pymdptoolbox"),
+        repeats=args.repeats,
+        goals=goals,
+        peer="pymdptoolbox",
+        settings=like_for_like(sizes),
+        figures={}
+        if floor is None
+        else {"memory_floor": {k: round(v, 3) for k, v in floor.items()}},
+        details={
+            str(r.S): {
+                "rlx_build_s": r.rlx_build,
+                "rlx_solve_s": r.rlx_solve,
+                "pmt_build_s": r.pmt_build,
+                "pmt_solve_s": r.pmt_solve,
+                "max_abs_v_gap": r.v_gap,
+                "rlx_max_abs_error": r.rlx_error,
+                "pmt_own_rule_sweeps": r.pmt_own_sweeps,
+            }
+            for r in rows
         },
         notes=(
-            "Random sparse MDPs (4 actions, 10 successors, gamma 0.99), the same input to both; "
-            "both run the same number of sweeps from V_0 = 0 (pymdptoolbox's stopping rule set "
-            "aside, see the script); one thread. At 100k states pymdptoolbox's O(S^2) "
-            "constructor is estimated, not run."
+            f"Random sparse MDPs ({N_ACTIONS} actions, {N_SUCCESSORS} successors, gamma "
+            f"{GAMMA}), the same input to both; both run the same number of sweeps from V_0 = 0 "
+            "(pymdptoolbox's stopping rule set aside, see the script); one thread; "
+            f"{args.repeats} repeats of every timing, medians divided. Above "
+            f"{args.pmt_build_limit:,} states pymdptoolbox's O(S^2) constructor is not run, so "
+            "its build and the build + solve ratio say not run; its sweeps are timed."
         ),
+        quick=args.quick,
         out_dir=args.out_dir,
     )
 
