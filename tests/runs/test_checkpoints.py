@@ -5,7 +5,14 @@ import pytest
 import torch
 
 from rlx.errors import CheckpointError
-from rlx.runs.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from rlx.runs.checkpoints import (
+    best_checkpoint,
+    checkpoint_file,
+    latest_checkpoint,
+    load_checkpoint,
+    save_best_checkpoint,
+    save_checkpoint,
+)
 
 
 def test_round_trip_keeps_numpy_tensors_and_numbers(tmp_path):
@@ -62,3 +69,29 @@ def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path):
         save_checkpoint(tmp_path, 2, {"v": Unpicklable()})
     assert load_checkpoint(tmp_path) == (1, {"v": 1})
     assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp")]
+
+
+def test_the_best_checkpoint_sits_beside_latest_and_is_never_pruned(tmp_path):
+    assert best_checkpoint(tmp_path) is None
+    save_checkpoint(tmp_path, 1, {"s": 1}, keep=1)
+    save_best_checkpoint(tmp_path, 1, {"s": 1, "evaluation": {"eval_return_mean": 9.0}})
+    for step in (2, 3):
+        save_checkpoint(tmp_path, step, {"s": step}, keep=1)
+    save_best_checkpoint(tmp_path, 3, {"s": 3})  # atomically over the previous best
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["best.pt", "latest", "step_000000000003.pt"]
+    assert load_checkpoint(best_checkpoint(tmp_path)) == (3, {"s": 3})
+    assert latest_checkpoint(tmp_path).name == "step_000000000003.pt"  # best is no step file
+
+
+def test_checkpoint_file_reads_latest_best_a_name_or_a_path(tmp_path):
+    save_checkpoint(tmp_path, 4, {"s": 4})
+    assert load_checkpoint(checkpoint_file(tmp_path))[0] == 4
+    assert load_checkpoint(checkpoint_file(tmp_path, "latest"))[0] == 4
+    assert checkpoint_file(tmp_path, "step_000000000004.pt").parent == tmp_path / "checkpoints"
+    with pytest.raises(CheckpointError, match=r"no best checkpoint.*eval_every"):
+        checkpoint_file(tmp_path, "best")
+    save_best_checkpoint(tmp_path, 2, {"s": 2})
+    assert load_checkpoint(checkpoint_file(tmp_path, "best")) == (2, {"s": 2})
+    elsewhere = save_checkpoint(tmp_path / "other", 7, {"s": 7})
+    assert checkpoint_file(tmp_path, elsewhere) == elsewhere

@@ -1,9 +1,14 @@
 """Step-numbered checkpoints, written atomically.
 
 ``RUN_DIR/checkpoints/step_000001234.pt`` holds one training state; ``checkpoints/latest`` is a
-symbolic link to the newest. A checkpoint is first written to a temporary file in the same
-folder, flushed to disk, then renamed over its final name: a crash, Ctrl-C or a full disk at any
-moment leaves either the old checkpoint or the new one, never half of one.
+symbolic link to the newest. ``checkpoints/best.pt``, where a run evaluates during training
+(``eval_every``), holds the state whose evaluation was the best so far; it is never pruned.
+A checkpoint is first written to a temporary file in the same folder, flushed to disk, then
+renamed over its final name: a crash, Ctrl-C or a full disk at any moment leaves either the
+old checkpoint or the new one, never half of one.
+
+:func:`checkpoint_file` turns what ``rlx.load(run_dir, checkpoint=...)`` takes (None,
+``"latest"``, ``"best"`` or a file) into the file to read.
 
 States are dicts of tensors, numpy arrays, numbers, strings and nested dicts/lists of those.
 A state with tensors is written by ``torch.save``; numpy arrays in it are stored as tensors and
@@ -30,6 +35,8 @@ from rlx.errors import CheckpointError
 from rlx.runs.folder import CHECKPOINT_DIR
 
 LATEST = "latest"
+BEST = "best"
+BEST_FILE = "best.pt"
 _NAME = re.compile(r"^step_(\d+)\.pt$")
 _NUMPY_TAG = "__numpy__"
 _STRUCTURE = "structure.json"  # the member that marks a torch-free checkpoint
@@ -46,20 +53,43 @@ def save_checkpoint(run_dir: str | Path, step: int, state: dict[str, Any], keep:
     Only the newest ``keep`` checkpoints stay (``keep <= 0`` keeps all).
     """
     final = checkpoint_path(run_dir, step)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=final.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            _write(f, int(step), state)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _write_atomic(final, step, state)
     _point_latest(final)
     _prune(final.parent, keep)
     return final
+
+
+def save_best_checkpoint(run_dir: str | Path, step: int, state: dict[str, Any]) -> Path:
+    """Write ``state`` atomically as ``checkpoints/best.pt``, over the previous best."""
+    final = Path(run_dir) / CHECKPOINT_DIR / BEST_FILE
+    _write_atomic(final, step, state)
+    return final
+
+
+def best_checkpoint(run_dir: str | Path) -> Path | None:
+    """The best evaluated checkpoint of a run, or None when it has none."""
+    path = Path(run_dir) / CHECKPOINT_DIR / BEST_FILE
+    return path if path.is_file() else None
+
+
+def checkpoint_file(run_dir: str | Path, checkpoint: str | Path | None = None) -> Path:
+    """The checkpoint ``checkpoint`` names in a run folder: None or ``"latest"`` the newest,
+    ``"best"`` the best evaluated one (``checkpoints/best.pt``), anything else a file (a name
+    in the run's ``checkpoints/`` when no such file is here) or a run folder (its newest)."""
+    if checkpoint is None or str(checkpoint) == LATEST:
+        return Path(run_dir)  # load_checkpoint reads a folder's newest
+    if str(checkpoint) == BEST:
+        found = best_checkpoint(run_dir)
+        if found is None:
+            raise CheckpointError(
+                f"{run_dir} has no best checkpoint ({Path(run_dir) / CHECKPOINT_DIR / BEST_FILE}):"
+                " it is written by runs that evaluate during training; train with eval_every "
+                "(--eval-every N), or load the latest checkpoint."
+            )
+        return found
+    path = Path(checkpoint)
+    inside = Path(run_dir) / CHECKPOINT_DIR / path
+    return inside if not path.exists() and inside.is_file() else path
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
@@ -93,6 +123,21 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
             "delete it to fall back to an older one, or train again."
         ) from exc
     return step, state
+
+
+def _write_atomic(final: Path, step: int, state: dict[str, Any]) -> None:
+    """Write to a temporary file beside ``final``, flush it to disk, rename it over ``final``."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=final.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write(f, int(step), state)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _write(handle: Any, step: int, state: dict[str, Any]) -> None:

@@ -5,8 +5,9 @@ A :class:`Run` wraps a training loop. Inside it, the first Ctrl-C (SIGINT) or SI
 Ctrl-C aborts at once. Whatever happens, ``summary.json`` is written and the metrics and
 checkpoints already on disk stay intact.
 
-Observers (:class:`RunObserver`, e.g. the live doctor of :mod:`rlx.diagnostics.doctor`) are
-attached from above by whoever opens the run: they see every logged row, may ask the run to
+Observers (:class:`RunObserver`, e.g. the live doctor of :mod:`rlx.diagnostics.doctor`, or a
+user's callbacks, :mod:`rlx.callbacks`) are attached from above by whoever opens the run: they
+see every logged row (and the hooks a loop sends with :meth:`Run.notify`), may ask the run to
 end, and add fields to its summary. This module imports none of them.
 """
 
@@ -28,7 +29,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlx.errors import RLXError, RunError, TrainingError
-from rlx.runs.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from rlx.runs.checkpoints import (
+    latest_checkpoint,
+    load_checkpoint,
+    save_best_checkpoint,
+    save_checkpoint,
+)
 from rlx.runs.folder import (
     CONFIG_FILE,
     EPISODES_FILE,
@@ -58,6 +64,8 @@ class RunObserver(Protocol):
 
     def summary(self) -> dict[str, Any]:
         """Fields for ``summary.json``, however the run ended."""
+
+    # optional: ``on_start``, ``on_step``, ``on_end`` ... ``(step, payload)``, see Run.notify
 
 
 def library_versions() -> dict[str, str]:
@@ -199,6 +207,8 @@ class Run:
         self.progress = ProgressBar(
             self.total, self.unit, f"{self.algo} {self.env_id}", self._progress_enabled
         )
+        resumed = self.resumed_step is not None
+        self.notify("on_start", self.last_step, {"run_dir": self.dir, "resumed": resumed})
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -283,9 +293,7 @@ class Run:
             self.update_progress(step)
         for observer in self.observers:
             observer.observe(step, values)
-            if observer.stop_reason is not None and not self.stop_requested:
-                self.stop_requested = True
-                _to_stderr(f"{observer.stop_reason}; a checkpoint is saved.")
+            self._heed(observer)
         bad = [k for k, v in values.items() if not math.isfinite(v)]
         if bad:
             raise TrainingError(
@@ -294,6 +302,21 @@ class Run:
                 "rate or check the rewards."
             )
         return values
+
+    def notify(self, hook: str, step: int, payload: Any) -> None:
+        """Call ``hook(step, payload)`` on each observer that has it (``on_start``; ``on_step``
+        after each collection of a deep agent's loop; ``on_end`` with the summary); one that
+        then asks to stop ends the run as in :meth:`log`."""
+        for observer in self.observers:
+            method = getattr(observer, hook, None)
+            if method is not None:
+                method(step, payload)
+                self._heed(observer)
+
+    def _heed(self, observer: RunObserver) -> None:
+        if observer.stop_reason is not None and not self.stop_requested:
+            self.stop_requested = True
+            _to_stderr(f"{observer.stop_reason}; a checkpoint is saved.")
 
     def log_episodes(self, steps: Any, returns: Any, lengths: Any) -> None:
         self.logger.log_episodes(steps, returns, lengths)
@@ -316,6 +339,12 @@ class Run:
         self._last_checkpoint_t = time.monotonic()
         self.last_step = step
         return path
+
+    def save_best(self, step: int, state: dict[str, Any]) -> None:
+        """Write the state whose evaluation is the best so far as ``checkpoints/best.pt``
+        (a non-writer writes nothing)."""
+        if self.writer:
+            save_best_checkpoint(self.dir, step, state)
 
     # ------------------------------------------------------------------ the end
     def add_to_summary(self, **fields: Any) -> None:
@@ -344,6 +373,9 @@ class Run:
         if self.writer:
             write_json_atomic(self.dir / SUMMARY_FILE, summary)
         self._summary_written = True
+        for observer in self.observers:  # the run has ended: what on_end returns is not heeded
+            if hasattr(observer, "on_end"):
+                observer.on_end(int(steps), summary)
         return summary
 
 
