@@ -211,7 +211,7 @@ def test_a_game_without_a_kernel_is_refused() -> None:
         def legal_mask(self, state: GameState) -> np.ndarray:
             return np.ones(3, dtype=bool)
 
-        def _play(self, state: GameState, action: int) -> GameState:
+        def play(self, state: GameState, action: int) -> GameState:
             return state
 
         def symmetries(self, planes, policy):

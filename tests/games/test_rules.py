@@ -44,6 +44,27 @@ def test_tictactoe_draw_and_board_convention():
     assert play(g, [4]).to_play == -1
 
 
+def test_play_is_apply_without_the_check_and_an_older_private_play_still_plays():
+    """``Game.play`` plays a legal move as ``apply`` does; a game written to the protocol when
+    the unchecked move was ``_play`` still works, its ``_play`` serving as ``play``."""
+    g = TicTacToe()
+    state = g.apply(g.initial_state(), 4)
+    assert np.array_equal(g.play(g.initial_state(), 4).board, state.board)
+
+    class Older(games.Game):
+        name, board_shape, num_actions = "older", (3, 3), 9
+        legal_mask = TicTacToe.legal_mask
+        symmetries = TicTacToe.symmetries
+        render = TicTacToe.render
+
+        def _play(self, state, action):
+            return TicTacToe.play(self, state, action)
+
+    older = Older()
+    assert np.array_equal(older.apply(older.initial_state(), 4).board, state.board)
+    assert older.random_playout(older.initial_state(), np.random.default_rng(0)) in (-1, 0, 1)
+
+
 def test_illegal_moves_name_the_legal_ones():
     g = TicTacToe()
     state = play(g, [4])
@@ -91,12 +112,12 @@ def _drawn_connect_four() -> list[int]:
     while True:
         state, moves = g.initial_state(), []
         while not state.is_terminal:
-            options = [a for a in g.legal_actions(state) if g._play(state, a).result in (None, 0)]
+            options = [a for a in g.legal_actions(state) if g.play(state, a).result in (None, 0)]
             if not options:
                 break
             move = int(rng.choice(options))
             moves.append(move)
-            state = g._play(state, move)
+            state = g.play(state, move)
         if state.is_terminal and state.result == 0:
             return moves
 

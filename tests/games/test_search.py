@@ -108,7 +108,7 @@ def test_a_custom_evaluator_is_searched_in_the_python_tree():
         def leaves(self, game, positions, actions, rng):
             out = []
             for position, action in zip(positions, actions, strict=True):
-                state = game._play(position, action)
+                state = game.play(position, action)
                 if state.is_terminal:
                     out.append(Leaf(state, float(state.result * state.to_play), None,
                                     to_play=state.to_play))  # fmt: skip

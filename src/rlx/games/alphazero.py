@@ -431,7 +431,7 @@ def self_play(
                 temperature = 1.0 if state.moves < config.temperature_moves else 0.0
                 actions[i] = choose(n, temperature, rng)
         for i in open_games:
-            states[i] = game._play(states[i], actions[i])
+            states[i] = game.play(states[i], actions[i])
             plies[i] += 1
         if config.reuse_tree:  # the trees of the games that go on, in their next order
             rows = [j for j, i in enumerate(open_games) if not states[i].is_terminal]

@@ -6,9 +6,9 @@ A two-player, zero-sum, perfect-information game with alternating moves:
   second's, 0 empty), ``to_play`` (+1 or -1) and, once the game is over, ``result`` (+1 or -1
   for the winner, 0 for a draw; ``None`` while it goes on);
 - a :class:`Game` turns states into states: ``initial_state``, ``legal_actions``,
-  ``apply``, ``is_terminal``, ``winner``; ``encode`` gives the state from the point of view of
-  the player to move, as planes for a network, and ``symmetries`` the board's symmetries for
-  data augmentation.
+  ``apply`` (``play``: the same without the legality check, for search), ``is_terminal``,
+  ``winner``; ``encode`` gives the state from the point of view of the player to move, as
+  planes for a network, and ``symmetries`` the board's symmetries for data augmentation.
 
 States are never changed in place: ``apply`` returns a new one, so a search tree can keep them.
 """
@@ -80,11 +80,18 @@ class Game(ABC):
             raise IllegalMoveError(
                 f"move {action} is not legal in {self.name} here; legal moves: {legal}."
             )
-        return self._play(state, action)
+        return self.play(state, action)
 
     @abstractmethod
-    def _play(self, state: GameState, action: int) -> GameState:
-        """``apply`` for a move known to be legal."""
+    def play(self, state: GameState, action: int) -> GameState:
+        """:meth:`apply` for a move known to be legal, without checking it: what search,
+        rollouts and self-play call, having taken the move from :meth:`legal_mask`."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # games written to the protocol before ``play`` was public defined ``_play``
+        if "_play" in cls.__dict__ and "play" not in cls.__dict__:
+            cls.play = cls._play  # type: ignore[attr-defined]
 
     def is_terminal(self, state: GameState) -> bool:
         return state.is_terminal
@@ -99,7 +106,7 @@ class Game(ABC):
         draw = integer_draw(rng)
         while not state.is_terminal:
             legal = self.legal_actions(state)
-            state = self._play(state, int(legal[draw(len(legal))]))
+            state = self.play(state, int(legal[draw(len(legal))]))
         return int(state.result)
 
     # ------------------------------------------------------------------ for networks

@@ -50,7 +50,7 @@ class ConnectFour(Game):
             return np.zeros(COLS, dtype=bool)
         return state.board[0] == 0
 
-    def _play(self, state: GameState, action: int) -> GameState:
+    def play(self, state: GameState, action: int) -> GameState:
         board = state.board.copy()
         row = int(np.flatnonzero(board[:, action] == 0)[-1])
         board[row, action] = state.to_play

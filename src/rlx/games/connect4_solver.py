@@ -77,6 +77,6 @@ def action_values(state: GameState, max_nodes: int = 50_000_000) -> dict[int, in
     nodes)."""
     out: dict[int, int | None] = {}
     for action in _GAME.legal_actions(state):
-        reply = value(_GAME._play(state, int(action)), max_nodes)
+        reply = value(_GAME.play(state, int(action)), max_nodes)
         out[int(action)] = None if reply is None else -reply
     return out

@@ -100,7 +100,7 @@ class RandomRollouts:
     ) -> list:
         out = []
         for position, action in zip(positions, actions, strict=True):
-            state = game._play(position, int(action))
+            state = game.play(position, int(action))
             if state.is_terminal:
                 out.append(result_leaf(state))
                 continue
@@ -140,7 +140,7 @@ class PolicyValueEvaluator:
         actions: Sequence[int],
         rng: np.random.Generator,
     ) -> list:
-        states = [game._play(p, int(a)) for p, a in zip(positions, actions, strict=True)]
+        states = [game.play(p, int(a)) for p, a in zip(positions, actions, strict=True)]
         return self.evaluate(game, states)
 
     def evaluate(self, game: Game, states: Sequence[GameState]) -> list:

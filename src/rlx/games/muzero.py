@@ -518,7 +518,7 @@ def self_play(
             actions.append(action)
             policies.append(visit_policy(n, 1.0))
             to_play.append(state.to_play)
-            states[i] = game._play(state, action)
+            states[i] = game.play(state, action)
     games = [
         trajectory(*record, result=int(final.result))
         for record, final in zip(records, states, strict=True)

@@ -98,7 +98,7 @@ class OpenSpielGame(Game):
             return np.zeros(self.num_actions, dtype=bool)
         return np.asarray(state.native.legal_actions_mask(), dtype=bool)
 
-    def _play(self, state: GameState, action: int) -> OpenSpielState:
+    def play(self, state: GameState, action: int) -> OpenSpielState:
         native = state.native.clone()
         native.apply_action(int(action))
         return self._wrap(native, last_mover=state.to_play)

@@ -421,7 +421,7 @@ def _grow_by_rollouts(
     after the other: the same leaves, values and draws of ``rng`` as its ``leaves``."""
     for path, (_, tree_stats, _) in zip(paths, trees, strict=True):
         parent, action = path[-1]
-        state = game._play(parent.position, action)
+        state = game.play(parent.position, action)
         parent.reward[action] = 0.0  # the only reward of a board game is its result
         if state.is_terminal:
             value = result_value(state)

@@ -34,12 +34,12 @@ def _value(key: bytes) -> int:
     state = _STATES[key]
     if state.is_terminal:
         return state.result * state.to_play
-    return max(-value(_GAME._play(state, int(a))) for a in _GAME.legal_actions(state))
+    return max(-value(_GAME.play(state, int(a))) for a in _GAME.legal_actions(state))
 
 
 def action_values(state: GameState) -> dict[int, int]:
     """For each legal action, the mover's outcome under perfect play after it."""
-    return {int(a): -value(_GAME._play(state, int(a))) for a in _GAME.legal_actions(state)}
+    return {int(a): -value(_GAME.play(state, int(a))) for a in _GAME.legal_actions(state)}
 
 
 def best_actions(state: GameState) -> list[int]:

@@ -39,7 +39,7 @@ class TicTacToe(Game):
             return np.zeros(9, dtype=bool)
         return state.board.reshape(-1) == 0
 
-    def _play(self, state: GameState, action: int) -> GameState:
+    def play(self, state: GameState, action: int) -> GameState:
         flat = state.board.reshape(-1).copy()
         flat[action] = state.to_play
         won = any(abs(int(flat[line].sum())) == 3 for line in _LINES_THROUGH[action])
