@@ -36,6 +36,16 @@ GRADIENT_STEPS = "gradient_steps"  # gradient steps taken so far (off-policy age
 LR = "lr"
 LOSS = "loss"
 
+# board games (AlphaZero, MuZero): one row per iteration of self-play and training; the arena
+# adds vs_<opponent>_win|draw|loss (rlx.games.evaluation.arena_metrics)
+GAME_LENGTH = "game_length"  # mean plies of the iteration's self-play games
+FIRST_PLAYER_WIN = "first_player_win"  # share of those games the first player won
+DRAW = "draw"  # share of those games drawn
+POSITIONS = "positions"  # self-play moves that gave a training sample (before symmetries)
+REWARD_LOSS = "reward_loss"  # MuZero: squared error of the rewards its model predicts
+SELFPLAY_S = "selfplay_s"  # seconds of the iteration spent playing (and storing targets)
+TRAIN_S = "train_s"  # seconds of the iteration spent in gradient steps
+
 # language models
 # KL(pi || pi_ref) of the policy to the frozen reference, estimated on completions sampled
 # from pi with k3 terms, exp(r) - 1 - r with r = log pi_ref - log pi: non-negative, unbiased
