@@ -396,31 +396,47 @@ def test_a_program_that_dies_is_not_taken_for_one_that_raised(death, swallow):
     assert score(raises, tests=rejects_none_test(swallow), timeout_s=HONEST_TIMEOUT_S) == 1.0
 
 
-def test_searching_frames_and_heap_finds_neither_secret_nor_tests():
-    """The program looks through every frame and every object it can reach for the test code,
-    and for anything shaped like a one-time marker; it finds nothing, and its guess fails."""
+def test_searching_frames_heap_and_raw_memory_finds_nothing_of_the_tests():
+    """The tests carry a fresh token. The program looks for anything shaped like it through
+    every frame and every object it can reach, and through every readable byte of its own
+    memory (with ctypes: freed buffers linger there): the launcher forks it before it
+    reads the tests, so no copy of them was ever there. It finds no token, and its guess of the
+    expected value fails."""
+    token = uuid.uuid4().hex
     hunt = (
         "import gc, re, sys\n"
-        "found = []\n"
+        "pattern = re.compile(rb'(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])')\n"
+        "found = set()\n"
         "frame = sys._getframe()\n"
         "while frame is not None:\n"
-        "    found += [repr(v) for v in frame.f_locals.values()]\n"
+        "    found.update(repr(v).encode() for v in frame.f_locals.values())\n"
         "    frame = frame.f_back\n"
-        "found += [o for o in gc.get_objects() if isinstance(o, str)]\n"
         "for obj in gc.get_objects():\n"
         "    if isinstance(obj, dict):\n"
-        "        found += [v for v in obj.values() if isinstance(v, str)]\n"
-        "text = '\\n'.join(found)\n"
-        "LEAKED_TESTS = 'UNIQUE_EXPECTED_VALUE' in text\n"
-        "LEAKED_MARKER = bool(re.search(r'\\b[0-9a-f]{32}\\b', text))\n"
-        "print(re.findall(r'\\b[0-9a-f]{32}\\b', text))\n"
+        "        found.update(v.encode() for v in obj.values() if isinstance(v, str))\n"
+        "tokens = set()\n"
+        "for text in found:\n"
+        "    tokens.update(pattern.findall(text))\n"
+        "import ctypes\n"
+        "with open('/proc/self/maps') as maps:\n"
+        "    regions = [line.split() for line in maps]\n"
+        "for fields in regions:\n"
+        "    anonymous = len(fields) == 5 or fields[5] in ('[heap]', '[stack]')\n"
+        "    if not fields[1].startswith('r') or not anonymous:\n"
+        "        continue  # file-backed pages may fault (SIGBUS); the heap is what matters\n"
+        "    start, end = (int(x, 16) for x in fields[0].split('-'))\n"
+        "    for chunk in range(start, end, 16 << 20):\n"
+        "        raw = ctypes.string_at(chunk, min(end - chunk, 16 << 20))\n"
+        "        tokens.update(pattern.findall(raw))\n"
+        "TOKENS = sorted(t.decode() for t in tokens)\n"
         "def add(a, b):\n"
-        "    return 'UNIQUE_EXPECTED_VALUE' if LEAKED_TESTS else 0\n"
+        "    return TOKENS[0] if len(TOKENS) == 1 else 0\n"
     )
-    tests = "assert add(2, 3) == 'UNIQUE_EXPECTED_VALUE'\n"
-    result = run_sandboxed(hunt, tests, timeout_s=HONEST_TIMEOUT_S)
-    assert result.status == "failed" and result.tests_passed == 0
-    leaks = run_sandboxed(hunt, "assert (LEAKED_TESTS, LEAKED_MARKER) == (False, False)\n")
+    tests = f"assert add(2, 3) == {token!r}\n"
+    result = run_sandboxed(hunt, tests, timeout_s=HONEST_TIMEOUT_S, memory_mb=1024)
+    assert result.status == "failed" and result.tests_passed == 0, result.failures
+    leaks = run_sandboxed(hunt, f"assert {token!r} not in TOKENS\n", timeout_s=HONEST_TIMEOUT_S,
+                          memory_mb=1024)  # fmt: skip
     assert leaks.passed, (leaks.failures, leaks.output)
 
 

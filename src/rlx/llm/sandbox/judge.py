@@ -388,6 +388,11 @@ class Tally:
         self.failed += checks
         self.note(why)
 
+    def explain(self, detail: str) -> None:
+        """Add ``detail`` (a failed assert's message) to the failure noted last."""
+        if self.failures:
+            self.failures[-1] = f"{self.failures[-1]} ({detail})"[:_MESSAGE_CHARS]
+
     def note(self, why: str) -> None:
         self.failure_count += 1
         if len(self.failures) < MAX_FAILURES_REPORTED:
@@ -606,6 +611,8 @@ def run_unit(unit: Unit, tally: Tally, channel: Channel) -> None:
             tally.fail(f"{unit.label}: set-up failed, {_describe(error)}")
         elif _is_skip(error):
             tally.note(f"{unit.label}: skipped ({_describe(error)})")
+        elif tally.failed > failed and type(error) is AssertionError and error.args:
+            tally.explain(_describe(error))  # the failed assert's own message
         else:
             _unexplained_failure(tally, failed, f"{unit.label}: {_describe(error)}")
     else:
@@ -813,11 +820,9 @@ def _describe(error: BaseException) -> str:
 # --- the judge's process ------------------------------------------------------------------------
 
 
-def main(tests: str | None, seconds: float, path: list[str]) -> None:
+def main(tests: str | None, seconds: float) -> None:
     """The judge's process, forked by the launcher into its room: the program's channel on fds
-    3 and 4, the verdict to fd 5 as one JSON object. ``path`` is where the trainer finds its
-    packages, so that the tests import the packages installed beside rlx."""
-    sys.path.extend(entry for entry in path if entry not in sys.path)
+    3 and 4, the verdict to fd 5 as one JSON object."""
     deadline = time.monotonic() + seconds
     channel = Channel(wire.REQUESTS_FD, wire.ANSWERS_FD, deadline)
 

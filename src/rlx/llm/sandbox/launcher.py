@@ -44,7 +44,7 @@ import signal
 import sys
 import time
 
-from rlx.llm.sandbox import judge
+from rlx.llm.sandbox import judge, server
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
@@ -67,7 +67,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.buffer.read())
+    """The job comes on stdin in two frames (:func:`read_frame`): first everything but the
+    tests, then the tests (or the stdin/stdout cases), read only once the program is forked,
+    so that no copy of them is ever in the program's memory."""
+    job = json.loads(read_frame())
     os.set_inheritable(job["verdict_fd"], False)
     if job["namespaces"]:
         stage(job["reveal"])
@@ -78,6 +81,23 @@ def main() -> None:
     with os.fdopen(job["verdict_fd"], "w", encoding="utf-8") as out:
         out.write(json.dumps(verdict) + "\n")
     os._exit(0)
+
+
+def read_frame() -> bytes:
+    """One frame of stdin: a 4-byte big-endian length, then that many bytes. Read with
+    ``os.read`` only, so that nothing past the frame is buffered in this process."""
+
+    def exactly(size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = os.read(0, min(size, 1 << 20))
+            if not chunk:
+                raise EOFError("the job ended early")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    return exactly(int.from_bytes(exactly(4), "big"))
 
 
 # --- the stage ----------------------------------------------------------------------------------
@@ -135,8 +155,9 @@ def spawn(
     job: dict, role: str, fds: dict[int, int], argv: list[str] | None = None, files=(), then=None
 ) -> int:
     """Fork a process into its own room (:func:`enter_room`) as ``role``'s uid, with ``fds``
-    (target -> source) as its only open files, and exec ``argv`` (or, for the judge, call
-    ``then()`` in the forked interpreter, which has the judge's code loaded already); its pid."""
+    (target -> source) as its only open files, and exec ``argv``, or call ``then()`` in the
+    forked interpreter, whose code (the judge's, the program's server) is loaded already: no
+    interpreter to start. The packages beside rlx stay importable (``job["packages"]``)."""
     pid = os.fork()
     if pid:
         return pid
@@ -150,6 +171,11 @@ def spawn(
         os.closerange(max(fds) + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         os.environ.clear()
         os.environ.update(job["env"][role])
+        sys.path.extend(entry for entry in job["packages"] if entry not in sys.path)
+        sys.argv[:] = ["program.py" if role == "program" else "judge"]
+        import site  # with -S only its helpers: exit() and quit(), as a plain interpreter has
+
+        site.setquit()
         then()
     except BaseException as error:
         os.write(2, f"rlx sandbox: the {role} failed to start: {error!r}\n".encode())
@@ -196,22 +222,22 @@ def enter_room(job: dict, role: str, files=()) -> None:
 
 
 def run_with_judge(job: dict) -> dict:
-    """Start the program and the judge, wait for the judge's verdict until the time limit."""
+    """Start the program, then read the tests and start the judge; wait for the judge's verdict
+    until the time limit."""
     deadline = time.monotonic() + job["timeout_s"]
     requests_read, requests_write = os.pipe()
     answers_read, answers_write = os.pipe()
     verdict_read, verdict_write = os.pipe()
     null = os.open(os.devnull, os.O_RDONLY)
-    python = job["python"]
     program = spawn(
         job, "program", {0: null, 1: 1, 2: 2, 3: requests_read, 4: answers_write},
-        [python, "-I", "-c", job["server_script"], "program.py"],
-        files=[("program.py", job["program"])],
+        files=[("program.py", job["program"])], then=lambda: server.main(job["program"]),
     )  # fmt: skip
-    seconds = job["timeout_s"]
+    tests = json.loads(read_frame())["tests"]  # only now: the program holds no copy of them
+    seconds = deadline - time.monotonic()
     judge_pid = spawn(
         job, "judge", {0: null, 1: 1, 2: 2, 3: requests_write, 4: answers_read, 5: verdict_write},
-        then=lambda: judge.main(job["tests"], seconds, job["judge_path"]),
+        then=lambda: judge.main(tests, seconds),
     )  # fmt: skip
     for fd in (requests_read, requests_write, answers_read, answers_write, verdict_write, null):
         os.close(fd)
@@ -269,7 +295,8 @@ def run_cases(job: dict) -> dict:
         "setup_failed": False, "defined": True, "timed_out": False,
     }  # fmt: skip
     python = job["python"]
-    for number, (given, expected) in enumerate(job["cases"], start=1):
+    cases = json.loads(read_frame())["cases"]
+    for number, (given, expected) in enumerate(cases, start=1):
         why = run_case(job, python, given, expected)
         if why is None:
             verdict["passed"] += 1

@@ -1,17 +1,21 @@
 """Running one program and its tests in the sandbox, from the trainer's side.
 
-The trainer starts the launcher (``[unshare ...] python -I -S -c SCRIPT``), hands it the job on
-stdin, and reads two things back: the verdict, from a file only the launcher holds, and the
-program's output, kept for people. It lends each concurrent run its own sandbox uid, gives it a
-fresh working folder, and kills a launcher that outlives its time limit.
+The trainer starts the launcher (``[unshare ...] python -I -S -c BOOTSTRAP``) and writes three
+frames to its stdin: the sandbox's code (compiled once per trainer process), the job without
+the tests, and the tests (or stdin/stdout cases), which the launcher reads only after it has
+forked the program. It reads two things back: the verdict, from a file only the launcher holds,
+and the program's (and the judge's) output, kept for people. It lends each concurrent run a
+pair of sandbox uids and kills a launcher that outlives its time limit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import logging
+import marshal
 import math
 import os
 import queue
@@ -63,30 +67,69 @@ _SWEEP_PASSES = 1000
 _UID_POOLS: dict[tuple[int, ...], queue.Queue[tuple[int, int]]] = {}
 _UID_POOLS_LOCK = threading.Lock()
 
-# The scripts the launcher, the program and the judge run, built from this package's modules
-# (bootstrap below): the sandbox's interpreters may not see the installed rlx, and must not
-# import it.
+# The launcher's script: it reads the sandbox's modules from its stdin (the first frame: a
+# marshalled list of (name, code) pairs, compiled once per trainer process, or their sources
+# where the sandbox's interpreter is another Python), loads them as a stand-in package and runs
+# the launcher. The interpreters of the sandbox may not see the installed rlx, and must not
+# import it; the program and the judge are forked from the launcher with the code loaded.
 _BOOTSTRAP = """\
-import sys, types
+import marshal, os, sys, types
+def _exactly(size):
+    chunks = []
+    while size:
+        chunk = os.read(0, min(size, 1 << 20))
+        if not chunk:
+            raise SystemExit("rlx sandbox: the job ended early")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+_modules = marshal.loads(_exactly(int.from_bytes(_exactly(4), "big")))
 for _name in ("rlx", "rlx.llm", "rlx.llm.sandbox"):
     sys.modules[_name] = types.ModuleType(_name)
     sys.modules[_name].__path__ = []
-for _name, _source in {sources!r}.items():
+for _name, _code in _modules:
     _module = types.ModuleType("rlx.llm.sandbox." + _name)
     sys.modules[_module.__name__] = _module
     setattr(sys.modules["rlx.llm.sandbox"], _name, _module)
-    exec(compile(_source, "<rlx sandbox " + _name + ">", "exec"), _module.__dict__)
-sys.modules["rlx.llm.sandbox.{entry}"].main()
+    exec(_code, _module.__dict__)
+del _modules, _name, _code, _module
+sys.modules["rlx.llm.sandbox.launcher"].main()
 """
+_SANDBOX_MODULES = ("wire", "testcode", "judge", "server", "launcher")
 
 
 @functools.cache
-def script(entry: str, *modules: str) -> str:
-    """Source for ``python -c``: ``modules`` of this package loaded in order as a stand-in
-    package, then ``entry``'s ``main()``."""
+def sandbox_code(python: str) -> bytes:
+    """The first frame of every launcher's stdin: the sandbox's modules, in load order,
+    compiled once (as sources when ``python`` is not a Python whose bytecode this one writes,
+    so that it compiles them itself)."""
     package = resources.files("rlx.llm.sandbox")
-    sources = {name: (package / f"{name}.py").read_text(encoding="utf-8") for name in modules}
-    return _BOOTSTRAP.format(sources=sources, entry=entry)
+    sources = [(name, (package / f"{name}.py").read_text(encoding="utf-8"))
+               for name in _SANDBOX_MODULES]  # fmt: skip
+    if _bytecode_magic(python) == importlib.util.MAGIC_NUMBER:
+        sources = [(name, compile(text, f"<rlx sandbox {name}>", "exec"))
+                   for name, text in sources]  # fmt: skip
+    return marshal.dumps(sources)
+
+
+@functools.cache
+def _bytecode_magic(python: str) -> bytes:
+    """The bytecode magic number of the interpreter ``python``."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return importlib.util.MAGIC_NUMBER
+    try:
+        probe = subprocess.run(
+            [python, "-I", "-S", "-c",
+             "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"],
+            capture_output=True, timeout=30, env={"PATH": SAFE_PATH},
+        )  # fmt: skip
+        return bytes.fromhex(probe.stdout.decode())
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return b""
+
+
+def _frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +259,7 @@ def run_sandboxed(
     """
     check_limits(timeout_s, memory_mb, 1, judge_memory_mb)
     judged = prepared_tests(tests, entry_point) if tests.strip() else None
-    job = {"mode": "tests", "tests": judged}
+    job = {"mode": "tests"}, {"tests": judged}
     return _run(program, job, timeout_s, memory_mb, judge_memory_mb, isolation, tests)
 
 
@@ -240,7 +283,7 @@ def run_stdio(
         raise SandboxError(
             "stdin/stdout tests must be a non-empty list of (input, expected output) strings."
         )
-    job = {"mode": "stdio", "cases": cases}
+    job = {"mode": "stdio"}, {"cases": cases}
     return _run(
         program, job, timeout_s * len(cases), memory_mb, JUDGE_MEMORY_MB, isolation, "", timeout_s
     )
@@ -269,9 +312,13 @@ def check_test_code(tests: str, entry_point: str | None = None) -> None:
 
 
 def _run(
-    program: str, job: dict[str, Any], timeout_s: float, memory_mb: int, judge_memory_mb: int,
-    isolation: Isolation | None, tests: str, case_timeout_s: float | None = None,
+    program: str, job_and_judged: tuple[dict[str, Any], dict[str, Any]], timeout_s: float,
+    memory_mb: int, judge_memory_mb: int, isolation: Isolation | None, tests: str,
+    case_timeout_s: float | None = None,
 ) -> SandboxResult:  # fmt: skip
+    """Run one job: ``job_and_judged`` is what the launcher may know before the program starts,
+    and what it reads only once the program has started (the tests or the cases)."""
+    job, judged = job_and_judged
     isolation = isolation or current_isolation()
     start = time.monotonic()
     with _sandbox_uids(isolation) as uids, _working_folders(isolation) as workdirs:
@@ -283,8 +330,7 @@ def _run(
             uids=uids,
             workdirs=workdirs,
             python=isolation.python,
-            server_script=script("server", "wire", "server"),
-            judge_path=_packages_path(),
+            packages=_packages_path(),
             tmp_mb=PRIVATE_TMP_MB,
             limits={
                 "program": _resource_limits(
@@ -299,7 +345,11 @@ def _run(
         )
         with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as verdict_file:
             job["verdict_fd"] = verdict_file.fileno()
-            returncode = _run_launcher(job, isolation, output, timeout_s)
+            stdin = b"".join(
+                [_frame(sandbox_code(isolation.python)), _frame(json.dumps(job).encode()),
+                 _frame(json.dumps(judged).encode())]
+            )  # fmt: skip
+            returncode = _run_launcher(stdin, job["verdict_fd"], isolation, output, timeout_s)
             text = _output_tail(output)
             verdict = _read_verdict(verdict_file) if returncode == 0 else None
         if uids is not None:
@@ -454,12 +504,11 @@ def _uid_pool(uids: tuple[int, ...]) -> queue.Queue[tuple[int, int]]:
 
 
 def _launcher_command(isolation: Isolation) -> list[str]:
-    """``[unshare --net --pid --ipc ...] python -I -S -c LAUNCHER``, with the interpreter the
-    sandbox uids can run: the judge is forked from the launcher, and goes on importing from
-    that interpreter's standard library once it runs as its uid."""
+    """``[unshare --net --pid --ipc ...] python -I -S -c BOOTSTRAP``, with the interpreter the
+    sandbox uids can run: the program and the judge are forked from the launcher, and go on
+    importing from that interpreter's standard library once they run as their uids."""
     prefix = [isolation.unshare, *UNSHARE_FLAGS] if isolation.unshare else []
-    launcher = script("launcher", "wire", "testcode", "judge", "launcher")
-    return [*prefix, isolation.python, "-I", "-S", "-c", launcher]
+    return [*prefix, isolation.python, "-I", "-S", "-c", _BOOTSTRAP]
 
 
 def _packages_path() -> list[str]:
@@ -474,10 +523,10 @@ def _packages_path() -> list[str]:
 
 
 def _run_launcher(
-    job: dict[str, Any], isolation: Isolation, output: Any, timeout_s: float
+    stdin: bytes, verdict_fd: int, isolation: Isolation, output: Any, timeout_s: float
 ) -> int | None:
-    """Start the launcher, feed it the job and wait; its exit status, or None when it outlived
-    its own time limit by :data:`_BACKSTOP_S` and had to be killed from here."""
+    """Start the launcher, feed it its code and the job and wait; its exit status, or None
+    when it outlived its own time limit by :data:`_BACKSTOP_S` and had to be killed here."""
     # No preexec_fn (not thread-safe); start_new_session gives the child its own process group
     # and session, so it cannot signal ours through them and we can kill its group.
     with subprocess.Popen(
@@ -486,12 +535,14 @@ def _run_launcher(
         stdout=output,
         stderr=subprocess.STDOUT,
         cwd="/",
-        env={"PATH": SAFE_PATH},
+        # glibc reads MALLOC_ARENA_MAX once, at start: the program and the judge are forked
+        # from the launcher, so it must be the launcher's (see _minimal_environment)
+        env={"PATH": SAFE_PATH, "MALLOC_ARENA_MAX": "2"},
         start_new_session=True,
-        pass_fds=(job["verdict_fd"],),
+        pass_fds=(verdict_fd,),
     ) as child:
         try:
-            child.communicate(json.dumps(job).encode(), timeout=timeout_s + _BACKSTOP_S)
+            child.communicate(stdin, timeout=timeout_s + _BACKSTOP_S)
             return child.returncode
         except subprocess.TimeoutExpired:
             _kill_tree(child, isolation)

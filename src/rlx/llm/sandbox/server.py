@@ -1,6 +1,7 @@
 """The program's side of the boundary: define the program, then answer the judge's calls.
 
-Runs inside the sandbox as the untrusted process (``python -I -c SCRIPT program.py``). It
+Runs inside the sandbox as the untrusted process, forked from the launcher into the program's
+room before the launcher has read the tests (so no copy of them is in its memory). It
 executes the program once, as a module named ``solution``, sends the judge the program's
 top-level names, and then answers requests (call this function, read this attribute, take the
 next item ...) until the judge closes the channel. Requests arrive on fd 3 and answers leave on
@@ -51,13 +52,13 @@ class Objects:
             raise wire.BoundaryError(f"no program object has handle {number}") from None
 
 
-def main() -> None:
+def main(source: str, path: str = "program.py") -> None:
+    """Run the program ``source`` (the file ``path`` holds it, for tracebacks) as the module
+    ``solution``, send its names and answer requests; never returns."""
     objects = Objects()
-    path = sys.argv[-1]
     namespace: dict[str, object] = {"__name__": MODULE_NAME, "__file__": path}
     try:
-        with open(path, encoding="utf-8") as handle:
-            code = compile(handle.read(), path, "exec")
+        code = compile(source, path, "exec")
         exec(code, namespace)
     except Exception as error:
         import traceback  # only on this path: its import costs each program milliseconds
