@@ -1,0 +1,26 @@
+"""Every claim of the sandbox's docs page names a test that exists (and so runs in make test)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "how-to" / "code-reward.md"
+
+
+def test_every_test_the_sandbox_page_names_exists():
+    text = PAGE.read_text()
+    named = re.findall(r"`(test_sandbox\w*\.py)::([\w*]+)`", text)
+    named += [
+        (file, name)
+        for file, rest in re.findall(r"`(test_sandbox\w*\.py)::\w+`((?:, `\w+`)+)", text)
+        for name in re.findall(r"`(\w+)`", rest)
+    ]
+    assert len(named) >= 15
+    for file, name in named:
+        tree = ast.parse((ROOT / "tests" / "llm" / file).read_text())
+        tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        pattern = re.compile(name.replace("*", r"\w*") + "$")
+        assert any(pattern.match(test) for test in tests), f"{file}::{name} is not a test"
