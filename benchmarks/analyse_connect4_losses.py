@@ -91,11 +91,15 @@ def main() -> None:
         title=f"Where a Connect Four agent's games against {args.opponent} were not won",
         columns=["game", "agent's seat", "outcome", "where it turned"],
         rows=rows,
+        libraries=("torch", "numba"),
+        repeats=args.games,
+        goals=[],
+        peer="(an analysis of one rlx agent)",
         seeds=[args.seed],
         figures={"won": tally[1], "drawn": tally[0], "lost": tally[-1]},
         notes=f"The agent of {args.agent} at {args.simulations} simulations per move, "
         f"{args.games} games, seats alternating; positions solved from {args.empties} empty "
-        "cells on.",
+        "cells on; the games are the repeats.",
         out_dir=args.out_dir,
     )
 

@@ -1,7 +1,7 @@
 """Real models: rlx vs TRL on a Qwen2 model with a BPE tokenizer and a chat template, with and
-without LoRA, in one run.
+without LoRA, like for like.
 
-Protocol (one torch thread, CPU, float32, every training run in a fresh process, seed 0):
+Protocol (one torch thread, CPU, every training run in a fresh process):
 
 - **Model**: a randomly initialised Qwen2 (``rlx.llm.make_tiny_chat_lm``: hidden ``--hidden``,
   ``--layers`` layers, 4 heads) with a byte-level BPE tokenizer trained on the data's text and
@@ -12,32 +12,40 @@ Protocol (one torch thread, CPU, float32, every training run in a fresh process,
   message) + ``completion`` (one assistant message) for SFT; the same prompts with the right
   sum ``chosen`` and a near miss ``rejected`` for DPO; prompts with an ``answer`` column and an
   exact-match reward reading it for GRPO.
-- **Same work**: the same steps, batch, learning rate, linear decay, AdamW, clipping at 1.0;
-  SFT with the loss on the completion only; DPO beta 0.1; GRPO ``G`` completions of at most
-  ``MAX_TOKENS`` tokens per prompt, beta 0.04, one pass per batch, TRL's ``loss_type="grpo"``.
-  LoRA: rank 16, alpha 32, every linear layer (``all-linear``) on both sides; the reference of
-  DPO and GRPO is the model with its adapter off in both libraries. TRL's activation
-  checkpointing is off (rlx's default).
-- **Clocks**: after the imports; rlx's covers the whole ``llm.sft`` / ``llm.dpo`` /
-  ``llm.grpo`` call (loading, tokenisation, training, saving the model and the adapter), TRL's
-  the trainer's construction and ``train()``.
+- **Same work**, read from both configuration objects (:func:`like_for_like`, asserted by
+  ``tests/benchmarks/test_like_for_like.py`` and before every run): precision (each
+  ``--precisions`` entry on both sides: ``fp32``, or ``bf16-mixed``, TRL's ``bf16=True``, with
+  the attention rlx uses for it on a CPU, eager), activation checkpointing (off on both:
+  TRL's default is on, rlx's off), steps, rows per step, GRPO's group size and completion
+  length, the longest sequence, learning rate and its linear schedule without warm-up, AdamW
+  without weight decay, clipping at 1.0, SFT's loss on the completion only, DPO's beta 0.1,
+  GRPO's beta 0.04, clip 0.2, one pass per batch, TRL's ``loss_type="grpo"``, LoRA rank 16,
+  alpha 32 on every linear layer (``all-linear``), the seed, one thread.
+- **Clocks**, the same span on both sides: from just before the model is loaded to the end of
+  training with the model (and adapter) saved. rlx's covers the ``llm.sft`` / ``llm.dpo`` /
+  ``llm.grpo`` call (reading the data, loading, tokenisation, training, saving); TRL's
+  covers reading the data, the trainer's construction (loading, tokenisation), ``train()``
+  and ``save_model()``. Imports (torch, transformers, trl, rlx) come before both.
+- **Repeats**: ``--repeats`` (at least 3) of every configuration, the libraries alternated;
+  reported: median and min seconds, rows/s from the median, the ratio of the medians (and of
+  the mins).
 - **Peak memory**: the process's peak resident memory (``ru_maxrss``) above what it held
-  after the imports, i.e. the model, optimizer, activations and data of the run.
+  after the imports (median over the repeats).
 
-Reported: SFT examples/s, DPO pairs/s, GRPO prompts/s and peak memory, each library with and
-without LoRA, written to ``benchmarks/results/lora.json`` (``--out-dir`` elsewhere). The goal:
-GRPO at least 1.5x TRL's prompts/s and every other stage at least TRL's speed.
+Goal: GRPO at least 1.5x TRL's prompts/s and every other stage at least TRL's speed (ratio of
+the medians), per LoRA setting and precision. Written to ``benchmarks/results/lora.json``.
 
-Run: ``.venv/bin/python benchmarks/bench_lora.py [--steps 20]``; a smoke run that only checks
-it works: ``--steps 2 --skip-trl --out-dir /tmp/bench``.
+Run: ``.venv/bin/python benchmarks/bench_lora.py [--steps 20] [--precisions fp32 bf16-mixed]``;
+``--quick`` checks that it works (2 steps, one repeat, a smaller model).
 """
 
 from __future__ import annotations
 
 import os
 
+THREADS = 1
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ.setdefault(_var, str(THREADS))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -49,13 +57,21 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
-from results import write_result  # noqa: E402  (benchmarks/results.py)
+from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 
 STAGES = ("sft", "dpo", "grpo")
 UNITS = {"sft": "examples/s", "dpo": "pairs/s", "grpo": "prompts/s"}
+GOALS = {"sft": 1.0, "dpo": 1.0, "grpo": 1.5}
 BATCH, G, MAX_TOKENS, LR = 8, 8, 4, 1e-4
-LORA = {"r": 16, "lora_alpha": 32}
+DPO_BETA, GRPO_BETA, CLIP = 0.1, 0.04, 0.2
+MAX_LENGTH = 256  # rlx's default longest sequence; TRL's is set to it
+SEED = 0
+LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0}
+PRECISIONS = ("fp32", "bf16-mixed")
+LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "tokenizers", "accelerate")
+QUICK = {"steps": 2, "hidden": 64, "layers": 2}
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -86,9 +102,9 @@ def build(root: Path, hidden: int, layers: int, rows: int) -> dict[str, str]:
         "grpo": [{"prompt": user(p.prompt), "answer": p.answer} for p in problems],
     }
     files = {}
-    for stage, rows in shapes.items():
+    for stage, stage_rows in shapes.items():
         files[stage] = str(root / f"{stage}.jsonl")
-        llm.write_jsonl(files[stage], rows)
+        llm.write_jsonl(files[stage], stage_rows)
     texts = [f"{p.prompt}{p.answer}" for p in problems]
     model = llm.make_tiny_chat_lm(root / "qwen", texts=texts, hidden_size=hidden,
                                   num_layers=layers, num_heads=4)  # fmt: skip
@@ -100,72 +116,231 @@ def exact_match(prompts, completions, answer, **kwargs):
     return [float(c[0]["content"].strip() == a) for c, a in zip(completions, answer, strict=True)]
 
 
+# ---------------------------------------------------------------------------- configurations
+def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int) -> dict[str, Any]:
+    """What the benchmark passes to ``llm.sft`` / ``llm.dpo`` / ``llm.grpo`` (besides the
+    model, the data, the reward and the run folder)."""
+    kwargs: dict[str, Any] = {
+        "steps": steps, "batch_size": BATCH, "learning_rate": LR, "warmup_ratio": 0.0,
+        "weight_decay": 0.0, "max_grad_norm": 1.0, "max_length": MAX_LENGTH,
+        "precision": precision, "gradient_checkpointing": False, "seed": SEED,
+        "num_threads": THREADS, "device": "cpu", "eval_fraction": 0.0,
+        "eval_exact_match": False, "progress": False,
+    }  # fmt: skip
+    if lora:
+        kwargs["lora"] = dict(LORA)
+    if stage == "dpo":
+        kwargs["beta"] = DPO_BETA
+    elif stage == "grpo":
+        kwargs |= {"group_size": G, "max_new_tokens": MAX_TOKENS, "beta": GRPO_BETA,
+                   "clip_eps": CLIP, "num_epochs": 1, "loss_aggregation": "sequence",
+                   "temperature": 1.0, "top_p": 1.0}  # fmt: skip
+    return kwargs
+
+
+def rlx_config(stage: str, kwargs: dict[str, Any]) -> Any:
+    """The stage config ``llm.<stage>(**kwargs)`` builds (rlx.llm.lora.lora_fields spells a
+    LoRA dict as the config's ``lora_*`` fields)."""
+    from rlx import registry
+    from rlx.llm.lora import lora_fields
+
+    fields = lora_fields({k: v for k, v in kwargs.items() if k != "progress"})
+    return registry.get(stage).config(**fields)
+
+
+def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str) -> tuple[Any, Any]:
+    """TRL's config for the stage, as the child process builds it, and the peft config (None
+    without LoRA). Everything not set here is TRL's default."""
+    import trl
+    from peft import LoraConfig
+
+    Config = {"sft": trl.SFTConfig, "dpo": trl.DPOConfig, "grpo": trl.GRPOConfig}[stage]
+    bf16 = precision == "bf16-mixed"
+    extra = {
+        "sft": {"completion_only_loss": True, "per_device_train_batch_size": BATCH,
+                "max_length": MAX_LENGTH},
+        "dpo": {"beta": DPO_BETA, "per_device_train_batch_size": BATCH,
+                "max_length": MAX_LENGTH},
+        "grpo": {"beta": GRPO_BETA, "per_device_train_batch_size": BATCH * G,
+                 "num_generations": G, "max_completion_length": MAX_TOKENS, "epsilon": CLIP,
+                 "loss_type": "grpo", "num_iterations": 1, "temperature": 1.0, "top_p": 1.0},
+    }[stage]  # fmt: skip
+    config = Config(
+        output_dir=out, max_steps=steps, learning_rate=LR, lr_scheduler_type="linear",
+        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**6,
+        save_strategy="no", report_to="none", use_cpu=True, bf16=bf16,
+        # rlx computes bf16 attention eagerly on a CPU (PyTorch's SDPA backward is slow there)
+        model_init_kwargs={"attn_implementation": "eager"} if bf16 else None,
+        activation_checkpointing=False, seed=SEED, dataloader_num_workers=0,
+        disable_tqdm=True, **extra,
+    )  # fmt: skip
+    peft = None
+    if lora:
+        peft = LoraConfig(**LORA, target_modules="all-linear", task_type="CAUSAL_LM")
+    return config, peft
+
+
+def rlx_settings(stage: str, config: Any) -> dict[str, Any]:
+    """The settings that change the work, from rlx's stage config (``stage``: sft, rm, dpo or
+    grpo; bench_llm.py and bench_grpo.py use it too)."""
+    import torch
+
+    from rlx.llm.training import make_optimizer, resolve_precision
+
+    precision = resolve_precision(config.precision, "cpu")
+    adam = make_optimizer(torch.nn.Linear(1, 1), 1.0, config.weight_decay).defaults
+    settings = {
+        "precision": precision,
+        "attention": "eager" if precision == "bf16-mixed" else "sdpa",
+        "activation checkpointing": config.gradient_checkpointing,
+        "steps": config.steps,
+        "rows per step": config.batch_size,
+        "learning rate": config.learning_rate,
+        "schedule": f"linear to 0, warm-up share {config.warmup_ratio:g}",
+        "optimizer": f"AdamW betas {tuple(adam['betas'])} eps {adam['eps']:g}",
+        "weight decay": config.weight_decay,
+        "max gradient norm": config.max_grad_norm,
+        "seed": config.seed,
+        "torch threads": config.num_threads,
+        "device": config.device,
+        "LoRA": _lora_text(config.lora, config.lora_r, config.lora_alpha, config.lora_dropout,
+                           config.lora_target_modules),
+    }  # fmt: skip
+    if stage in ("sft", "dpo", "rm"):
+        settings["longest sequence (tokens)"] = config.max_length
+    if stage == "sft":
+        settings["loss on"] = "completion"  # rlx's SFT of prompt/completion rows
+    elif stage == "dpo":
+        settings |= {"beta": config.beta, "loss": "sigmoid" if config.rpo_alpha == 0 else "rpo"}
+    elif stage == "rm":
+        settings |= {"loss": "Bradley-Terry", "reward centering": "none"}
+    else:
+        settings |= {
+            "group size": config.group_size,
+            "completion tokens (max)": config.max_new_tokens,
+            "temperature": config.temperature,
+            "top-p": config.top_p,
+            "beta (KL)": config.beta,
+            "clip": (config.clip_eps, config.clip_eps_high or config.clip_eps),
+            "passes per batch": config.num_epochs,
+            "loss aggregation": {"sequence": "grpo", "token": "token"}[config.loss_aggregation],
+            "reward scaling": "group std" if config.scale_rewards else "none",
+        }
+    return settings
+
+
+def trl_settings(stage: str, config: Any, peft: Any) -> dict[str, Any]:
+    """The same settings, from TRL's config (and peft's)."""
+    init = config.model_init_kwargs or {}
+    warmup = config.warmup_steps
+    share = warmup / config.max_steps if warmup >= 1 else warmup
+    per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps
+    settings = {
+        "precision": "bf16-mixed" if config.bf16 else ("fp16-mixed" if config.fp16 else "fp32"),
+        "attention": init.get("attn_implementation", "sdpa"),
+        "activation checkpointing": config.activation_checkpointing,
+        "steps": config.max_steps,
+        "rows per step": per_step // (config.num_generations if stage == "grpo" else 1),
+        "learning rate": config.learning_rate,
+        "schedule": f"{_value(config.lr_scheduler_type)} to 0, warm-up share {share:g}",
+        "optimizer": f"AdamW betas {(config.adam_beta1, config.adam_beta2)} "
+        f"eps {config.adam_epsilon:g}",
+        "weight decay": config.weight_decay,
+        "max gradient norm": config.max_grad_norm,
+        "seed": config.seed,
+        "torch threads": THREADS,  # the child process sets it
+        "device": "cpu" if config.use_cpu else "auto",
+        "LoRA": "off" if peft is None else _lora_text(
+            True, peft.r, peft.lora_alpha, peft.lora_dropout, peft.target_modules),
+    }  # fmt: skip
+    if stage in ("sft", "dpo", "rm"):
+        settings["longest sequence (tokens)"] = config.max_length
+    if stage == "sft":
+        settings["loss on"] = "completion" if config.completion_only_loss else "sequence"
+    elif stage == "dpo":
+        settings |= {"beta": config.beta, "loss": ",".join(config.loss_type)}
+    elif stage == "rm":
+        centering = config.center_rewards_coefficient
+        settings |= {"loss": "Bradley-Terry", "reward centering": centering or "none"}
+    else:
+        settings |= {
+            "group size": config.num_generations,
+            "completion tokens (max)": config.max_completion_length,
+            "temperature": config.temperature,
+            "top-p": config.top_p,
+            "beta (KL)": config.beta,
+            "clip": (config.epsilon, config.epsilon_high or config.epsilon),
+            "passes per batch": config.num_iterations,
+            "loss aggregation": config.loss_type,
+            "reward scaling": "group std" if config.scale_rewards == "group" else "none",
+        }
+    return settings
+
+
+def _value(x: Any) -> str:
+    return str(getattr(x, "value", x))
+
+
+def _lora_text(on: bool, r: int, alpha: float, dropout: float, targets: Any) -> str:
+    if not on:
+        return "off"
+    if targets is None or targets == "all-linear" or targets == ("all-linear",):
+        targets = "all-linear"
+    return f"r {r}, alpha {alpha:g}, dropout {dropout:g}, {targets}"
+
+
+def like_for_like(stage: str, lora: bool, precision: str, steps: int) -> list[dict[str, Any]]:
+    """Both libraries' settings for one configuration, read from their config objects."""
+    rlx = rlx_settings(stage, rlx_config(stage, rlx_kwargs(stage, lora, precision, steps)))
+    with tempfile.TemporaryDirectory() as out:
+        trl = trl_settings(stage, *trl_config(stage, lora, precision, steps, out))
+    return settings_table(rlx, trl)
+
+
+# ---------------------------------------------------------------------------- one run
 def run_rlx(spec: dict) -> None:
     from rlx import llm
 
-    stage, steps = spec["stage"], spec["steps"]
-    common = {"steps": steps, "batch_size": BATCH, "learning_rate": LR, "warmup_ratio": 0.0,
-              "eval_fraction": 0.0, "eval_exact_match": False, "progress": False,
-              "run_dir": spec["out"]}  # fmt: skip
-    if spec["lora"]:
-        common["lora"] = LORA
-    if stage == "sft":
-        llm.sft(spec["model"], spec["sft"], **common)
-    elif stage == "dpo":
-        llm.dpo(spec["model"], spec["dpo"], beta=0.1, **common)
-    else:
-        llm.grpo(spec["model"], spec["grpo"], reward=exact_match, group_size=G,
-                 max_new_tokens=MAX_TOKENS, beta=0.04, **common)  # fmt: skip
+    stage = spec["stage"]
+    kwargs = rlx_kwargs(stage, spec["lora"], spec["precision"], spec["steps"])
+    train = {"sft": llm.sft, "dpo": llm.dpo, "grpo": llm.grpo}[stage]
+    extra = {"reward": exact_match} if stage == "grpo" else {}
+    train(spec["model"], spec[stage], run_dir=spec["out"], **extra, **kwargs)
 
 
 def run_trl(spec: dict) -> None:
     import datasets
     import trl
-    from peft import LoraConfig
 
-    stage, steps = spec["stage"], spec["steps"]
+    stage = spec["stage"]
     datasets.disable_progress_bars()
     with open(spec[stage], encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
-    Config, Trainer = {"sft": (trl.SFTConfig, trl.SFTTrainer),
-                       "dpo": (trl.DPOConfig, trl.DPOTrainer),
-                       "grpo": (trl.GRPOConfig, trl.GRPOTrainer)}[stage]  # fmt: skip
-    extra = {
-        "sft": {"completion_only_loss": True, "per_device_train_batch_size": BATCH},
-        "dpo": {"beta": 0.1, "per_device_train_batch_size": BATCH},
-        "grpo": {
-            "beta": 0.04,
-            "per_device_train_batch_size": BATCH * G,
-            "num_generations": G,
-            "max_completion_length": MAX_TOKENS,
-            "loss_type": "grpo",
-            "num_iterations": 1,
-        },
-    }[stage]
-    config = Config(output_dir=spec["out"], max_steps=steps, learning_rate=LR,
-                    lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0,
-                    max_grad_norm=1.0, logging_steps=10**6, save_strategy="no",
-                    report_to="none", use_cpu=True, activation_checkpointing=False, seed=0,
-                    dataloader_num_workers=0, disable_tqdm=True, **extra)  # fmt: skip
-    kwargs = {"reward_funcs": exact_match} if stage == "grpo" else {}
-    if spec["lora"]:
-        kwargs["peft_config"] = LoraConfig(**LORA, target_modules="all-linear",
-                                           task_type="CAUSAL_LM")  # fmt: skip
+    config, peft = trl_config(stage, spec["lora"], spec["precision"], spec["steps"],
+                              spec["out"])  # fmt: skip
+    Trainer = {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer, "grpo": trl.GRPOTrainer}[stage]
+    kwargs: dict[str, Any] = {"reward_funcs": exact_match} if stage == "grpo" else {}
+    if peft is not None:
+        kwargs["peft_config"] = peft
     trainer = Trainer(model=spec["model"], args=config,
                       train_dataset=datasets.Dataset.from_list(rows), **kwargs)  # fmt: skip
     trainer.train()
+    trainer.save_model(spec["out"])
 
 
 def child(spec: dict) -> None:
     """One training run in this fresh process: prints seconds and peak memory as JSON."""
     import torch
 
-    torch.set_num_threads(1)
-    if spec["library"] == "TRL":
-        import trl  # noqa: F401  (slow to import: not on the clock)
-    import torch._dynamo  # torch.optim imports it on first use: not on the clock
+    torch.set_num_threads(THREADS)
+    import torch._dynamo
+    import transformers  # noqa: F401
 
-    import rlx.llm.stages.grpo  # noqa: F401
+    if spec["library"] == "TRL":
+        import peft  # noqa: F401
+        import trl  # noqa: F401  (slow to import: not on the clock)
+    else:
+        import rlx.llm.stages.grpo  # noqa: F401
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
@@ -183,59 +358,103 @@ def measure(spec: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def compare(spec: dict, repeats: int, tmp: Path, key: str) -> tuple[list[list], dict]:
+    """``repeats`` runs of each library on one configuration, alternated; the table's two
+    rows (rlx's first) and the details (seconds and peak memory, with their spread)."""
+    runs: dict[str, list[dict]] = {"rlx": [], "TRL": []}
+    for repeat in range(repeats):
+        for library in runs:  # alternated, so a busy moment hits both
+            out = str(tmp / f"{library}-{key}-{repeat}".replace(", ", "-").replace(" ", "_"))
+            runs[library].append(measure({**spec, "library": library, "out": out}))
+            print(f"{key} {library} repeat {repeat}: {runs[library][-1]['seconds']:.2f} s",
+                  flush=True)  # fmt: skip
+    secs = {lib: spread([r["seconds"] for r in rs]) for lib, rs in runs.items()}
+    peak = {lib: spread([r["peak_mb"] for r in rs]) for lib, rs in runs.items()}
+    by_median = ratio(secs["TRL"]["median"], secs["rlx"]["median"])
+    by_min = ratio(secs["TRL"]["min"], secs["rlx"]["min"])
+    stage, rows = spec["stage"], []
+    for library in runs:
+        rate = BATCH * spec["steps"] / secs[library]["median"]
+        ours = library == "rlx"
+        rows.append([stage, "yes" if spec["lora"] else "no", spec["precision"], library,
+                     secs[library]["median"], secs[library]["min"], f"{rate:.3g} {UNITS[stage]}",
+                     by_median if ours else "", by_min if ours else "",
+                     round(peak[library]["median"])])  # fmt: skip
+    return rows, {"seconds": secs, "peak_mb": peak}
+
+
+# ---------------------------------------------------------------------------- main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=MIN_REPEATS)
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
-    parser.add_argument("--skip-trl", action="store_true")
+    parser.add_argument("--precisions", nargs="+", default=None, choices=PRECISIONS,
+                        help="each run on both sides (default: both; float32 only on a CPU "
+                             "without native bfloat16)")  # fmt: skip
+    parser.add_argument("--quick", action="store_true",
+                        help="2 steps, 1 repeat, a small model: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
-                        help="where lora.json goes (default benchmarks/results)")  # fmt: skip
+                        help="where lora.json goes (default benchmarks/results, --quick: "
+                             "benchmarks/results/quick)")  # fmt: skip
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(json.loads(args.child))
         return
-    libraries = ["rlx"] if args.skip_trl else ["rlx", "TRL"]
-    columns = ["stage", "library", "LoRA", "rows/s", "vs TRL", "peak memory (MB)"]
-    table, figures = [], {}
+    if args.quick:
+        args.steps, args.hidden, args.layers = QUICK["steps"], QUICK["hidden"], QUICK["layers"]
+        args.repeats = 1
+    from precision import default_configs  # benchmarks/precision.py
+
+    precisions = args.precisions or default_configs(PRECISIONS, lambda p: p == "bf16-mixed")
+    columns = ["stage", "LoRA", "precision", "library", "seconds, median", "seconds, min",
+               "rows/s (median)", "rlx / TRL (medians)", "rlx / TRL (mins)",
+               "peak memory MB (median)"]  # fmt: skip
+    table, goals, settings, details = [], [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = build(Path(tmp), args.hidden, args.layers, args.steps * BATCH)
         for stage in args.stages:
             for lora in (False, True):
-                seconds = {}
-                for library in libraries:
-                    out = str(Path(tmp) / f"{library}-{stage}-{lora}")
-                    spec = {**paths, "stage": stage, "library": library, "lora": lora,
-                            "steps": args.steps, "out": out}  # fmt: skip
-                    result = measure(spec)
-                    seconds[library] = result["seconds"]
-                    rate = BATCH * args.steps / result["seconds"]
-                    if library == "TRL":  # the rlx row above gets the ratio
-                        speedup = seconds["TRL"] / seconds["rlx"]
-                        name = f"{stage}_lora" if lora else stage
-                        figures[f"{name}_rlx_vs_trl"] = round(speedup, 2)
-                        table[-1][4] = f"{speedup:.2f}x"
-                    peak = f"{result['peak_mb']:.0f}"
-                    row = [stage, library, "yes" if lora else "no",
-                           f"{rate:.1f} {UNITS[stage]}", "", peak]  # fmt: skip
-                    print(" | ".join(row), flush=True)
-                    table.append(row)
+                for precision in precisions:
+                    key = f"{stage}, LoRA {'on' if lora else 'off'}, {precision}"
+                    checked = like_for_like(stage, lora, precision, args.steps)
+                    settings += [{**r, "setting": f"{key}: {r['setting']}"} for r in checked]
+                    spec = {**paths, "stage": stage, "lora": lora, "precision": precision,
+                            "steps": args.steps}  # fmt: skip
+                    rows, details[key] = compare(spec, args.repeats, Path(tmp), key)
+                    table += rows
+                    by_median, target = rows[0][7], GOALS[stage]
+                    goals.append(goal(f"{key}: rlx at least {target:g}x TRL's {UNITS[stage]}",
+                                      f"ratio >= {target:g}", by_median,
+                                      by_median is not None and by_median >= target))  # fmt: skip
     notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {MAX_TOKENS} "
              f"tokens), lr {LR}, LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
-             f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML, one thread, "
-             "float32. End to end, each run in a fresh process: rlx's clock covers loading, "
-             "tokenisation, training and saving the model (and adapter), TRL's the trainer's "
-             "construction and train(); in a short run the fixed costs weigh most, so the "
-             "ratios are larger than those of the training step alone (the GRPO and SFT/DPO "
-             "step benchmarks, bench_grpo.py and bench_llm.py, time the step). Peak memory: "
-             "the process's peak resident memory above what it held after the imports."
-             )  # fmt: skip
-    path = write_result("lora", title="Real models with and without LoRA: rlx vs TRL",
-                        columns=columns, rows=table, seeds=[0], figures=figures, notes=notes,
-                        out_dir=args.out_dir)  # fmt: skip
-    print(f"\n{notes}\nwritten to {path}")
+             f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML, one thread; each "
+             "precision run on both sides. Each run in a fresh process; both clocks span "
+             "reading the data, loading the model, training and saving it (and the adapter); "
+             f"{args.repeats} repeats, libraries alternated; ratios divide TRL's seconds by "
+             "rlx's. In a short run the fixed costs weigh most; bench_grpo.py and bench_llm.py "
+             "time longer runs. Peak memory: the process's peak resident memory above what it "
+             "held after the imports.")  # fmt: skip
+    write_result(
+        "lora",
+        title="Real models with and without LoRA: rlx vs TRL",
+        columns=columns,
+        rows=table,
+        libraries=LIBRARIES,
+        repeats=args.repeats,
+        seeds=[SEED],
+        goals=goals,
+        peer="TRL",
+        settings=settings,
+        details=details,
+        notes=notes,
+        quick=args.quick,
+        out_dir=args.out_dir,
+    )
 
 
 if __name__ == "__main__":

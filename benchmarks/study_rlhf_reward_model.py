@@ -204,6 +204,10 @@ def main() -> None:
         title="RLHF-PPO and GRPO against a learned reward model on two-digit addition",
         columns=["model", "setting", "exact match (300 held out)"],
         rows=table,
+        libraries=("torch", "transformers"),
+        repeats=len(args.seeds),
+        goals=[],
+        peer="(a study of rlx alone)",
         seeds=args.seeds,
         figures={
             "reward_model_pair_accuracy": round(pair_accuracy, 4),

@@ -1,0 +1,197 @@
+"""Every benchmark's peer is configured for the same work as rlx: each test builds both sides'
+configuration objects the way the benchmark does (TRL's ``SFTConfig`` / ``DPOConfig`` /
+``GRPOConfig`` / ``RewardConfig``, SB3's constructed models, OpenSpiel's bots, the wrapper
+chains of both Atari pipelines) and asserts the settings that change the work are equal. Fast:
+nothing trains."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.benchmarks import conftest  # noqa: F401  (benchmarks/ on sys.path)
+
+
+def unequal(rows: list[dict]) -> list[tuple]:
+    return [(r["setting"], r["rlx"], r["peer"]) for r in rows if not r["equal"]]
+
+
+def by_setting(rows: list[dict]) -> dict[str, tuple]:
+    return {r["setting"]: (r["rlx"], r["peer"]) for r in rows}
+
+
+# ---------------------------------------------------------------------------- language models
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
+@pytest.mark.parametrize("lora", [False, True])
+@pytest.mark.parametrize("stage", ["sft", "dpo", "grpo"])
+def test_lora_benchmark_configures_trl_like_rlx(stage, lora, precision):
+    pytest.importorskip("trl")
+    import bench_lora
+
+    rows = bench_lora.like_for_like(stage, lora, precision, steps=20)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    assert settings["precision"] == (precision, precision)  # TRL's bf16 follows rlx's precision
+    assert settings["activation checkpointing"] == (False, False)  # TRL's default is True
+    assert settings["steps"] == (20, 20)
+    assert settings["rows per step"] == (bench_lora.BATCH, bench_lora.BATCH)
+    assert settings["LoRA"][0] == settings["LoRA"][1] != ("off" if lora else "on")
+    if stage == "grpo":
+        assert settings["group size"] == (bench_lora.G, bench_lora.G)
+        assert settings["completion tokens (max)"] == (bench_lora.MAX_TOKENS,) * 2
+    else:
+        assert settings["longest sequence (tokens)"] == (bench_lora.MAX_LENGTH,) * 2
+
+
+def test_trl_left_at_its_default_precision_is_caught(tmp_path):
+    """The old defect: TRL's bf16 left at its default (True since TRL 1.0) against rlx's
+    float32. The settings table shows it and the benchmark refuses to run it."""
+    pytest.importorskip("trl")
+    import dataclasses
+
+    import bench_lora
+    from results import check_like_for_like, settings_table
+
+    ours = bench_lora.rlx_settings(
+        "sft", bench_lora.rlx_config("sft", bench_lora.rlx_kwargs("sft", False, "fp32", 20))
+    )
+    config, peft = bench_lora.trl_config("sft", False, "fp32", 20, str(tmp_path))
+    default = dataclasses.replace(config, bf16=None, model_init_kwargs=None)  # bf16 unset
+    assert default.bf16 is True  # TRL's default
+    rows = settings_table(ours, bench_lora.trl_settings("sft", default, peft))
+    assert [s for s, _, _ in unequal(rows)] == ["precision"]
+    with pytest.raises(ValueError, match="precision: rlx 'fp32', peer 'bf16-mixed'"):
+        check_like_for_like(rows, "bench_lora")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
+def test_grpo_benchmark_configures_trl_like_rlx(precision):
+    pytest.importorskip("trl")
+    import bench_grpo
+
+    rows = bench_grpo.like_for_like(steps=60, lr=1e-5, precision=precision)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    assert settings["precision"] == (precision, precision)
+    assert settings["activation checkpointing"] == (False, False)
+    assert settings["rows per step"] == (bench_grpo.PROMPTS, bench_grpo.PROMPTS)
+    assert settings["group size"] == (bench_grpo.G, bench_grpo.G)
+    assert settings["completion tokens (max)"] == (bench_grpo.MAX_TOKENS,) * 2
+    assert settings["loss aggregation"] == ("grpo", "grpo")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
+@pytest.mark.parametrize("stage", ["sft", "rm", "dpo"])
+def test_llm_benchmark_configures_trl_like_rlx(stage, precision):
+    pytest.importorskip("trl")
+    import bench_llm
+
+    rows = bench_llm.like_for_like(stage, precision)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    assert settings["precision"] == (precision, precision)
+    assert settings["activation checkpointing"] == (False, False)
+    expected = bench_llm.STAGES[stage]
+    assert settings["steps"] == (expected.steps, expected.steps)
+    assert settings["rows per step"] == (expected.batch_size, expected.batch_size)
+    assert settings["longest sequence (tokens)"] == (bench_llm.MAX_LENGTH,) * 2
+
+
+# ---------------------------------------------------------------------------- deep RL
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_policy_gradient_benchmark_runs_rlx_on_sb3s_hyperparameters(algo):
+    pytest.importorskip("stable_baselines3")
+    import bench_policy_gradient as bench
+
+    rows = bench.like_for_like(algo)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    recipe = bench.RECIPES[algo]
+    assert settings["env copies"] == (recipe["n_envs"],) * 2
+    assert settings["total env steps"] == (recipe["n_timesteps"],) * 2
+    assert settings["policy / value hidden sizes"][0] == "[64, 64] / [64, 64]"
+    if algo == "ppo":
+        assert settings["epochs per update"] == (20, 20)  # the zoo's, not the preset's 12
+        assert settings["minibatch size"] == (256, 256)
+        assert settings["learning rate"] == ("0.001 linear to 0",) * 2
+
+
+def test_policy_gradient_preset_differences_are_listed():
+    """What the preset row measures besides the code: where the preset leaves the recipe."""
+    pytest.importorskip("stable_baselines3")
+    import bench_policy_gradient as bench
+
+    differences = {d["setting"]: (d["preset"], d["recipe"]) for d in bench.preset_vs_recipe("ppo")}
+    assert differences["epochs per update"] == (12, 20)
+    assert bench.preset_vs_recipe("a2c") == []  # A2C's preset is the zoo's recipe
+
+
+def test_dqn_benchmark_runs_rlx_on_sb3s_hyperparameters():
+    pytest.importorskip("stable_baselines3")
+    import bench_dqn
+
+    rows = bench_dqn.like_for_like()
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    assert settings["hidden sizes"] == ([256, 256], [256, 256])
+    assert settings["learning starts"] == (1_000, 1_000)
+    assert settings["target"] == ("vanilla", "vanilla")  # SB3's DQN has no Double DQN
+    assert settings["loss"] == ("huber", "huber")
+    differences = {d["setting"] for d in bench_dqn.preset_vs_recipe()}
+    assert {"hidden sizes", "total env steps", "target"} <= differences
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_continuous_benchmark_runs_rlx_on_sb3s_hyperparameters(algo):
+    pytest.importorskip("stable_baselines3")
+    import bench_continuous as bench
+
+    rows = bench.like_for_like(algo)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    wide = "[256, 256] / [256, 256]" if algo == "sac" else "[400, 300] / [400, 300]"
+    assert settings["actor / critic hidden sizes"] == (wide, wide)
+    if algo == "sac":
+        assert settings["initial temperature"] == (1.0, 1.0)  # SB3's "auto" starts at 1
+    else:
+        assert settings["learning starts"] == (10_000, 10_000)
+        assert settings["gradient steps per training"] == (200, 200)
+
+
+def test_atari_pipelines_preprocess_alike():
+    pytest.importorskip("ale_py")
+    pytest.importorskip("stable_baselines3")
+    import bench_atari
+    from rlx.core.atari import register_atari_games
+
+    assert register_atari_games()
+    rows = bench_atari.like_for_like("ALE/Breakout-v5", envs=2)
+    assert unequal(rows) == []
+    assert by_setting(rows)["frame skip (max of last 2)"] == (4, 4)
+
+
+# ---------------------------------------------------------------------------- the rest
+def test_mcts_benchmark_searches_alike():
+    pytest.importorskip("pyspiel")
+    import bench_mcts
+
+    rows = bench_mcts.like_for_like(simulations=1000, seed=0)
+    assert unequal(rows) == []
+    assert by_setting(rows)["UCT exploration constant"] == (2.0, 2.0)
+
+
+def test_q_learning_benchmark_learns_alike():
+    import gymnasium as gym
+
+    import bench_q_learning as bench
+    from rlx.mdp import from_gymnasium
+
+    mdp = from_gymnasium("FrozenLake-v1", gamma=bench.GAMMA, map_name="8x8")
+    env = gym.make("FrozenLake-v1", map_name="8x8")
+    assert unequal(bench.like_for_like(mdp, env, episodes=1000, seed=0)) == []
+
+
+def test_value_iteration_benchmark_gives_both_the_same_input():
+    pytest.importorskip("mdptoolbox")
+    import bench_value_iteration as bench
+
+    assert unequal(bench.like_for_like([1_000, 10_000])) == []

@@ -1,0 +1,139 @@
+"""Result files carry what a reviewer needs, and the benchmark page shows it without computing
+or estimating anything."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+
+from tests.benchmarks import conftest  # noqa: F401  (benchmarks/ on sys.path)
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "docs"))
+import gen_pages
+import results
+
+CPUINFO = """processor\t: 0
+model name\t: Some EPYC
+flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512bw avx512_bf16 amx_tile
+processor\t: 1
+model name\t: Some EPYC
+flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512bw avx512_bf16 amx_tile
+"""
+
+
+def test_the_cpu_record_names_the_instruction_sets_that_change_kernels():
+    cpu = results.cpu(CPUINFO)
+    assert cpu["model"] == "Some EPYC"
+    assert cpu["kernel_flags"] == ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw",
+                                   "avx512_bf16", "amx_tile"]  # fmt: skip
+
+
+def test_versions_come_from_package_metadata_not_from_imports():
+    """trl is not imported by this test, and is still named with its installed version."""
+    pytest.importorskip("trl")
+    from importlib.metadata import version
+
+    found = results.versions(["trl", "no-such-distribution-xyz"])
+    assert found["trl"] == version("trl")
+    assert found["rlx"] == version("rlx") and found["numpy"] == version("numpy")
+    assert found["no-such-distribution-xyz"] == "not installed"
+
+
+def test_the_git_state_names_the_commit_and_the_changed_files(tmp_path):
+    state = results.git_state()
+    assert len(state["commit"]) == 40 and isinstance(state["dirty"], bool)
+    assert state["dirty"] == bool(state["dirty_paths"])
+    assert results.git_state(tmp_path) == {"commit": None, "dirty": None, "dirty_paths": []}
+
+
+def test_spread_counts_a_missed_run_as_slowest_and_never_estimates():
+    figure = results.spread([3.0, 1.0, 2.0])
+    assert (figure["min"], figure["median"], figure["max"]) == (1.0, 2.0, 3.0)
+    assert figure["spread"] == 1.0 and figure["n"] == 3
+    assert results.spread([1.0, None, 2.0])["median"] == 2.0  # None: slower than any
+    assert results.spread([1.0, None, None])["median"] is None  # most missed: no median
+    assert results.spread([1.0, math.nan])["min"] == 1.0
+    assert results.ratio(None, 2.0) is None and results.ratio(3.0, 2.0) == 1.5
+
+
+def test_settings_that_must_match_and_do_not_are_refused():
+    rows = results.settings_table({"bf16": False, "steps": 20}, {"bf16": True, "steps": 20})
+    assert [r["equal"] for r in rows] == [False, True]
+    with pytest.raises(ValueError, match="bf16: rlx False, peer True"):
+        results.check_like_for_like(rows)
+    assert results.differences({"epochs": 12, "lr": 1e-3}, {"epochs": 20, "lr": 1e-3}) == [
+        {"setting": "epochs", "preset": 12, "recipe": 20}
+    ]
+
+
+def record(tmp_path, **kwargs):
+    base = dict(title="X per second", columns=["library", "steps/s"],
+                rows=[["rlx", 1234.5], ["other", 617.25]], libraries=["gymnasium"], repeats=3,
+                goals=[results.goal("rlx at least 2x", "ratio >= 2", 2.0, True),
+                       results.goal("rlx stays up", "10/10", "9/10", False),
+                       results.goal("peer trained", "measured", "not run", None)],
+                peer="Other", out_dir=tmp_path)  # fmt: skip
+    return results.write_result("bench_x", **{**base, **kwargs})
+
+
+def test_a_result_file_records_command_commit_machine_versions_repeats_and_goals(tmp_path):
+    path = record(tmp_path, settings=results.settings_table({"steps": 20}, {"steps": 20}))
+    data = json.loads(path.read_text())
+    assert data["schema"] == results.SCHEMA and data["quick"] is False
+    assert data["command"].startswith("python ")
+    assert data["git"]["commit"] and "dirty" in data["git"]
+    assert data["machine"]["cpu"]["model"] and "kernel_flags" in data["machine"]["cpu"]
+    assert {"rlx", "numpy", "gymnasium", "python"} <= set(data["versions"])
+    assert data["repeats"] == 3 and "torch" in data["threads"]
+    assert [g["met"] for g in data["goals"]] == [True, False, None]
+
+
+def test_a_full_run_needs_three_repeats_and_like_for_like_settings(tmp_path):
+    with pytest.raises(ValueError, match="at least 3"):
+        record(tmp_path, repeats=1)
+    record(tmp_path, repeats=1, quick=True)  # a quick run only checks the benchmark works
+    with pytest.raises(ValueError, match="not like for like"):
+        record(tmp_path, settings=results.settings_table({"bf16": False}, {"bf16": True}))
+    with pytest.raises(ValueError, match="met="):
+        record(tmp_path, goals=[{"goal": "g", "target": "t", "measured": 1, "met": "yes"}])
+
+
+def test_quick_results_go_apart_from_the_ones_the_page_shows(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "QUICK_RESULTS", tmp_path / "quick")
+    path = results.write_result("bench_q", title="Q", columns=["a"], rows=[[1]], libraries=[],
+                                repeats=1, goals=[], peer="P", quick=True)  # fmt: skip
+    assert path.parent == tmp_path / "quick"
+
+
+def test_the_page_shows_each_goal_met_or_missed_and_the_record(tmp_path):
+    record(
+        tmp_path,
+        settings=results.settings_table({"precision": "fp32"}, {"precision": "fp32"}),
+        preset_differences=results.differences({"epochs": 12}, {"epochs": 20}),
+    )
+    page = gen_pages.benchmarks_page(tmp_path)
+    for text in (
+        "## X per second", "| rlx | 1,234 |",
+        "| rlx at least 2x | ratio >= 2 | 2 | met |",
+        "| rlx stays up | 10/10 | 9/10 | **missed** |",
+        "| peer trained | measured | not run | not run |",
+        "| bench_x | rlx stays up | 10/10 | 9/10 | **missed** |",  # the summary at the top
+        "| precision | `fp32` | `fp32` | yes |", "| epochs | `12` | `20` |",
+        "repeats 3", "commit `", "versions python", "AVX",
+    ):  # fmt: skip
+        assert text in page, text
+
+
+def test_the_page_lists_benchmarks_without_a_result_file_as_not_run(tmp_path):
+    record(tmp_path)
+    page = gen_pages.benchmarks_page(tmp_path)
+    assert "Not run under these rules yet" in page and "`benchmarks/bench_dqn.py`" in page
+
+
+def test_the_page_marks_a_quick_run(tmp_path):
+    record(tmp_path, quick=True, repeats=1)
+    assert "**Quick run**" in gen_pages.benchmarks_page(tmp_path)
