@@ -44,17 +44,33 @@ GYMNASIUM_WRAPPERS = "gymnasium.wrappers"
 
 @dataclass(frozen=True)
 class Consent:
-    """How a user allows a run folder's env code, or names the env instead, in the words of
-    where they are: Python arguments or command-line flags."""
+    """The user's own words for what they may pass, where they are: Python arguments or
+    command-line flags. Every message that tells a user what to pass (consent to a run
+    folder's env code, the env, resuming or starting over, another run folder) is worded by
+    one of these, so Python never hears of ``--resume`` nor the command line of
+    ``resume=True``."""
 
     allow: str
-    """the argument or flag that gives consent"""
+    """the argument or flag that gives consent to a run folder's env code"""
     name_env: str
     """how to name the env instead"""
+    flags: bool = False
+    """True on the command line (``--run-dir DIR``), False in Python (``run_dir=...``)"""
+
+    def arg(self, name: str, value: str | None = None) -> str:
+        """How the user passes the argument ``name``: a switch (``value`` None) as
+        ``--resume`` or ``resume=True``, else as ``--run-dir DIR`` or ``run_dir=...``
+        (``value`` is the command line's placeholder)."""
+        if self.flags:
+            flag = "--" + name.replace("_", "-")
+            return flag if value is None else f"{flag} {value}"
+        return f"{name}=True" if value is None else f"{name}=..."
 
 
 IN_PYTHON = Consent("trust_env_code=True", "env=...")
-ON_THE_COMMAND_LINE = Consent("--trust-env-code", "--env ID or --env package.module:factory")
+ON_THE_COMMAND_LINE = Consent(
+    "--trust-env-code", "--env ID or --env package.module:factory", flags=True
+)
 
 
 @dataclass(frozen=True)
@@ -95,8 +111,15 @@ class EnvRecipe:
                 return gym.make(self.target, **self.kwargs)
             except gym.error.Error as exc:
                 raise EnvError(f"cannot make Gymnasium env {self.target!r}: {exc}") from exc
+            except KWARG_ERRORS as exc:
+                raise kwargs_error(self.target, self.kwargs, exc) from exc
         if self.kind == "entry_point":
-            return _checked_env(load_entry_point(self.target)(**self.kwargs), self.target)
+            factory = load_entry_point(self.target)
+            try:
+                env = factory(**self.kwargs)
+            except KWARG_ERRORS as exc:
+                raise kwargs_error(self.target, self.kwargs, exc, factory) from exc
+            return _checked_env(env, self.target)
         if self.kind == "gymnasium_spec":
             return gym.make(gym.envs.registration.EnvSpec.from_json(self.target))
         raise EnvError(
@@ -298,6 +321,63 @@ def load_entry_point(entry_point: str) -> Callable[..., Any]:
     return target
 
 
+KWARG_ERRORS = (TypeError, ValueError, KeyError, AssertionError)
+"""What an env's constructor raises for keyword arguments it does not take or values it
+refuses (an unexpected keyword, a map name it does not know, a failed check)."""
+MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")
+"""Keyword arguments ``gymnasium.make`` takes itself, whatever the env."""
+
+
+def kwargs_error(
+    target: str, kwargs: Mapping[str, Any], exc: BaseException, factory: Any = None
+) -> EnvError:
+    """The EnvError for an env that ``kwargs`` could not build: the keyword it does not take
+    (with the ones it does), or the value it refused, naming the env.
+
+    Only for an env given keyword arguments: the same error without them is the env's own
+    bug, not the user's mistake, and is left as it is."""
+    given = ", ".join(f"{key}={value!r}" for key, value in kwargs.items())
+    accepted = _keywords(target, factory)
+    unknown = [key for key in kwargs if accepted is not None and key not in accepted]
+    if unknown:
+        valid = ", ".join(accepted) if accepted else "none"
+        return EnvError(
+            f"{target} takes no keyword argument {unknown[0]!r} (given {given}); its keyword "
+            f"arguments are: {valid}."
+        )
+    reason = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, KeyError):
+        reason = f"no such choice {reason}"
+    return EnvError(f"{target} cannot be made with {given} ({reason}).")
+
+
+def _keywords(target: str, factory: Any = None) -> list[str] | None:
+    """The keyword arguments ``target`` (a Gymnasium id, or the ``factory`` of an entry
+    point) takes, or None when its signature does not say (it takes ``**kwargs``)."""
+    import inspect
+
+    extra: tuple[str, ...] = ()
+    if factory is None:
+        import gymnasium as gym
+        from gymnasium.envs.registration import load_env_creator
+
+        try:
+            spec = gym.spec(target)
+            factory = spec.entry_point
+            factory = load_env_creator(factory) if isinstance(factory, str) else factory
+        except Exception:  # no such id, or an entry point that does not import: say nothing
+            return None
+        extra = MAKE_KEYWORDS
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return [*named, *extra]
+
+
 def _checked_env(env: Any, where: str) -> Any:
     if not all(hasattr(env, name) for name in ("reset", "step", "action_space")):
         raise EnvError(f"{where} returned a {type(env).__name__}, not a Gymnasium env.")
@@ -358,12 +438,14 @@ def _recipe_of_object(env: Any) -> EnvRecipe:
 
 __all__ = [
     "IN_PYTHON",
+    "KWARG_ERRORS",
     "ON_THE_COMMAND_LINE",
     "Consent",
     "EnvRecipe",
     "import_path",
     "is_entry_point",
     "is_env_factory",
+    "kwargs_error",
     "load_entry_point",
     "module_of_id",
     "recipe_of",

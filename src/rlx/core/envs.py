@@ -69,15 +69,33 @@ def make_env(env: Any, **kwargs: Any) -> Any:
     if isinstance(env, EnvRecipe):
         return env.make()
     if is_env_factory(env):
-        return env(**kwargs)
+        return _built(env, kwargs, lambda: env(**kwargs))
     if not isinstance(env, str):
         return env
     if is_atari_id(env):
-        return atari_env(env, **kwargs)
+        return _built(env, kwargs, lambda: atari_env(env, **kwargs))
     try:
-        return gym.make(env, **kwargs)
+        return _built(env, kwargs, lambda: gym.make(env, **kwargs))
     except gym.error.Error as exc:
         raise EnvError(_unknown_env_message(env, exc)) from exc
+
+
+def _built(env: Any, kwargs: dict[str, Any], build: Any) -> Any:
+    """``build()``, with the error of keyword arguments the env does not take (or values it
+    refuses) as an EnvError naming the keyword and the env
+    (:func:`rlx.core.env_recipe.kwargs_error`); without keyword arguments an error is the
+    env's own and passes as it is."""
+    from rlx.core.env_recipe import KWARG_ERRORS, import_path, kwargs_error
+
+    try:
+        return build()
+    except KWARG_ERRORS as exc:
+        if not kwargs:
+            raise
+        if isinstance(env, str):
+            raise kwargs_error(env, kwargs, exc) from exc
+        label = import_path(env) or getattr(env, "__name__", type(env).__name__)
+        raise kwargs_error(label, kwargs, exc, env) from exc
 
 
 def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **kwargs: Any) -> Any:
@@ -120,7 +138,9 @@ def make_vec_env(env: Any, num_envs: int = 1, *, vectorization: str = "auto", **
         if vectorization == "auto" and spec.vector_entry_point is not None and not kwargs:
             mode = "vector_entry_point"
         try:
-            vec = gym.make_vec(env, num_envs, vectorization_mode=mode, **kwargs)
+            vec = _built(
+                env, kwargs, lambda: gym.make_vec(env, num_envs, vectorization_mode=mode, **kwargs)
+            )
         except gym.error.Error as exc:
             raise EnvError(_unknown_env_message(env, exc)) from exc
     else:
