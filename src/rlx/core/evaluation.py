@@ -6,6 +6,10 @@ vector env and choose all their actions in one batched call per step.
 
 :func:`final_evaluation` is how every deep agent's run ends: the trained agent's figures for
 ``summary.json``.
+
+An agent evaluated on another env than its own is checked first (:func:`check_spaces`): an env
+whose observation or action space differs from the one it trained on is an EnvError naming
+both, never a shape error from deep inside a network.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, EnvError, RLXError
 
 MAX_EVAL_ENVS = 16
 EVAL_SEED_OFFSET = 10_000
@@ -77,7 +81,10 @@ def evaluate(
             f"run use `rlx align eval --model {run_dir}/model --data FILE` "
             "(rlx.llm.exact_match)."
         )
-    env = env if env is not None else trained_env(agent, trust_env_code)
+    if env is None:
+        env = trained_env(agent, trust_env_code)
+    else:
+        check_spaces(agent, env)
     from rlx.core.envs import gridworld_from_id, is_gridworld_id
     from rlx.mdp import TabularMDP
 
@@ -109,6 +116,103 @@ def trained_env(agent: Any, trust_env_code: bool = False) -> Any:
     if env is None:
         raise ConfigError("evaluate needs an env: the agent does not record one.")
     return env
+
+
+def check_spaces(agent: Any, env: Any) -> None:
+    """EnvError when ``env``'s observation or action space differs from those of the env
+    ``agent`` was trained on (their types and shapes; bounds may differ), naming both.
+
+    The agent's env is built only where that runs no code a run folder names (a registered
+    Gymnasium id); where it cannot be built, or ``env`` is the agent's own, nothing is checked
+    here, and an agent that cannot act on the env's first observation is the same EnvError
+    (:func:`_rollouts_vector`)."""
+    trained = _trained_id(agent)
+    if trained is None or _label(env) == trained:
+        return
+    from rlx.core.envs import env_spaces, is_gridworld_id
+    from rlx.mdp import TabularMDP
+
+    if is_gridworld_id(trained) or isinstance(env, TabularMDP):
+        return
+    if isinstance(env, str) and is_gridworld_id(env):
+        return
+    try:
+        own = env_spaces(trained)
+    except RLXError:  # the agent's env is not here (an extra, a plug-in): nothing to compare
+        return
+    given = env_spaces(env)
+    if not all(map(same_space, own, given)):
+        raise EnvError(
+            f"the agent was trained on {trained} (observations {_short(own[0])}, actions "
+            f"{_short(own[1])}), and {_label(env)} has observations {_short(given[0])} and "
+            f"actions {_short(given[1])}: evaluate it on an env with the spaces it was trained on."
+        )
+
+
+def same_space(a: Any, b: Any) -> bool:
+    """Whether an agent of space ``a`` can take ``b``: the same type and shape (the same
+    number of choices, the same keys)."""
+    import gymnasium as gym
+
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, gym.spaces.Dict):
+        return a.keys() == b.keys() and all(same_space(a[k], b[k]) for k in a)
+    if isinstance(a, gym.spaces.Tuple):
+        return len(a) == len(b) and all(map(same_space, a, b))
+    if isinstance(a, gym.spaces.Discrete):
+        return int(a.n) == int(b.n)
+    if isinstance(a, gym.spaces.MultiDiscrete):
+        return np.array_equal(a.nvec, b.nvec)
+    return a.shape == b.shape
+
+
+def _short(space: Any) -> str:
+    """A space in a few words: a Box by its shape, the others as Gymnasium writes them."""
+    if type(space).__name__ == "Box":
+        return f"Box of shape {tuple(space.shape)}"
+    return str(space)
+
+
+def _trained_id(agent: Any) -> str | None:
+    """The registered Gymnasium id the agent was trained on, when building it runs no code
+    a run folder names; None otherwise."""
+    from rlx.core.env_recipe import is_entry_point, module_of_id
+
+    recipe = getattr(agent, "env_recipe", None)
+    if recipe is not None:
+        if recipe.kind != "id" or recipe.kwargs or recipe.code():
+            return None
+        return recipe.target
+    env_id = getattr(agent, "env_id", None)
+    if not isinstance(env_id, str) or is_entry_point(env_id) or module_of_id(env_id):
+        return None
+    return env_id
+
+
+def _label(env: Any) -> str:
+    """A printable name of an env given as an id, a recipe, an env or a factory."""
+    if isinstance(env, str):
+        return env
+    label = getattr(env, "label", None)
+    if isinstance(label, str):
+        return label
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "id", None) or getattr(env, "__name__", None) or type(env).__name__
+
+
+def _cannot_act(agent: Any, env: Any, spaces: tuple[Any, Any], exc: Exception) -> EnvError:
+    """The EnvError of an agent that fails on an env's first observation."""
+    trained = getattr(agent, "env_id", None) or "another env"
+    return EnvError(
+        f"the agent trained on {trained} cannot act on {_label(env)} (observations "
+        f"{_short(spaces[0])}, actions {_short(spaces[1])}): {type(exc).__name__}: {exc}; "
+        "evaluate it on an env with the spaces it was trained on."
+    )
+
+
+ACTING_ERRORS = (RuntimeError, ValueError, IndexError, TypeError, KeyError)
+"""What an agent raises for observations of another shape than it was trained on."""
 
 
 def final_evaluation(agent: Any, env: Any, run: Any, episodes: int, seed: int) -> dict[str, Any]:
@@ -173,7 +277,13 @@ def _rollouts_gym(agent, env, episodes, seed, deterministic):
             while not done:
                 mask = single_env_mask(made, info) if masked else None
                 options = {} if mask is None else {"action_mask": mask}
-                action = agent.act(obs, deterministic=deterministic, **options)
+                try:
+                    action = agent.act(obs, deterministic=deterministic, **options)
+                except ACTING_ERRORS as exc:
+                    if i or t:  # it acted on this env before: not a mismatch of spaces
+                        raise
+                    spaces = made.observation_space, made.action_space
+                    raise _cannot_act(agent, env, spaces, exc) from exc
                 obs, r, terminated, truncated, info = made.step(action)
                 total, t, done = total + float(r), t + 1, terminated or truncated
             returns.append(total)
@@ -204,9 +314,17 @@ def _rollouts_vector(agent, env, episodes, seed, deterministic):
         read_masks = mask_reader(vec, infos, env_mask_size(vec, infos))
         read_masks = read_masks if takes_masks(agent.act_batch) else None
         after_done = np.zeros(n, dtype=bool)
+        first = True
         while (done_count < quota).any():
             options = {} if read_masks is None else {"action_mask": read_masks(infos)}
-            actions = agent.act_batch(obs, deterministic=deterministic, **options)
+            try:
+                actions = agent.act_batch(obs, deterministic=deterministic, **options)
+            except ACTING_ERRORS as exc:
+                if not first:  # it acted on this env before: not a mismatch of spaces
+                    raise
+                spaces = vec.single_observation_space, vec.single_action_space
+                raise _cannot_act(agent, env, spaces, exc) from exc
+            first = False
             obs, reward, terminated, truncated, infos = vec.step(actions)
             # NEXT_STEP autoreset: a step right after a done only resets that copy
             finished = tracker.step(reward, terminated, truncated, stored=~after_done)
