@@ -1,19 +1,28 @@
 """``rlx.train``, ``rlx.load``: the one way every algorithm is trained and restored.
 
 Training is planned once (:func:`plan`: the algorithm, its config from defaults, preset,
-overrides or the resumed run's record, and the run folder), then carried out
-(:func:`train_planned`). The CLI builds its flags from the same plan, so a config is resolved
-in one place and ``config.json`` is read once.
+overrides or the resumed run's record, and what to do with the run folder), then carried out
+(:func:`train_planned`). The CLI parses its flags once and hands the values given to the same
+plan, so a config is resolved in one place and ``config.json`` is read once.
+
+A run folder can always be used again: one that holds a run with a checkpoint is continued
+(``resume=True``) or started over (``overwrite=True``); one whose run ended before its first
+checkpoint holds nothing to continue, so a plain rerun (or a resume) starts over in it, saying
+so in one line. :func:`evaluate_run` evaluates a run folder whatever it trained (an env, a
+board game, a language model): what ``rlx eval`` prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import re
 import sys
 import time
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +35,9 @@ from rlx.core.env_recipe import (
     is_env_factory,
     recipe_of,
 )
-from rlx.errors import ConfigError, RunError
-from rlx.runs import CONFIG_FILE, RunRecord, is_run_folder, read_record
+from rlx.errors import CheckpointError, ConfigError, RLXError, RunError
+from rlx.runs import CONFIG_FILE, RunRecord, read_record
+from rlx.runs.folder import has_checkpoint, inspect_folder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +53,13 @@ class Plan:
     resume: RunRecord | None = None
     recipe: EnvRecipe | None = None
     """how to build the env again, for config.json (see :mod:`rlx.core.env_recipe`)"""
+    overwrite: bool = False
+    """start over in ``run_dir``: the run it holds is replaced once this one has started"""
+    note: str | None = None
+    """one line for the user about the folder, printed on stderr as the run starts"""
+    command: str | None = None
+    """what asked for the run (the command line, or the Python call), for config.json's
+    history"""
 
 
 def env_label(env: Any) -> str:
@@ -71,6 +88,7 @@ def plan(
     *,
     run_dir: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     overrides: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     trust_env_code: bool = False,
@@ -83,42 +101,203 @@ def plan(
     and its env is the recorded one (rebuilt from its recipe) unless ``env`` is given.
     ``env_kwargs`` go to ``gymnasium.make`` or to the ``module:factory`` entry point.
     Rebuilding a recorded env from code the folder names needs ``trust_env_code``
-    (:func:`recorded_env`); ``consent`` words the refusal for where the user is.
+    (:func:`recorded_env`). ``overwrite`` starts over in a folder holding an rlx run. A
+    folder whose run ended before its first checkpoint is started over in, by a new run or a
+    resume alike (:attr:`Plan.note` says so). ``consent`` words every refusal for where the
+    user is (Python arguments or command-line flags).
     """
     spec = registry.get(algo)
     overrides = dict(overrides or {})
+    if resume and overwrite:
+        raise ConfigError(
+            f"{consent.arg('resume')} continues the run and {consent.arg('overwrite')} deletes "
+            "it; pass one of them."
+        )
     if resume:
-        if run_dir is None:
-            raise RunError("resume=True needs the run_dir of the run to continue.")
-        if not is_run_folder(run_dir):
-            raise RunError(
-                f"--resume needs an existing run folder, but {run_dir} has no {CONFIG_FILE}."
-            )
-        record = read_record(run_dir)
-        base = registry.config_from_record(spec, record.config)
-        config, _ = registry.make_config(spec, record.env, overrides, base=base)
-        if env is None:
-            env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
-        else:
-            env, recipe = env_and_recipe(env, env_kwargs)
-        return Plan(spec, config, env, env_label(env), Path(run_dir), record.preset, record,
-                    recipe)  # fmt: skip
+        return _resume_plan(spec, env, run_dir, overrides, env_kwargs, trust_env_code, consent)
     if env is None:
-        raise ConfigError(f"{spec.name} needs an environment (env=..., --env ID).")
+        raise ConfigError(f"{spec.name} needs an environment ({consent.name_env}).")
     if "data" not in overrides and _takes_a_data_file(spec, env):
         # language-model stages: rlx.train("sft", "sft.jsonl", model=...) trains on the file
         overrides["data"] = str(env)
     env, recipe = env_and_recipe(env, env_kwargs)
     env_id = env_label(env)
-    config, preset = registry.make_config(spec, env_id, overrides)
+    config, preset = _config(spec, env_id, overrides)
     if run_dir is None and world_size() > 1:
         # each process would stamp its own default name at its own second
         raise RunError(
             f"Under torchrun ({world_size()} processes) every process must write to one run "
-            "folder: pass run_dir=... (--run-dir DIR)."
+            f"folder: pass {consent.arg('run_dir', 'DIR')}."
         )
     folder = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
-    return Plan(spec, config, env, env_id, folder, preset, None, recipe)
+    replace, note = _folder_for_a_new_run(folder, overwrite, consent)
+    return Plan(spec, config, env, env_id, folder, preset, None, recipe, replace, note)
+
+
+def _resume_plan(
+    spec: registry.Algorithm,
+    env: Any,
+    run_dir: str | Path | None,
+    overrides: dict[str, Any],
+    env_kwargs: dict[str, Any] | None,
+    trust_env_code: bool,
+    consent: Consent,
+) -> Plan:
+    """The plan of ``resume``: the run's record, its config with ``overrides``, its env."""
+    if run_dir is None:
+        raise RunError(
+            f"{consent.arg('resume')} needs the run folder to continue "
+            f"({consent.arg('run_dir', 'DIR')})."
+        )
+    state = inspect_folder(run_dir)
+    if state.kind in ("new", "files"):
+        raise RunError(
+            f"{consent.arg('resume')} needs an existing run folder, but {run_dir} has no "
+            f"{CONFIG_FILE}."
+        )
+    if state.record is None:
+        raise RunError(f"{consent.arg('resume')} cannot continue {run_dir}: {state.reason}.")
+    record = state.record
+    if record.algo != spec.name:
+        raise RunError(
+            f"{run_dir} holds a {record.algo!r} run, not a {spec.name!r} one: continue it as "
+            f"{record.algo}, or start {spec.name} in another folder."
+        )
+    config, _ = _config(spec, record.env, overrides, base=recorded_config(spec, record))
+    if env is None:
+        env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
+    else:
+        env, recipe = env_and_recipe(env, env_kwargs)
+    folder = Path(run_dir)
+    if state.kind == "unstarted":
+        note = (
+            f"{folder} holds a run that ended before its first checkpoint, so there is nothing "
+            "to resume: starting it over."
+        )
+        return Plan(spec, config, env, env_label(env), folder, record.preset, None, recipe,
+                    overwrite=True, note=note)  # fmt: skip
+    return Plan(spec, config, env, env_label(env), folder, record.preset, record, recipe)
+
+
+def _folder_for_a_new_run(
+    folder: Path, overwrite: bool, consent: Consent
+) -> tuple[bool, str | None]:
+    """Whether a new run in ``folder`` replaces the run there, and the line that says so;
+    a RunError, worded by ``consent``, for a folder it may not use."""
+    state = inspect_folder(folder)
+    another = f"choose another folder ({consent.arg('run_dir', 'DIR')})"
+    if state.kind == "run":
+        if overwrite:
+            return True, None
+        raise RunError(
+            f"{folder} already holds a run; pass {consent.arg('resume')} to continue it, "
+            f"{consent.arg('overwrite')} to start over in it, or {another}."
+        )
+    if state.kind == "unstarted":
+        note = None if overwrite else (
+            f"{folder} holds a run that ended before its first checkpoint; starting over in it."
+        )  # fmt: skip
+        return True, note
+    if state.kind == "foreign":
+        raise RunError(f"{folder} is not an rlx run folder ({state.reason}); {another}.")
+    if state.kind == "files" and overwrite:
+        raise RunError(
+            f"{consent.arg('overwrite')} starts over only in an rlx run folder, and {folder} is "
+            f"not one ({state.reason}); {another}."
+        )
+    return False, None
+
+
+def _config(
+    spec: registry.Algorithm, env_id: str, overrides: dict[str, Any], base: Any | None = None
+) -> tuple[Any, str | None]:
+    """The config (:func:`rlx.registry.make_config`), its overrides checked against the
+    fields' types first."""
+    check_types(spec, overrides, where="")
+    with user_words(spec):
+        return registry.make_config(spec, env_id, overrides, base=base)
+
+
+def check_types(spec: registry.Algorithm, values: dict[str, Any], where: str) -> None:
+    """Each value in ``values`` has its config field's type (a list for a tuple, an int for a
+    float); ConfigError naming the first that does not (RunError for a record, ``where``
+    naming its file)."""
+    import typing
+
+    hints = typing.get_type_hints(spec.config)
+    for name, value in values.items():
+        if name in hints and not _has_type(value, hints[name]):
+            expected = _type_name(hints[name])
+            if where:
+                raise RunError(
+                    f"{where} records {name}={value!r}, not {expected}; the folder is damaged "
+                    "or was written by another program."
+                )
+            raise ConfigError(f"{name}={value!r} must be {expected}, not a {type(value).__name__}.")
+
+
+def _has_type(value: Any, annotation: Any) -> bool:
+    import numbers
+    import typing
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return True
+    if origin is typing.Union or isinstance(annotation, types.UnionType):
+        return any(_has_type(value, arg) for arg in args)
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    if origin is typing.Literal:
+        return value in args
+    if origin is tuple:  # a list where JSON or the user wrote one
+        if not isinstance(value, (tuple, list)):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_has_type(v, args[0]) for v in value)
+        return len(value) == len(args) and all(map(_has_type, value, args))
+    if isinstance(annotation, type):
+        return isinstance(value, annotation) or (annotation is Path and isinstance(value, str))
+    return True  # a type this check does not know: the config's own checks decide
+
+
+def _type_name(annotation: Any) -> str:
+    import typing
+
+    names = {int: "a whole number", float: "a number", str: "text", bool: "True or False",
+             type(None): "None"}  # fmt: skip
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation in names:
+        return names[annotation]
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is tuple:
+        return f"a tuple of {_type_name(args[0])}s" if args else "a tuple"
+    if args:
+        return " or ".join(_type_name(arg) for arg in args)
+    return getattr(annotation, "__name__", str(annotation))
+
+
+@contextlib.contextmanager
+def user_words(spec: registry.Algorithm) -> Iterator[None]:
+    """A config's own error without its class name: ``PPOConfig: gamma=1.5 must be ...`` as
+    ``gamma=1.5 must be ...`` (the field checks of :mod:`rlx.core.checks` name the config
+    class, which the user never wrote)."""
+    try:
+        yield
+    except ConfigError as exc:
+        prefix = f"{spec.config.__name__}: "
+        message = str(exc)
+        if not message.startswith(prefix):
+            raise
+        raise type(exc)(message[len(prefix) :]) from exc.__cause__
 
 
 def world_size() -> int:
@@ -163,6 +342,20 @@ def recorded_env(
     return cleared.as_env, cleared if has_recipe else None
 
 
+def recorded_config(spec: registry.Algorithm, record: RunRecord) -> Any:
+    """The config a run folder's ``config.json`` records, its values checked as data first:
+    RunError naming the file when one is not what its field takes."""
+    where = str(record.path / CONFIG_FILE)
+    known = {f.name for f in dataclasses.fields(spec.config)}
+    values = {spec.renamed.get(key, key): value for key, value in record.config.items()}
+    check_types(spec, {k: v for k, v in values.items() if k in known}, where=where)
+    try:
+        with user_words(spec):
+            return registry.config_from_record(spec, record.config)
+    except ConfigError as exc:
+        raise RunError(f"{where} records a config rlx cannot use: {exc}") from exc
+
+
 def recorded_recipe(record: RunRecord) -> EnvRecipe:
     """The recipe a run folder records, checked as hostile data and not trusted; a run
     written before recipes were recorded gets one of its env id."""
@@ -179,6 +372,7 @@ def train(
     env_kwargs: dict[str, Any] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
     wandb: bool = False,
@@ -200,7 +394,11 @@ def train(
         env_kwargs: keyword arguments for ``gymnasium.make`` or the entry point.
         run_dir: the run folder (default ``runs/<algo>-<env>-<time>``).
         resume: continue the run in ``run_dir`` from its latest checkpoint; ``overrides``
-            may raise its budget (e.g. ``episodes`` or ``total_steps``).
+            may raise its budget (e.g. ``episodes`` or ``total_steps``). A run that ended
+            before its first checkpoint has nothing to continue: it starts over, saying so.
+        overwrite: start over in ``run_dir``, which holds an rlx run: its files are deleted
+            once the new run has started (kept if the new one is refused before it starts).
+            A folder that is not an rlx run folder is refused.
         progress: show a progress bar (None: when stderr is a terminal).
         tensorboard: also log to ``run_dir/tensorboard``.
         wandb: also log to Weights & Biases (extra ``wandb``; offline in ``run_dir/wandb``
@@ -214,16 +412,23 @@ def train(
             is not the registered one). A run folder is data, so without this such a run
             stops with one sentence naming what it would import; a registered id needs none.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
+
+    ``config.json`` keeps the history of the folder: every start, resume and start-over with
+    its call, budget, time and rlx version.
     """
     planned = plan(
         algo,
         env,
         run_dir=run_dir,
         resume=resume,
+        overwrite=overwrite,
         overrides=overrides,
         env_kwargs=env_kwargs,
         trust_env_code=trust_env_code,
     )
+    call = python_call(algo, env, run_dir=run_dir, resume=resume, overwrite=overwrite,
+                       env_kwargs=env_kwargs, **overrides)  # fmt: skip
+    planned = dataclasses.replace(planned, command=call)
     return train_planned(
         planned,
         progress=progress,
@@ -232,6 +437,19 @@ def train(
         stop_on=stop_on,
         doctor=doctor,
     )
+
+
+def python_call(algo: str, env: Any = None, **arguments: Any) -> str:
+    """``rlx.train(...)`` as written, for a run's history (arguments left at their default
+    omitted)."""
+    parts = [repr(algo)]
+    if env is not None:
+        parts.append(repr(str(env)) if isinstance(env, (str, Path)) else env_label(env))
+    for name, value in arguments.items():
+        if value is None or value is False:
+            continue
+        parts.append(f"{name}={str(value) if isinstance(value, Path) else value!r}")
+    return f"rlx.train({', '.join(parts)})"
 
 
 def train_planned(
@@ -251,22 +469,29 @@ def train_planned(
     set_torch_threads()
     budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
     observers = _live_doctor(spec.name, planned.env_id, config, tuple(stop_on), doctor)
-    with Run(
-        planned.run_dir,
-        algo=spec.name,
-        env_id=planned.env_id,
-        config=config,
-        total=budget,
-        unit=spec.unit,
-        resume=planned.resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        preset=planned.preset,
-        observers=observers,
-        record={} if planned.recipe is None else {"env_recipe": planned.recipe.record()},
-        wandb=wandb,
-        writer=is_first_process(),
-    ) as run:
+    if planned.note is not None and is_first_process():
+        _to_stderr(f"rlx: {planned.note}")
+    with (
+        Run(
+            planned.run_dir,
+            algo=spec.name,
+            env_id=planned.env_id,
+            config=config,
+            total=budget,
+            unit=spec.unit,
+            resume=planned.resume,
+            progress=progress,
+            tensorboard=tensorboard,
+            preset=planned.preset,
+            observers=observers,
+            record={} if planned.recipe is None else {"env_recipe": planned.recipe.record()},
+            wandb=wandb,
+            writer=is_first_process(),
+            overwrite=planned.overwrite,
+            command=planned.command,
+        ) as run,
+        user_words(spec),
+    ):
         agent = _train_function(spec, config)(config, planned.env, run)
     agent.run_dir = planned.run_dir
     if planned.recipe is not None:  # as rlx.load sets it: evaluate(agent) rebuilds this env
@@ -312,25 +537,138 @@ def _train_function(spec: registry.Algorithm, config: Any) -> Any:
 def load(
     run_dir: str | Path, checkpoint: str | Path | None = None, *, trust_env_code: bool = False
 ) -> Any:
-    """The agent of a run folder, from its latest checkpoint (or the one given): an object
-    of the :class:`rlx.core.agent.Agent` protocol.
+    """The agent of a run folder, from its latest checkpoint (or the one given: ``"best"``,
+    ``"latest"`` or a file): an object of the :class:`rlx.core.agent.Agent` protocol.
 
     Loading builds no env and imports nothing the folder names: the recorded env recipe is
     read as data into ``agent.env_recipe``, and ``rlx.evaluate(agent)`` rebuilds it later.
     ``trust_env_code=True`` consents, for this agent, to rebuilding it from code the folder
     names (an entry point, a Gymnasium spec that is not the registered one); without it that
-    rebuild stops with one sentence naming what the folder would import."""
-    from rlx.runs import load_checkpoint
+    rebuild stops with one sentence naming what the folder would import. A folder that is
+    not an rlx run, names an algorithm rlx does not know, or holds no checkpoint (or a
+    damaged one) is one sentence too (RunError, CheckpointError)."""
+    from rlx.runs.checkpoints import checkpoint_file, load_checkpoint
 
     record = read_record(run_dir)
-    spec = registry.get(record.algo)
-    config = registry.config_from_record(spec, record.config)
-    _, state = load_checkpoint(checkpoint if checkpoint is not None else record.path)
-    agent = spec.load(config, record.env, state)
+    try:
+        spec = registry.get(record.algo)
+    except ConfigError as exc:
+        raise RunError(
+            f"{record.path / CONFIG_FILE} names an algorithm rlx cannot load: {exc}"
+        ) from exc
+    config = recorded_config(spec, record)
+    if checkpoint is None and not has_checkpoint(record.path):
+        raise CheckpointError(
+            f"{record.path} holds no checkpoint to load: its run ended before saving one "
+            "(summary.json says how); train it again in the same folder."
+        )
+    _, state = load_checkpoint(checkpoint_file(record.path, checkpoint))
+    try:
+        agent = spec.load(config, record.env, state)
+    except RLXError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+        raise CheckpointError(
+            f"the checkpoint in {record.path} does not hold a {spec.name} agent rlx can rebuild "
+            f"({type(exc).__name__}: {exc}); it may be damaged or come from another rlx version."
+        ) from exc
     agent.run_dir = record.path
     recipe = recorded_recipe(record)
     agent.env_recipe = dataclasses.replace(recipe, trusted=trust_env_code)
     return agent
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEvaluation:
+    """What evaluating a run folder gave (:func:`evaluate_run`): one of
+
+    - an agent of an env (``stats``, on the env ``env`` describes);
+    - a board-game agent (``games``: opponent name -> its arena result);
+    - a language model (``exact_match`` on ``data``).
+    """
+
+    run_dir: Path
+    stats: Any = None
+    env: Any = None
+    game: str | None = None
+    games: dict[str, Any] | None = None
+    exact_match: float | None = None
+    data: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as one JSON object (``rlx eval --json``)."""
+        if self.games is not None:
+            opponents = {name: {"games": r.games, "win": r.win_rate, "draw": r.draw_rate,
+                                "loss": r.loss_rate} for name, r in self.games.items()}  # fmt: skip
+            return {"game": self.game, "opponents": opponents}
+        if self.exact_match is not None:
+            return {"exact_match": self.exact_match, "data": self.data}
+        stats = self.stats
+        return {"mean": stats.mean_return, "std": stats.std_return, "episodes": stats.episodes,
+                "mean_length": stats.mean_length, "env": self.env}  # fmt: skip
+
+    def __str__(self) -> str:
+        if self.games is not None:
+            return "\n".join(
+                f"{self.run_dir} against {name} over {result.games} games: {result}"
+                for name, result in self.games.items()
+            )
+        if self.exact_match is not None:
+            return f"{self.run_dir}: exact match {self.exact_match:.3f} on {self.data}"
+        return f"{self.run_dir}: {self.stats}"
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    *,
+    episodes: int = 20,
+    seed: int = 0,
+    env: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
+    data: str | Path | None = None,
+    trust_env_code: bool = False,
+    consent: Consent = IN_PYTHON,
+) -> RunEvaluation:
+    """Evaluate the agent of a run folder (its latest checkpoint) as what it is: ``episodes``
+    deterministic episodes on its env (rebuilt from the recipe ``config.json`` records, or
+    ``env`` with ``env_kwargs``), as many games against the run's arena opponents for a board
+    game, or exact match on ``data`` (rows ``{prompt, answer}``) for a language model.
+    ``consent`` words the errors for where the user is."""
+    from rlx.core.agent import GameAgent, TextAgent
+    from rlx.core.evaluation import evaluate
+
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
+        raise ConfigError(
+            f"evaluating takes a whole number >= 1 of episodes ({consent.arg('episodes', 'N')}), "
+            f"not {episodes!r}."
+        )
+    agent = load(run_dir, trust_env_code=trust_env_code)
+    folder = agent.run_dir
+    if isinstance(agent, GameAgent):
+        from rlx.games.evaluation import arena
+
+        games = arena(agent.game, agent, agent.config.eval_opponents, episodes, seed)
+        return RunEvaluation(folder, game=agent.game.name, games=games)
+    if isinstance(agent, TextAgent):
+        if data is None:
+            raise ConfigError(
+                f"{folder} holds a language model: give its data ({consent.arg('data', 'FILE')}, "
+                "rows {prompt, answer}), or evaluate its model folder with rlx.llm.exact_match "
+                f"(rlx align eval --model {folder}/model --data FILE)."
+            )
+        from rlx import llm
+
+        accuracy = llm.exact_match((agent.model, agent.tokenizer), str(data))
+        return RunEvaluation(folder, exact_match=accuracy, data=str(data))
+    if env is not None:
+        made, recipe = env_and_recipe(env, env_kwargs)
+    else:
+        recipe = agent.env_recipe.cleared(
+            trust_env_code, consent, source=f"the run folder {folder}"
+        )
+        made = recipe.as_env
+    stats = evaluate(agent, made, episodes=episodes, seed=seed)
+    return RunEvaluation(folder, stats=stats, env=recipe.record())
 
 
 def _takes_a_data_file(spec: registry.Algorithm, env: Any) -> bool:

@@ -66,10 +66,130 @@ def test_resume_drops_rows_logged_after_the_checkpoint(tmp_path):
     assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "3", "4", "5"]
 
 
-def test_a_new_run_refuses_an_existing_run_folder(tmp_path):
+def test_a_new_run_refuses_an_existing_run_folder_in_pythons_words(tmp_path):
     rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", total_steps=2)
-    with pytest.raises(RunError, match="already holds a run; pass --resume"):
+    with pytest.raises(RunError, match="already holds a run; pass resume=True") as refused:
         rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", total_steps=2)
+    assert "overwrite=True" in str(refused.value) and "--" not in str(refused.value)
+
+
+def snapshot(folder):
+    """Every file under ``folder`` and its bytes (links as their targets)."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() and not p.is_symlink()
+                                     else str(p.readlink()) if p.is_symlink() else None)
+        for p in sorted(folder.rglob("*"))
+    }  # fmt: skip
+
+
+def history(run_dir):
+    return json.loads((run_dir / "config.json").read_text())["history"]
+
+
+def test_a_run_that_failed_before_its_first_checkpoint_is_started_over_by_a_rerun(tmp_path, capsys):
+    """The dead end of issue 39: a failed start left config.json and a failed summary; a
+    rerun said "pass --resume", and --resume said "no checkpoint"."""
+    run_dir = tmp_path / "r"
+    with pytest.raises(TrainingError):
+        rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=5, nan_at=1)
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "failed"
+    assert not (run_dir / "checkpoints").exists()
+    capsys.readouterr()
+    agent = rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=3, progress=False)
+    assert agent.total == pytest.approx(0.5 * (1 + 2 + 3))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"rlx: {run_dir} holds a run that ended before its first checkpoint; "
+                   "starting over in it."]  # fmt: skip
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+    assert [r["step"] for r in read_metrics(run_dir)] == [1, 2, 3]
+    assert [h["kind"] for h in history(run_dir)] == ["start", "overwrite"]
+    assert not (run_dir / ".rlx-previous").exists()
+
+
+def test_resume_of_a_run_without_a_checkpoint_says_so_and_starts_over(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    with pytest.raises(TrainingError):
+        rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=5, nan_at=1, w=2.0)
+    capsys.readouterr()
+    agent = rlx.train("toy-counter", run_dir=run_dir, resume=True, nan_at=-1, progress=False)
+    assert "nothing to resume: starting it over" in capsys.readouterr().err
+    assert agent.total == pytest.approx(2.0 * 15)  # its recorded w and budget, from step 0
+    assert [r["step"] for r in read_metrics(run_dir)] == [1, 2, 3, 4, 5]
+
+
+def test_overwrite_starts_over_in_place(tmp_path):
+    run_dir = tmp_path / "r"
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=6)
+    agent = rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=2, overwrite=True)
+    assert agent.total == pytest.approx(1.5)
+    assert [r["step"] for r in read_metrics(run_dir)] == [1, 2]
+    assert rlx.runs.load_checkpoint(run_dir)[0] == 2
+    assert len(list((run_dir / "checkpoints").glob("step_*.pt"))) <= 2  # none of the old run
+    kinds = [(h["kind"], h["budget"]) for h in history(run_dir)]
+    assert kinds == [("start", 6), ("overwrite", 2)]
+    assert "overwrite=True" in history(run_dir)[-1]["command"]
+    assert not (run_dir / ".rlx-previous").exists()
+
+
+def test_overwrite_refuses_a_folder_that_is_not_an_rlx_run(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(RunError, match=r"overwrite=True starts over only in an rlx run folder"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=mine, total_steps=2, overwrite=True)
+    (mine / "config.json").write_text('{"my": "own config"}')
+    before = snapshot(mine)
+    with pytest.raises(RunError, match="is not an rlx run folder"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=mine, total_steps=2, overwrite=True)
+    with pytest.raises(RunError, match="is not an rlx run folder"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=mine, total_steps=2)
+    assert snapshot(mine) == before
+    with pytest.raises(ConfigError, match="resume=True continues the run and overwrite=True"):
+        rlx.train("toy-counter", "Toy-v0", run_dir=mine, resume=True, overwrite=True)
+
+
+def test_a_start_over_refused_before_training_leaves_the_old_run_as_it_was(tmp_path):
+    run_dir = tmp_path / "ql"
+    rlx.train("q-learning", "FrozenLake-v1", run_dir=run_dir, episodes=50, progress=False)
+    before = snapshot(run_dir)
+    with pytest.raises(rlx.errors.EnvError, match="Discrete observation space"):
+        rlx.train("q-learning", "CartPole-v1", run_dir=run_dir, overwrite=True, progress=False)
+    assert snapshot(run_dir) == before
+    with pytest.raises(rlx.errors.EnvError, match="Discrete observation space"):
+        rlx.train("q-learning", "CartPole-v1", run_dir=run_dir, resume=True, episodes=80,
+                  progress=False)  # fmt: skip
+    assert snapshot(run_dir) == before  # logs not cut, config.json and summary as they were
+
+
+def test_config_json_keeps_the_history_of_every_start_and_resume(tmp_path):
+    """The budget and the call of each, where config.json used to keep the first only."""
+    run_dir = tmp_path / "r"
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=2)
+    rlx.train("toy-counter", run_dir=run_dir, resume=True, total_steps=4)
+    rlx.train("toy-counter", run_dir=run_dir, resume=True, total_steps=7)
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["config"]["total_steps"] == 7  # the config the run has now
+    entries = config["history"]
+    assert [(h["kind"], h["budget"], h["unit"]) for h in entries] == [
+        ("start", 2, "steps"), ("resume", 4, "steps"), ("resume", 7, "steps")
+    ]  # fmt: skip
+    assert entries[0]["command"].startswith("rlx.train('toy-counter', 'Toy-v0'")
+    assert "resume=True" in entries[2]["command"] and "total_steps=7" in entries[2]["command"]
+    assert all(h["rlx"] == rlx.__version__ and h["time"] for h in entries)
+
+
+def test_a_config_completed_during_training_keeps_the_history(tmp_path):
+    from rlx.runs import Run
+    from tests.runs.toy_algorithm import ToyConfig
+
+    with Run(tmp_path / "r", algo="toy-counter", env_id="X", config=ToyConfig(), total=0,
+             progress=False, command="rlx.train(...)") as run:  # fmt: skip
+        run.record_config(ToyConfig(total_steps=50), total=50)
+        run.finish(0)
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["config"]["total_steps"] == 50
+    assert config["history"] == [{**config["history"][0], "kind": "start", "budget": 50,
+                                  "command": "rlx.train(...)"}]  # fmt: skip
 
 
 def test_resume_without_a_run_folder_is_an_error(tmp_path):

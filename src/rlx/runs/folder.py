@@ -37,6 +37,16 @@ CHECKPOINT_DIR = "checkpoints"
 MODEL_DIR = "model"
 TENSORBOARD_DIR = "tensorboard"
 REPORT_FILE = "report.html"
+WANDB_DIR = "wandb"
+ADAPTER_DIR = "adapter"
+PREVIOUS_DIR = ".rlx-previous"
+"""Where a run that starts over (or resumes) keeps the files it replaces until it has really
+started, so that a run refused at the start leaves the folder as it was."""
+RUN_FILES = (
+    CONFIG_FILE, METRICS_FILE, EPISODES_FILE, SUMMARY_FILE, CHECKPOINT_DIR, MODEL_DIR,
+    ADAPTER_DIR, TENSORBOARD_DIR, WANDB_DIR, REPORT_FILE,
+)  # fmt: skip
+"""Every file and folder an rlx run writes: what starting over in a run folder replaces."""
 EPISODE_COLUMNS = ("step", "wall_s", "return", "length")
 
 
@@ -52,6 +62,49 @@ class RunRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # versions, created, command, ...
 
 
+@dataclass(frozen=True)
+class FolderState:
+    """What a folder holds, as far as starting a run in it goes.
+
+    ``kind`` is one of
+
+    - ``"new"``: absent or empty, a run may start in it;
+    - ``"files"``: files but no ``config.json``: not a run folder;
+    - ``"foreign"``: a ``config.json`` that is not an rlx run's (``reason`` says why);
+    - ``"unstarted"``: an rlx run that ended before its first checkpoint (no checkpoint, no
+      model): nothing in it can be continued, so a new run may replace it;
+    - ``"run"``: an rlx run with a checkpoint or a model, to continue or to start over.
+    """
+
+    path: Path
+    kind: str
+    record: RunRecord | None = None
+    reason: str = ""
+
+
+def inspect_folder(path: str | Path) -> FolderState:
+    """The :class:`FolderState` of ``path``; reads ``config.json`` and nothing else."""
+    path = Path(path)
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        return FolderState(path, "new")
+    if not path.is_dir():
+        return FolderState(path, "files", reason="it is a file, not a folder")
+    if not (path / CONFIG_FILE).is_file():
+        return FolderState(path, "files", reason=f"it holds files but no {CONFIG_FILE}")
+    try:
+        record = read_record(path)
+    except RunError as exc:
+        return FolderState(path, "foreign", reason=str(exc).rstrip("."))
+    started = has_checkpoint(path) or (path / MODEL_DIR).is_dir()
+    return FolderState(path, "run" if started else "unstarted", record)
+
+
+def has_checkpoint(run_dir: str | Path) -> bool:
+    """Whether a run folder holds a checkpoint file (a temporary one being written is none)."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    return folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())
+
+
 def is_run_folder(path: str | Path) -> bool:
     """True when ``path`` is a folder holding an rlx run's ``config.json``."""
     return (Path(path) / CONFIG_FILE).is_file()
@@ -63,6 +116,11 @@ def read_record(run_dir: str | Path) -> RunRecord:
     if not run_dir.is_dir():
         raise RunError(f"run folder {run_dir} does not exist.")
     data = read_json(run_dir / CONFIG_FILE)
+    if not isinstance(data, dict):
+        raise RunError(
+            f"{run_dir / CONFIG_FILE} is not an rlx run's config (a JSON {type(data).__name__}, "
+            "not an object)."
+        )
     if not isinstance(data.get("algo"), str) or not isinstance(data.get("config"), dict):
         raise RunError(f"{run_dir / CONFIG_FILE} is not an rlx run's config (no algo or config).")
     extra = {k: v for k, v in data.items() if k not in ("algo", "env", "config", "preset")}
@@ -134,13 +192,17 @@ def read_json(path: Path) -> dict[str, Any]:
         raise RunError(f"{path} does not exist; is {path.parent} an rlx run folder?") from exc
     except json.JSONDecodeError as exc:
         raise RunError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from exc
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path} is not valid JSON (not UTF-8 text).") from exc
+    except OSError as exc:
+        raise RunError(f"{path} cannot be read ({exc.strerror or exc}).") from exc
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
     """A JSON object file, or ``{}`` when it is missing or unreadable."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8 or not JSON
         return {}
     return data if isinstance(data, dict) else {}
 

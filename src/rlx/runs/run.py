@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import platform
 import shutil
 import signal
@@ -39,15 +40,23 @@ from rlx.runs.folder import (
     CONFIG_FILE,
     EPISODES_FILE,
     METRICS_FILE,
+    PREVIOUS_DIR,
+    RUN_FILES,
     SUMMARY_FILE,
     TENSORBOARD_DIR,
     RunRecord,
+    inspect_folder,
+    read_json_or_empty,
     write_json_atomic,
 )
 from rlx.runs.logger import MetricLogger, ProgressBar
 from rlx.version import VERSION
 
 CHECKPOINT_EVERY_S = 30.0
+HISTORY_KINDS = ("start", "resume", "overwrite")
+"""How a run was opened, as ``config.json``'s ``history`` records it."""
+RESUME_REWRITES = (CONFIG_FILE, SUMMARY_FILE, METRICS_FILE, EPISODES_FILE)
+"""The files a resume rewrites before it trains (kept aside until it has started)."""
 
 
 class RunObserver(Protocol):
@@ -93,6 +102,11 @@ class Run:
         total: the training budget for the progress bar (in ``unit``).
         resume: the record of the run to continue from its latest checkpoint (read once by
             the caller with :func:`rlx.runs.folder.read_record`), or None for a new run.
+        overwrite: start over in a folder that holds an rlx run: its files are set aside,
+            deleted once the new run has started (its first checkpoint, or its end) and put
+            back if the new run is refused before it starts.
+        command: what started this run (the command line, or the Python call), for
+            ``config.json``'s ``history``.
         progress: show a progress bar (None: when stderr is a terminal).
         tensorboard: also write TensorBoard event files to ``RUN_DIR/tensorboard``.
         preset: name of the per-environment preset the config came from, if any.
@@ -122,6 +136,8 @@ class Run:
         writer: bool = True,
         record: Mapping[str, Any] | None = None,
         wandb: bool = False,
+        overwrite: bool = False,
+        command: str | None = None,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -142,6 +158,9 @@ class Run:
         self._summary_fields: dict[str, Any] = {}
         self._created: list[Path] = []  # folders this run made, removed if it never starts
         self._record: dict[str, Any] = {}  # config.json as written, kept to rewrite it
+        self.overwrite, self.command = overwrite, command if command is not None else _cli_command()
+        self._aside: tuple[str, ...] = ()  # files set aside in PREVIOUS_DIR, put back if refused
+        self._checkpointed = False
         if resume is not None:
             self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
                             "preset": resume.preset, **resume.extra}  # fmt: skip
@@ -149,19 +168,26 @@ class Run:
         wandb_fields = None
         if wandb:
             wandb_fields = {"name": f"{algo} {env_id} {self.dir.name}", "config": self._record}
-        self.logger = MetricLogger(
-            self.dir,
-            wall_offset=wall_offset,
-            tensorboard=tensorboard and writer,
-            write=writer,
-            wandb=wandb_fields,
-        )
+        try:
+            self.logger = MetricLogger(
+                self.dir,
+                wall_offset=wall_offset,
+                tensorboard=tensorboard and writer,
+                write=writer,
+                wandb=wandb_fields,
+            )
+        except BaseException:  # e.g. --tensorboard without tensorboard: the run never started
+            if writer:
+                self._undo_start()
+            raise
         self.progress: ProgressBar | None = None
         for observer in self.observers:
             observer.attach(self.dir, resume is not None)
 
     # ------------------------------------------------------------------ folder lifecycle
     def _prepare_folder(self, resume: RunRecord | None, preset: str | None) -> float:
+        """Check the folder, then write: everything that can refuse the run does so before a
+        file changes."""
         config_path = self.dir / CONFIG_FILE
         if resume is not None:
             if resume.algo != self.algo:
@@ -171,24 +197,47 @@ class Run:
             step, state = load_checkpoint(self.dir)
             self.last_step = step
             self.resumed_step, self.resumed_state = step, state
-            return _truncate_logs_after(self.dir, step) if self.writer else 0.0
+            if not self.writer:
+                return 0.0
+            self._set_aside(RESUME_REWRITES, copy=True)
+            wall = _truncate_logs_after(self.dir, step)
+            self._record["config"] = _fields(self.config)
+            self._record["history"] = [*_history(self._record), self._history_entry("resume")]
+            write_json_atomic(config_path, self._record)
+            return wall
         if not self.writer:
             return 0.0
-        if config_path.exists():
+        history: list[dict[str, Any]] = []
+        if self.overwrite:
+            state = inspect_folder(self.dir)
+            if state.kind in ("files", "foreign"):
+                raise RunError(
+                    f"{self.dir} is not an rlx run folder ({state.reason}), so starting over "
+                    "in it would delete what it holds; choose another folder."
+                )
+            history = _history(read_json_or_empty(config_path))
+        elif config_path.exists():
             raise RunError(
-                f"{self.dir} already holds a run; pass --resume to continue it, "
-                "or choose another --run-dir."
+                f"{self.dir} already holds a run; open it with resume=<its record> to continue "
+                "it, or overwrite=True to start over in it."
             )
         self._created = _missing_folders(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.overwrite:
+            self._set_aside(RUN_FILES, copy=False)
         for stale in (METRICS_FILE, EPISODES_FILE, SUMMARY_FILE):
             (self.dir / stale).unlink(missing_ok=True)
-        self._record = self._config_record(preset)
+        kind = (
+            "overwrite"
+            if self._aside and (self.dir / PREVIOUS_DIR / CONFIG_FILE).exists()
+            else "start"
+        )
+        self._record = self._config_record(preset, [*history, self._history_entry(kind)])
         write_json_atomic(config_path, self._record)
         return 0.0
 
-    def _config_record(self, preset: str | None) -> dict[str, Any]:
-        config = dataclasses.asdict(self.config) if dataclasses.is_dataclass(self.config) else {}
+    def _config_record(self, preset: str | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+        config = _fields(self.config)
         return {
             "algo": self.algo,
             "env": self.env_id,
@@ -198,8 +247,56 @@ class Run:
             **self._extra_record,
             "versions": library_versions(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("rlx") else None,
+            "command": self.command,
+            "history": history,
         }
+
+    def _history_entry(self, kind: str) -> dict[str, Any]:
+        """One start, resume or start-over of this folder, for ``config.json``'s history."""
+        return {
+            "kind": kind,
+            "command": self.command,
+            "budget": self.total or None,
+            "unit": self.unit,
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "rlx": VERSION,
+        }
+
+    def _set_aside(self, names: Sequence[str], *, copy: bool) -> None:
+        """Keep the run files ``names`` in PREVIOUS_DIR (moved, or copied where the run only
+        rewrites them), to put back if this run is refused before it starts."""
+        aside = self.dir / PREVIOUS_DIR
+        shutil.rmtree(aside, ignore_errors=True)  # left by a run killed before it started
+        aside.mkdir()
+        for name in names:
+            source = self.dir / name
+            if not (source.exists() or source.is_symlink()):
+                continue
+            if copy:
+                shutil.copy2(source, aside / name)
+            else:
+                os.replace(source, aside / name)
+        self._aside = tuple(names)
+
+    def _discard_aside(self) -> None:
+        """The new run has started: what it replaced goes."""
+        if self._aside:
+            shutil.rmtree(self.dir / PREVIOUS_DIR, ignore_errors=True)
+            self._aside = ()
+
+    def _undo_start(self) -> None:
+        """Leave the folder as it was before this run: the files set aside back in place, or
+        a folder this run made removed."""
+        if not self._aside:
+            self._remove_new_folder()
+            return
+        aside = self.dir / PREVIOUS_DIR
+        for name in self._aside:
+            _remove(self.dir / name)
+            if (aside / name).exists() or (aside / name).is_symlink():
+                os.replace(aside / name, self.dir / name)
+        shutil.rmtree(aside, ignore_errors=True)
+        self._aside = ()
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Run:
@@ -218,8 +315,9 @@ class Run:
         if self._rejected_before_training(exc):
             self.logger.close()
             if self.writer:
-                self._remove_new_folder()
+                self._undo_start()
             return
+        self._discard_aside()
         if exc_type is not None and not self._summary_written:
             self.status = "interrupted" if exc_type is KeyboardInterrupt else "failed"
             extra = {} if exc is None else {"error": f"{exc_type.__name__}: {exc}"}
@@ -229,15 +327,15 @@ class Run:
     def _rejected_before_training(self, exc: BaseException | None) -> bool:
         """A user error (bad env, bad setting) raised before anything was logged or saved.
 
-        Such a run never started: it leaves no folder behind, so the same ``--run-dir`` can
-        be used again once the input is fixed.
+        Such a run never started: it leaves the folder as it was (none, for a new one), so the
+        same folder can be used again once the input is fixed.
         """
         return (
             isinstance(exc, RLXError)
             and not isinstance(exc, TrainingError)
-            and self.resumed_step is None
-            and self.last_step == 0
-            and latest_checkpoint(self.dir) is None
+            and self.last_step == (self.resumed_step or 0)
+            and not self._checkpointed
+            and (self.resumed_step is not None or latest_checkpoint(self.dir) is None)
         )
 
     def _remove_new_folder(self) -> None:
@@ -277,6 +375,8 @@ class Run:
         from the data or the model), and move the progress bar's budget to ``total``."""
         self.config = config
         self._record["config"] = dataclasses.asdict(config)
+        if total is not None and self._record.get("history"):
+            self._record["history"][-1]["budget"] = int(total) or None
         if self.writer:
             write_json_atomic(self.dir / CONFIG_FILE, self._record)
         if total is not None:
@@ -336,6 +436,8 @@ class Run:
     def save_checkpoint(self, step: int, state: dict[str, Any]) -> Path:
         """Write the checkpoint of ``step`` (a non-writer only notes the time)."""
         path = save_checkpoint(self.dir, step, state) if self.writer else self.dir
+        self._checkpointed = True
+        self._discard_aside()
         self._last_checkpoint_t = time.monotonic()
         self.last_step = step
         return path
@@ -407,6 +509,36 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
         kept = lines[:1] + [ln for ln in lines[1:] if (_csv_step(ln) or 0) <= step]
         episodes.write_text("".join(k + "\n" for k in kept))
     return wall
+
+
+def _fields(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+
+
+def _history(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A ``config.json``'s history; for a run written before rlx kept one, its start as far
+    as the record says."""
+    history = record.get("history")
+    if isinstance(history, list):
+        return [entry for entry in history if isinstance(entry, dict)]
+    if not record.get("created"):
+        return []
+    versions = record.get("versions")
+    rlx = versions.get("rlx") if isinstance(versions, dict) else None
+    return [{"kind": "start", "command": record.get("command"), "budget": None,
+             "time": record.get("created"), "rlx": rlx}]  # fmt: skip
+
+
+def _cli_command() -> str | None:
+    """The command line, when this process is the ``rlx`` command."""
+    return " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("rlx") else None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _missing_folders(folder: Path) -> list[Path]:
