@@ -14,8 +14,11 @@ import rlx
 import rlx.games.muzero as mz
 from rlx.errors import CheckpointError, ConfigError, EnvError
 from rlx.games import ConnectFour, TicTacToe
+from rlx.games.agent import SearchAgent
+from rlx.games.base import symmetry_permutations
 from rlx.games.evaluation import arena, arena_metrics
 from rlx.games.search import MinMaxStats, Node, SearchConfig, backup, search
+from rlx.games.selfplay import PlayedGame
 
 
 def latent_search(net, game, states, config, rng):
@@ -39,7 +42,7 @@ TINY = {
     "train_steps_per_iteration": 3,
     "buffer_size": 200,
     "latent_size": 16,
-    "hidden": (32,),
+    "hidden_sizes": (32,),
     "eval_every": 1,
     "eval_games": 4,
     "eval_opponents": ("random",),
@@ -127,14 +130,14 @@ def test_backup_uses_the_two_player_sign_convention():
     root.children[1], root.reward[1] = n1, 0.5
     n1.reward[2] = 1.0
     stats = MinMaxStats()
-    backup([(root, 1), (n1, 2)], 0.25, stats, discount=1.0)
+    backup([(root, 1), (n1, 2)], 0.25, stats, gamma=1.0)
     assert n1.n.tolist() == [0, 0, 1] and n1.w[2] == pytest.approx(0.75)
     assert root.n.tolist() == [0, 1, 0] and root.w[1] == pytest.approx(-0.25)
     assert (stats.low, stats.high) == (pytest.approx(-0.25), pytest.approx(0.75))
     # Q normalised by the tree's min-max [-0.25, 0.75]; unvisited actions get the fpu
     assert root.q(stats, fpu=0.0).tolist() == [0.25, 0.0, 0.25]
     assert n1.q(stats, fpu=-0.25).tolist() == [0.0, 0.0, 1.0]
-    backup([(root, 1), (n1, 2)], 0.25, stats, discount=0.5)  # G = 1 - 0.125; 0.5 - 0.4375
+    backup([(root, 1), (n1, 2)], 0.25, stats, gamma=0.5)  # G = 1 - 0.125; 0.5 - 0.4375
     assert n1.w[2] == pytest.approx(0.75 + 0.875)
     assert root.w[1] == pytest.approx(-0.25 + 0.0625)
 
@@ -158,20 +161,26 @@ def test_config_search_settings():
     assert (play.simulations, play.noise_fraction, play.fpu) == (9, 0.0, -0.5)
 
 
+def _agent(config: mz.MuZeroConfig) -> SearchAgent:
+    return SearchAgent("muzero", TicTacToe(), _net(), config, mz.LatentModel)
+
+
 def test_agent_plays_a_legal_move():
     game = TicTacToe()
-    agent = mz.MuZeroAgent(game, _net(), mz.MuZeroConfig(eval_simulations=10))
+    agent = _agent(mz.MuZeroConfig(eval_simulations=10))
     state = game.apply(game.initial_state(), 4)
     move = agent(state)
     assert game.legal_mask(state)[move]
-    assert agent.search(state).sum() == 10
+    assert agent.search_batch([state]).sum() == 10
+    prior, value = agent.policy_value(state)  # the model's p^0 over the legal moves, v^0
+    assert prior[4] == 0 and prior.sum() == pytest.approx(1.0) and -1 <= value <= 1
 
 
 def test_agent_follows_the_agent_protocol():
     from rlx.core.agent import Agent, GameAgent
 
     game = TicTacToe()
-    agent = mz.MuZeroAgent(game, _net(), mz.MuZeroConfig(eval_simulations=10))
+    agent = _agent(mz.MuZeroConfig(eval_simulations=10))
     assert isinstance(agent, Agent) and isinstance(agent, GameAgent)
     states = [game.initial_state(), game.apply(game.initial_state(), 4)]
     moves = agent.act_batch(states)
@@ -183,26 +192,35 @@ def test_agent_follows_the_agent_protocol():
 
 
 def test_the_search_settings_scale_q_from_a_board_games_bounds():
-    config = mz.MuZeroConfig(c_puct=1.1, discount=0.9).search(selfplay=True)
-    assert (config.c_puct, config.discount, config.value_bounds) == (1.1, 0.9, (-1.0, 1.0))
+    config = mz.MuZeroConfig(c_puct=1.1, gamma=0.9).search(selfplay=True)
+    assert (config.c_puct, config.gamma, config.value_bounds) == (1.1, 0.9, (-1.0, 1.0))
 
 
 # ============================================================================ targets
-def _three_move_record() -> mz.Trajectory:
+def _game(planes, actions, policies, to_play, result: int) -> PlayedGame:
+    """A played game of these moves, as self-play records it."""
+    return PlayedGame(
+        np.stack(planes).astype(np.float32), np.stack(policies).astype(np.float32),
+        np.asarray(to_play), np.zeros(len(actions)), np.asarray(actions), len(actions), result,
+    )  # fmt: skip
+
+
+def _three_move_record() -> PlayedGame:
     """Moves 3, 5, 7 by players +1, -1, +1; the first player wins with the last one."""
     obs = [np.full((3, 3, 3), t, dtype=np.float32) for t in range(3)]
     pis = [np.eye(9, dtype=np.float32)[a] for a in (3, 5, 7)]
-    return mz.trajectory(obs, [3, 5, 7], pis, [1, -1, 1], result=1)
+    return _game(obs, [3, 5, 7], pis, [1, -1, 1], result=1)
 
 
-def test_trajectory_rewards_and_values_are_from_the_movers_view():
-    record = _three_move_record()
-    assert record.values.tolist() == [1, -1, 1]  # z_t = result * to_play_t
-    assert record.rewards.tolist() == [0, 0, 1]  # only the winning move is rewarded
-    lost = mz.trajectory([np.zeros((3, 3, 3))] * 2, [0, 1], [np.ones(9) / 9] * 2, [1, -1], 1)
-    assert lost.values.tolist() == [1, -1] and lost.rewards.tolist() == [0, -1]
-    draw = mz.trajectory([np.zeros((3, 3, 3))] * 2, [0, 1], [np.ones(9) / 9] * 2, [1, -1], 0)
-    assert draw.values.tolist() == [0, 0] and draw.rewards.tolist() == [0, 0]
+def test_rewards_and_values_are_from_the_movers_view():
+    rewards, values = mz.rewards_and_values(_three_move_record())
+    assert values.tolist() == [1, -1, 1]  # z_t = result * to_play_t
+    assert rewards.tolist() == [0, 0, 1]  # only the winning move is rewarded
+    two = ([np.zeros((3, 3, 3))] * 2, [0, 1], [np.ones(9) / 9] * 2, [1, -1])
+    rewards, values = mz.rewards_and_values(_game(*two, result=1))
+    assert values.tolist() == [1, -1] and rewards.tolist() == [0, -1]
+    rewards, values = mz.rewards_and_values(_game(*two, result=0))
+    assert values.tolist() == [0, 0] and rewards.tolist() == [0, 0]
 
 
 def test_unroll_targets_past_the_end_are_absorbing():
@@ -228,7 +246,7 @@ def test_unroll_targets_past_the_end_are_absorbing():
 
 def test_symmetries_move_observation_actions_and_policies_alike():
     game = TicTacToe()
-    cells, actions = mz.symmetry_permutations(game)
+    cells, actions = symmetry_permutations(game)
     assert cells.shape == (8, 9) and actions.shape == (8, 9)
     state = game.apply(game.initial_state(), 1)  # X at cell 1, O to move
     obs = game.encode(state)[None]
@@ -242,22 +260,23 @@ def test_symmetries_move_observation_actions_and_policies_alike():
         assert out.actions[0, 0] == stone  # the action at the stone's cell follows the stone
         assert np.argmax(out.policies[0, 0]) == stone
         assert np.argmax(out.policies[0, 1]) == out.actions[0, 1]
-    assert mz.symmetry_permutations(ConnectFour())[1].tolist() == [
+    assert symmetry_permutations(ConnectFour())[1].tolist() == [
         list(range(7)), list(range(6, -1, -1))
     ]  # fmt: skip
 
 
 def test_replay_buffer_wraps_around():
     game = TicTacToe()
-    buffer = mz.ReplayBuffer(4, game, 2)
+    config = mz.MuZeroConfig(buffer_size=4, batch_size=4, unroll_steps=2)
+    buffer = mz.make_buffer(game, config)
     targets = mz.unroll_targets(_three_move_record(), 2, np.random.default_rng(0))
-    buffer.add(targets)
-    buffer.add(targets)
+    buffer.add(**targets.rows())
+    buffer.add(**targets.rows())
     assert buffer.size == 4 and buffer.cursor == 2
-    assert buffer.data.observations[:, 0, 0, 0].tolist() == [1, 2, 2, 0]
-    restored = mz.ReplayBuffer(4, game, 2)
+    assert buffer.data["observations"][:, 0, 0, 0].tolist() == [1, 2, 2, 0]
+    restored = mz.make_buffer(game, config)
     restored.restore(buffer.state())
-    assert np.array_equal(restored.data.values, buffer.data.values)
+    assert np.array_equal(restored.data["values"], buffer.data["values"])
     assert (restored.size, restored.cursor) == (4, 2)
 
 
@@ -292,7 +311,7 @@ def test_unroll_shapes_and_a_training_step_changes_every_parameter():
     net = _net(game)
     record = _three_move_record()
     targets = mz.unroll_targets(record, 2, np.random.default_rng(0))
-    t = mz._as_tensors(targets)
+    t = mz.as_tensors(targets)
     logits, values, rewards = mz.unroll(net, t["observations"], t["actions"])
     assert logits.shape == (3, 3, 9) and values.shape == (3, 3) and rewards.shape == (3, 2)
     before = [p.detach().clone() for p in net.parameters()]
@@ -313,9 +332,9 @@ def test_unroll_shapes_and_a_training_step_changes_every_parameter():
         ("unroll_steps", 0),
         ("learning_rate", 0.0),
         ("noise_fraction", 1.5),
-        ("discount", 0.0),
+        ("gamma", 0.0),
         ("weight_decay", -1.0),
-        ("hidden", ()),
+        ("hidden_sizes", ()),
         ("buffer_size", 10),
         ("dirichlet_alpha", -1.0),
         ("fpu", 2.0),
@@ -378,7 +397,8 @@ def test_resume_continues_as_the_uninterrupted_run(tmp_path):
 def test_load_gives_an_agent_and_rejects_another_games_checkpoint(tmp_path):
     _train(tmp_path / "r", iterations=1)
     agent = rlx.load(tmp_path / "r")
-    assert isinstance(agent, mz.MuZeroAgent) and agent.game.name == "tictactoe"
+    assert isinstance(agent, SearchAgent) and agent.name == "muzero"
+    assert agent.game.name == "tictactoe"
     state = TicTacToe().initial_state()
     assert TicTacToe().legal_mask(state)[agent.act(state)]
     from rlx.runs import load_checkpoint
@@ -390,24 +410,68 @@ def test_load_gives_an_agent_and_rejects_another_games_checkpoint(tmp_path):
         mz.load(agent.config, "tictactoe", {"game": "tictactoe", "net": {}})
 
 
-def test_a_run_saved_with_lr_loads_and_resumes(tmp_path):
-    """Runs saved before the rename have ``lr`` in their config: it becomes learning_rate."""
-    _train(tmp_path / "old", iterations=1, learning_rate=1e-3)
+def test_a_run_saved_with_the_old_field_names_loads_and_resumes(tmp_path):
+    """Runs saved before the renames have ``lr``, ``hidden``, ``discount`` and
+    ``value_loss_weight`` in their config: they become learning_rate, hidden_sizes, gamma and
+    vf_coef (the names the deep agents use)."""
+    _train(tmp_path / "old", iterations=1, learning_rate=1e-3, gamma=0.9, vf_coef=0.5)
     path = tmp_path / "old" / "config.json"
     text = path.read_text()
-    assert '"learning_rate"' in text
-    path.write_text(text.replace('"learning_rate"', '"lr"'))
+    for new, old in (("learning_rate", "lr"), ("hidden_sizes", "hidden"), ("gamma", "discount"),
+                     ("vf_coef", "value_loss_weight")):  # fmt: skip
+        assert f'"{new}"' in text
+        text = text.replace(f'"{new}"', f'"{old}"')
+    path.write_text(text)
     loaded = rlx.load(tmp_path / "old")
-    assert loaded.config.learning_rate == 1e-3
+    assert (loaded.config.learning_rate, loaded.config.hidden_sizes) == (1e-3, (32,))
+    assert (loaded.config.gamma, loaded.config.vf_coef) == (0.9, 0.5)
     assert TicTacToe().legal_mask(TicTacToe().initial_state())[
         loaded.act(TicTacToe().initial_state())
     ]
     resumed = rlx.train("muzero", "tictactoe", run_dir=tmp_path / "old", resume=True,
                         progress=False, doctor=False, iterations=2)  # fmt: skip
-    assert resumed.config.learning_rate == 1e-3
+    assert resumed.config.learning_rate == 1e-3 and resumed.config.gamma == 0.9
 
 
 # ============================================================================ learning
+# race to 7 (tests/games/race_game.py): a few seconds of self-play learn it
+RACE = {
+    "iterations": 5,
+    "games_per_iteration": 32,
+    "simulations": 8,
+    "eval_simulations": 16,
+    "unroll_steps": 3,
+    "batch_size": 128,
+    "train_steps_per_iteration": 100,
+    "latent_size": 32,
+    "hidden": (64, 64),
+    "eval_games": 0,
+    "eval_opponents": ("random",),
+}
+
+
+def test_learns_perfect_play_of_a_tiny_game(tmp_path, train_seed):
+    """Race to 7 (add 1 or 2, reach 7 to win), where perfect play is known in closed form:
+    MuZero, searching only in the model it learns, must take the winning move in each of the
+    five positions that have one (an agent that has learned nothing gets all five with
+    probability 1/32, and a dynamics or value model off by a step gets them wrong), and win
+    nearly every game against a random player, which a random agent wins half the time."""
+    from tests.games.race_game import RaceTo
+
+    game = RaceTo(7)
+    agent = rlx.train("muzero", game, run_dir=tmp_path / "r", progress=False, doctor=False,
+                      seed=train_seed, **RACE)  # fmt: skip
+    state, positions = game.initial_state(), []
+    while not state.is_terminal:  # counts 0-6, reached by adding 1 at a time
+        if game.winning_action(state) is not None:
+            positions.append(state)
+        state = game.apply(state, 0)
+    assert len(positions) == 5
+    assert [agent.act(s) for s in positions] == [game.winning_action(s) for s in positions]
+    results = arena_metrics(arena(game, agent, ("random",), 40, seed=123))
+    assert results["vs_random_win"] >= 0.9, results
+
+
 @pytest.mark.slow
 def test_learns_tictactoe_with_the_defaults(tmp_path):
     """The defaults, given nothing but the game, must reach: at most 5 of 100 games lost to
