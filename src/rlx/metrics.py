@@ -14,6 +14,12 @@ EPISODE_LENGTH = "episode_length"  # length of finished training episodes (mean)
 MC_RETURN = "mc_return"  # discounted return actually observed from states whose Q was logged
 Q_START = "q_start"  # Q(s_0, a_0) estimated at the states whose mc_return is logged
 
+# evaluation during training: deterministic episodes on a separate env copy every eval_every
+# env steps (summary.json gives the final evaluation's figures under the same names)
+EVAL_RETURN_MEAN = "eval_return_mean"  # mean undiscounted return of the evaluation episodes
+EVAL_RETURN_STD = "eval_return_std"  # standard deviation of those returns
+EVAL_LENGTH_MEAN = "eval_length_mean"  # mean length of the evaluation episodes
+
 # policy optimisation
 APPROX_KL = "approx_kl"  # mean KL between the old and the new policy
 CLIP_FRACTION = "clip_fraction"  # share of samples whose ratio was clipped
@@ -75,9 +81,22 @@ ALL_METRICS: frozenset[str] = frozenset(
 )
 """Every shared metric name."""
 
+EVALUATION_PREFIX = "eval_"
+"""Evaluation figures are named ``eval_*`` (deep agents' evaluation episodes, the held-out
+figures of the language-model stages: ``eval_loss``, ``eval_pair_accuracy`` ...), besides
+``exact_match``."""
+
+
+def is_evaluation(name: str) -> bool:
+    """Whether a logged metric is an evaluation figure (held-out data, deterministic episodes)
+    rather than a training one: what a callback's ``on_eval`` receives."""
+    return name.startswith(EVALUATION_PREFIX) or name == EXACT_MATCH
+
+
 # The metrics shown next to the progress bar, in this order, when an algorithm logs them.
 PROGRESS_METRICS: tuple[str, ...] = (
     EPISODE_RETURN,
+    EVAL_RETURN_MEAN,
     EPSILON,
     APPROX_KL,
     CLIP_FRACTION,

@@ -3,8 +3,8 @@
 An algorithm's config inherits the groups its training loop reads and adds only its own
 hyperparameters:
 
-- :class:`RunFields`: the budget, the seed, the env copies, the final evaluation and the
-  device (every deep agent);
+- :class:`RunFields`: the budget, the seed, the env copies, the evaluations (during training,
+  :mod:`rlx.core.training_evaluation`, and after it) and the device (every deep agent);
 - :class:`ReplayFields`: the off-policy loop's vector env, replay buffer, rhythm of updates,
   logs and checkpoints (DQN, SAC, TD3);
 - :class:`RunnerFields`: Ray env runners, checked as plain data (PPO, A2C, DQN).
@@ -48,7 +48,13 @@ class RunFields(CheckedFields):
     num_envs: int = 1
     """env copies stepped together as one vector env"""
     eval_episodes: int = 20
-    """deterministic evaluation episodes after training, for summary.json (0: none)"""
+    """deterministic evaluation episodes after training (summary.json) and at each
+    eval_every (0: none)"""
+    eval_every: int | None = None
+    """env steps between evaluations during training; the best is kept as
+    checkpoints/best.pt (None or 0: none)"""
+    stop_at_return: float | None = None
+    """end training, completed, once an evaluation's mean return reaches this (needs eval_every)"""
     device: str = "auto"
     """where the networks learn and act: auto (CUDA, then MPS, then the CPU), cpu, cuda,
     cuda:N or mps"""
@@ -59,6 +65,26 @@ class RunFields(CheckedFields):
         at_least(self, "total_steps", 1)
         at_least(self, "num_envs", 1)
         at_least(self, "eval_episodes", 0)
+        check_evaluation_fields(self)
+
+
+def check_evaluation_fields(config: RunFields) -> None:
+    """``eval_every`` >= 0 (None or 0: off) with ``eval_episodes`` >= 1 to evaluate, and
+    ``stop_at_return`` only where something evaluates."""
+    name = type(config).__name__
+    if config.eval_every is not None:
+        at_least(config, "eval_every", 0)
+        if config.eval_every and config.eval_episodes < 1:
+            raise ConfigError(
+                f"{name}: eval_every={config.eval_every} evaluates eval_episodes episodes, but "
+                "eval_episodes=0; use eval_episodes >= 1 (e.g. 10), or leave eval_every out."
+            )
+    if config.stop_at_return is not None and not config.eval_every:
+        raise ConfigError(
+            f"{name}: stop_at_return={config.stop_at_return} is read from the evaluations "
+            "during training, and there are none; add eval_every (env steps between them, "
+            "e.g. 5000)."
+        )
 
 
 @dataclass(frozen=True)
@@ -117,4 +143,10 @@ class RunnerFields(CheckedFields):
         check_runner_fields(self)
 
 
-__all__ = ["CheckedFields", "ReplayFields", "RunFields", "RunnerFields"]
+__all__ = [
+    "CheckedFields",
+    "ReplayFields",
+    "RunFields",
+    "RunnerFields",
+    "check_evaluation_fields",
+]

@@ -4,8 +4,12 @@
     every vector step of the N env copies (or every round of the runners):
         collect with the learner's exploring policy; store the transitions in the replay
         every train_freq env steps: gradient_steps updates on uniform replay minibatches
-        every log_every env steps: log the means since the last log; checkpoint when due
+        every log_every env steps: log the means since the last log (and, every eval_every
+            env steps, a deterministic evaluation); checkpoint when due
     the last checkpoint, the final evaluation, the summary
+
+The loop tells the run's observers (``rlx.train``'s ``callbacks``) ``on_step`` after each
+collection; evaluations during training are :mod:`rlx.core.training_evaluation`'s.
 
 An algorithm hands the loop an :class:`OffPolicyMethod` (how its transitions look, its
 learner, its agent, what its env runners act with) and writes its learner on
@@ -16,7 +20,9 @@ collector's business (:mod:`rlx.core.transitions`); the loop is the same.
 
 - :class:`LogWindow` keeps what happened since the last log: the update metrics as tensors
   (stacked and read once per log, never synchronised per step) and the finished episodes.
-- :func:`training_state` / :func:`restore_training` checkpoint what a resumed run needs.
+- :func:`training_state` / :func:`restore_training` checkpoint what a resumed run needs; the
+  replay buffer only with ``save_replay_buffer`` (without it a resume says so on stderr, and
+  gradient steps wait for ``learning_starts`` new transitions).
 - :class:`ContinuousLearner`, :class:`ContinuousMethod` and :class:`ContinuousAgent` are what
   SAC and TD3 share: actions in ``[-1, 1]^d`` mapped onto the env's box, a uniformly random
   warm-up, the trained agent.
@@ -25,6 +31,7 @@ collector's business (:mod:`rlx.core.transitions`); the loop is the same.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -44,6 +51,7 @@ from rlx.core.masks import env_mask_size
 from rlx.core.policies import observation_dim
 from rlx.core.runners import EnvRunners
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
+from rlx.core.training_evaluation import TrainingEvaluation
 from rlx.core.transitions import (
     ActingCopy,
     ReplayLayout,
@@ -289,6 +297,14 @@ def restore_training(
     replay = collector.fitting_replay(state.get("replay"), buffer)
     if replay is not None:
         buffer.load_state_dict(replay)
+    elif "replay" not in state:
+        print(
+            f"rlx: {algo} resumes at step {int(state['step'])} with an empty replay buffer (the "
+            "checkpoint holds none), so gradient steps wait for learning_starts new "
+            "transitions; train with save_replay_buffer=True (--save-replay-buffer) to keep it "
+            "and continue exactly.",
+            file=sys.stderr,
+        )
     return int(state["step"]), int(state.get("gradient_steps", 0))
 
 
@@ -317,10 +333,13 @@ def train_off_policy(
     ``remote`` starts) with the learner's exploring policy and store it; every ``train_freq``
     env steps take ``gradient_steps`` updates on replay minibatches (once ``learning_starts``
     transitions are stored); log every ``log_every`` env steps; checkpoint only what passed
-    the NaN check. At the end the last checkpoint, the final evaluation and the summary.
+    the NaN check, and evaluate every ``eval_every`` env steps. The run ends at the budget, at
+    a stop (Ctrl-C, the doctor, a callback) or once an evaluation reaches ``stop_at_return``;
+    then the last checkpoint, the final evaluation and the summary.
     """
     algo = method.name.upper()
     device = resolve_device(config.device)
+    evaluation = TrainingEvaluation(config, env, run)
     collector, layout = _open_collector(method, config, env, run.env_id, remote)
     try:
         rng = seed_everything(config.seed)
@@ -330,18 +349,27 @@ def train_off_policy(
         saved = None if run.resumed_state is None else with_current_layout(run.resumed_state)
         if saved is not None:
             step, gradient_steps = restore_training(saved, learner, buffer, collector, rng, algo)
+            evaluation.load_state_dict(saved.get("evaluation"), step)
         collector.start(config.seed, step)
         if saved is not None:
             collector.load_state_dict(saved["collector"])
         window = LogWindow()
 
+        def state(with_replay: bool = False) -> dict[str, Any]:
+            return {
+                **training_state(step, gradient_steps, learner, buffer, collector, rng, layout,
+                                 with_replay),
+                "evaluation": evaluation.state_dict(),
+            }  # fmt: skip
+
         def checkpoint() -> None:
-            state = training_state(step, gradient_steps, learner, buffer, collector, rng, layout,
-                                   config.save_replay_buffer)  # fmt: skip
-            run.save_checkpoint(step, state)
+            run.save_checkpoint(step, state(config.save_replay_buffer))
+
+        def agent() -> Any:
+            return method.agent(learner, layout, run.env_id, config)
 
         next_log = (step // config.log_every + 1) * config.log_every
-        while step < config.total_steps and not run.stop_requested:
+        while step < config.total_steps and not run.stop_requested and not evaluation.reached:
             # ---- collect and store
             learner.begin_collection(step)
             previous = step
@@ -354,6 +382,9 @@ def train_off_policy(
             if len(got.episodes.envs):
                 window.add_episodes(got.episodes, learner.value_scale)
                 run.log_episodes(got.episode_steps, got.episodes.returns, got.episodes.lengths)
+            finished = got.episodes
+            ended = {"episode_returns": finished.returns, "episode_lengths": finished.lengths}
+            run.notify("on_step", step, ended)
 
             # ---- gradient_steps updates per train_freq env steps, on replay minibatches
             rounds = step // config.train_freq - previous // config.train_freq
@@ -368,15 +399,15 @@ def train_off_policy(
 
             # ---- log, then checkpoint: only what passed the NaN check is saved
             if step >= next_log or step >= config.total_steps or run.stop_requested:
-                run.log(
-                    step,
-                    {
-                        **learner.log_values(),
-                        **window.flush(),
-                        M.GRADIENT_STEPS: gradient_steps,
-                        **collector.stats(),
-                    },
-                )
+                row = {
+                    **learner.log_values(),
+                    **window.flush(),
+                    M.GRADIENT_STEPS: gradient_steps,
+                    **collector.stats(),
+                }
+                if evaluation.due(step):
+                    row.update(evaluation.evaluate(step, agent, state))
+                run.log(step, row)
                 next_log = (step // config.log_every + 1) * config.log_every
                 if run.checkpoint_due():
                     checkpoint()

@@ -4,8 +4,12 @@
         collect T vector steps of N env copies with the current policy (here, or on K Ray
             env runners of N copies each, side by side as one rollout of K x N copies)
         the algorithm's update on that rollout (V, log pi_old, advantages, gradient steps)
-        log the update's diagnostics and the episodes that ended; checkpoint when due
+        log the update's diagnostics and the episodes that ended (and, every eval_every env
+            steps, a deterministic evaluation); checkpoint when due
     evaluate the final policy; write the run's summary
+
+The loop tells the run's observers (``rlx.train``'s ``callbacks``) ``on_step`` after each
+collection; evaluations during training are :mod:`rlx.core.training_evaluation`'s.
 
 - :class:`Collector` steps ``N`` env copies with the current policy into a
   :class:`~rlx.core.buffers.RolloutBuffer` (``T`` steps each), keeps the episode statistics,
@@ -63,6 +67,7 @@ from rlx.core.policies import (
 )
 from rlx.core.runners import EnvRunners, RunnerGroup, numpy_state, torch_state
 from rlx.core.seeding import env_seed, rng_state, seed_everything, set_rng_state
+from rlx.core.training_evaluation import TrainingEvaluation
 from rlx.errors import CheckpointError, ConfigError
 
 
@@ -958,12 +963,14 @@ def train_on_policy(
     Each update: the learning rate (annealed if asked), one rollout with the current policy
     (in this process, or on ``config.runners`` env runners started by ``remote``), the
     algorithm's ``learn`` on it, one log row (its metrics, ``lr``, the episodes that ended,
-    what the runners report); a checkpoint when due. At the end the last checkpoint, the
-    final evaluation and the summary.
+    what the runners report, an evaluation when due); a checkpoint when due. The run ends at
+    the budget, at a stop (Ctrl-C, the doctor, a callback) or once an evaluation reaches
+    ``stop_at_return``; then the last checkpoint, the final evaluation and the summary.
     """
     rng = seed_everything(config.seed)
     algo = method.name.upper()
     device = resolve_device(config.device)
+    evaluation = TrainingEvaluation(config, env, run)
     with make_collector(config, env, run.env_id, algo, remote) as collector:
         critic = True if method.critic is None else method.critic(config)
         policy = build_policy(config, collector, critic=critic, device=device)
@@ -972,25 +979,34 @@ def train_on_policy(
         step = 0
         if run.resumed_state is not None:
             step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+            evaluation.load_state_dict(run.resumed_state.get("evaluation"), step)
 
-        def save() -> None:
-            run.save_checkpoint(step, training_state(step, policy, optimizer, collector, rng))
+        def state() -> dict[str, Any]:
+            return {
+                **training_state(step, policy, optimizer, collector, rng),
+                "evaluation": evaluation.state_dict(),
+            }
+
+        def agent() -> PolicyAgent:
+            return PolicyAgent(method.name, config, run.env_id, agent_state(policy, collector))
 
         collect_options = {"until_every_copy_done": True} if method.whole_episodes else {}
-        while step < config.total_steps and not run.stop_requested:
+        while step < config.total_steps and not run.stop_requested and not evaluation.reached:
             lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)
             optimizer.lr = lr
             before = step
             step, episodes = collector.collect(policy, buffer, rng, step, **collect_options)
             if len(episodes.returns):  # logged as they end, before the update
                 run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
+            ended = {"episode_returns": episodes.returns, "episode_lengths": episodes.lengths}
+            run.notify("on_step", step, ended)
             rollout = Rollout(buffer, collector.last_obs, before)
             metrics = method.learn(policy, optimizer, rollout, config, rng)
-            run.log(
-                step,
-                {**metrics, M.LR: lr, **episode_metrics(episodes), **collector.stats()},
-            )
+            row = {**metrics, M.LR: lr, **episode_metrics(episodes), **collector.stats()}
+            if evaluation.due(step):
+                row.update(evaluation.evaluate(step, agent, state))
+            run.log(step, row)
             if run.checkpoint_due():
-                save()
-        save()
+                run.save_checkpoint(step, state())
+        run.save_checkpoint(step, state())
         return end_training(method.name, run, env, config, step, policy, collector)
