@@ -41,8 +41,9 @@ MAX_PLOT_POINTS = 2000
 """Longer series are thinned to this many points for plotting (min/max per bucket, so spikes
 survive): the page stays small and the SVG quick to draw."""
 
-EVAL_METRICS = ("eval_return_mean", "eval_return")
-"""Evaluation returns logged during training: markers on the learning curve, no own plot."""
+EVAL_METRICS = (M.EVAL_RETURN_MEAN, "eval_return")
+"""Evaluation returns logged during training (rlx's ``eval_every``; ``eval_return`` from other
+logs): markers on the learning curve, ± ``eval_return_std`` where logged, no own plot."""
 
 # matplotlib's default cycle (tab10): a run keeps its colour in every plot and in the header.
 RUN_COLORS = (
@@ -291,7 +292,7 @@ def plot_order(runs: Sequence[ReportedRun]) -> list[str]:
     """Every metric some run logged, except the learning curve's: those the rules read first
     (in the rule table's order), then the rest alphabetically."""
     logged = {name for run in runs for name in run.log.metrics if run.log.get(name) is not None}
-    logged -= {M.EPISODE_RETURN, *EVAL_METRICS}
+    logged -= {M.EPISODE_RETURN, M.EVAL_RETURN_STD, *EVAL_METRICS}
     ruled: list[str] = []
     for rule in RULES:
         for metric in (rule.metric, *rule.lines):
@@ -372,6 +373,8 @@ def learning_curve_svg(runs: Sequence[ReportedRun]) -> tuple[str, list[str]]:
             evaluated.append(run.label)
     if evaluated:
         notes.append("diamonds: evaluation return (mean ± std) of " + ", ".join(evaluated))
+    if any(_number(run.log.summary.get("best_eval_step")) is not None for run in runs):
+        notes.append("ringed: the best evaluation, kept as checkpoints/best.pt")
     ax.set_xlabel("step")
     return _finish(fig, ax), notes
 
@@ -403,25 +406,36 @@ def _plot_returns(ax: Any, run: ReportedRun) -> str | None:
 
 
 def _draw_evaluations(ax: Any, run: ReportedRun) -> bool:
-    """Evaluation returns logged during training, and the final evaluation of
-    ``summary.json`` (``eval_return_mean`` ± ``eval_return_std``) at the run's last step."""
+    """Evaluation returns logged during training (± their std where logged, the best one
+    ringed), and the final evaluation of ``summary.json`` (``eval_return_mean`` ±
+    ``eval_return_std``) at the run's last step."""
     drawn = False
     for name in EVAL_METRICS:
         series = run.log.get(name)
         if series is not None:
             series = series.finite()
-            ax.plot(
+            spread = run.log.get(M.EVAL_RETURN_STD) if name == M.EVAL_RETURN_MEAN else None
+            same_steps = spread is not None and np.array_equal(spread.steps, series.steps)
+            ax.errorbar(
                 series.steps,
                 series.values,
+                yerr=spread.values if same_steps else None,
                 ls="none",
                 marker="D",
                 ms=5,
+                capsize=2,
+                elinewidth=0.8,
                 color=run.color,
                 markeredgecolor="black",
                 label=f"{run.label} eval",
             )
             drawn = True
             break
+    best_step = _number(run.log.summary.get("best_eval_step"))
+    best = _number(run.log.summary.get("best_eval_return_mean"))
+    if best_step is not None and best is not None:
+        ax.plot([best_step], [best], ls="none", marker="o", ms=13, mfc="none",
+                mec=run.color, mew=1.6)  # fmt: skip
     summary = run.log.summary
     mean = _number(summary.get("eval_return_mean"))
     if mean is not None:
