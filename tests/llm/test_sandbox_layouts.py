@@ -284,3 +284,19 @@ def test_stdio_tests_is_a_named_reward_that_runs_model_code():
     function = REWARDS["stdio-tests"]
     assert function.runs_model_code
     assert function(["p"], [SUM], input=["2 3"], output=["5"]) == [1.0]
+
+
+def test_an_online_run_checks_every_rows_tests_before_it_starts(tmp_path):
+    """A row whose tests check nothing stops GRPO at its start, naming the row: not hours in,
+    when a batch first holds it, and never as a reward every program earns."""
+    from rlx import llm
+
+    never_called = "def check(candidate):\n    assert candidate(2) == 1\n"
+    rows = [
+        {"prompt": "def inc(x):\n", "answer": "assert inc(1) == 2\n"},
+        {"prompt": "def dec(x):\n", "answer": never_called},
+    ]
+    model = llm.make_tiny_lm(tmp_path / "tiny", texts=[r["prompt"] + r["answer"] for r in rows])
+    with pytest.raises(SandboxError, match=r"row 1 .*never calls it"):
+        llm.grpo(model, rows, reward="python-tests", run_dir=tmp_path / "run", steps=1)
+    assert not (tmp_path / "run" / "checkpoints").exists()

@@ -29,13 +29,21 @@ EVAL_ROWS = 200
 """Held-out rows decoded per evaluation: greedy decoding is the slow part of one."""
 
 
-def guarded_reward(reward: RewardSet, config: Any, run: Any) -> RewardSet:
+def guarded_reward(reward: RewardSet, config: Any, run: Any, rows: Sequence[Any] = ()) -> RewardSet:
     """``reward``'s functions as the run calls them: sandboxed when they run model-written
     code (refused where the sandbox cannot isolate it, unless ``config.allow_unisolated``),
-    with the sandbox's protections written into the run's summary."""
+    with the sandbox's protections written into the run's summary. A function that can check
+    its data (``check_data``: the code rewards' test code or stdin/stdout cases) checks every
+    row of ``rows`` first, so a bad row stops the run at its start, naming the row."""
     from rlx.llm.sandbox import prepare_for_run
 
     protections: list[Any] = []
+    if rows:
+        prompts, columns = [row.prompt for row in rows], row_columns(rows)
+        for function in reward.functions:
+            check = getattr(function, "check_data", None)
+            if check is not None:
+                check(prompts, **columns)
 
     def guard(function: RewardFunction) -> RewardFunction:
         guarded, sandbox = prepare_for_run(function, config.allow_unisolated)

@@ -158,6 +158,15 @@ def python_tests_reward(
 python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
 
 
+def _check_python_tests_data(prompts: Sequence[Any], **columns: Any) -> None:
+    from rlx.llm.sandbox.reward import check_python_tests_data
+
+    check_python_tests_data([completion_text(p) for p in prompts], **columns)
+
+
+python_tests_reward.check_data = _check_python_tests_data  # type: ignore[attr-defined]
+
+
 def stdio_tests_reward(
     prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
 ) -> list[float]:
@@ -171,6 +180,15 @@ def stdio_tests_reward(
 
 
 stdio_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
+def _check_stdio_tests_data(prompts: Sequence[Any], **columns: Any) -> None:
+    from rlx.llm.sandbox.reward import check_stdio_tests_data
+
+    check_stdio_tests_data([completion_text(p) for p in prompts], **columns)
+
+
+stdio_tests_reward.check_data = _check_stdio_tests_data  # type: ignore[attr-defined]
 
 
 REWARDS: dict[str, RewardFunction] = {

@@ -93,6 +93,37 @@ def python_tests_reward(
 python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
 
 
+def check_python_tests_data(
+    prompts: Sequence[Any],
+    tests: Sequence[str] | None = None,
+    *,
+    entry_point: Sequence[str | None] | None = None,
+    answer: Sequence[str] | None = None,
+    answers: Sequence[str] | None = None,
+    **_: Any,
+) -> None:
+    """Check every row's test code before a run starts (SandboxError naming the first row that
+    is not Python or checks nothing), so that a bad row stops the run at its start, not hours
+    in, when a batch first holds it."""
+    test_code = _tests_for(prompts, prompts, tests, answer if answer is not None else answers)
+    entry_points = _column("entry_point", entry_point, len(prompts))
+    for row, (code, name) in enumerate(zip(test_code, entry_points, strict=True)):
+        _checked_row(row, check_test_code, code, name)
+
+
+def check_stdio_tests_data(prompts: Sequence[Any], **columns: Any) -> None:
+    """Check every row's stdin/stdout cases before a run starts (SandboxError naming the first
+    row without usable cases)."""
+    names = ("input", "output", "tests", "inputs", "outputs")
+    given = {name: columns[name] for name in names if columns.get(name) is not None}
+    _column_lengths_match(given, len(prompts))
+    for row in range(len(prompts)):
+        _checked_row(row, stdio_cases, **{k: v[row] for k, v in given.items()})
+
+
+python_tests_reward.check_data = check_python_tests_data  # type: ignore[attr-defined]
+
+
 def stdio_tests_reward(
     prompts: Sequence[str],
     completions: Sequence[str],
@@ -152,6 +183,7 @@ def stdio_tests_reward(
 
 
 stdio_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+stdio_tests_reward.check_data = check_stdio_tests_data  # type: ignore[attr-defined]
 
 
 def stdio_cases(

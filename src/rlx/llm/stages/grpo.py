@@ -359,7 +359,7 @@ def train(config: GRPOConfig, data: Any, run: Any, *, parallel: Any = None) -> S
     config = resolved(config)
     rows = prompt_rows(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    reward = guarded_reward(run_rewards(config, data), config, run)
+    reward = guarded_reward(run_rewards(config, data), config, run, train_rows + held_out)
     model, tokenizer = load_for_training(config)
     check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
     config = complete_config(

@@ -332,7 +332,7 @@ def train(config: RLHFConfig, data: Any, run: Any, *, parallel: Any = None) -> S
         raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
     rows = prompt_rows(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    scorer = guarded_reward(_scorer(config), config, run)
+    scorer = guarded_reward(_scorer(config), config, run, train_rows + held_out)
     lm, tokenizer = load_for_training(config)
     check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
     config = complete_config(
