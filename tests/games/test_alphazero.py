@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -11,22 +11,45 @@ import torch
 
 import rlx
 from rlx.errors import ConfigError, EnvError
-from rlx.games import ConnectFour, TicTacToe, solver
+from rlx.games import ConnectFour, TicTacToe, selfplay, solver
+from rlx.games.agent import SearchAgent
 from rlx.games.alphazero import (
-    AlphaZeroAgent,
+    METHOD,
     AlphaZeroConfig,
     PolicyValueNet,
-    SampleBuffer,
     alphazero_loss,
-    learning_rate_at,
+    evaluator,
+    samples,
     search_copy,
-    self_play,
 )
 from rlx.games.evaluation import arena
 from rlx.games.search import visit_policy
+from rlx.games.selfplay import ReplayRing, learning_rate_at
+from tests.games.local_remote import LocalRemote
 
 TINY = {"iterations": 2, "games_per_iteration": 8, "simulations": 8, "eval_simulations": 8,
-        "train_steps": 5, "batch_size": 32, "eval_every": 1, "eval_games": 4}  # fmt: skip
+        "train_steps_per_iteration": 5, "batch_size": 32, "eval_every": 1,
+        "eval_games": 4}  # fmt: skip
+
+
+@dataclasses.dataclass
+class Played:
+    """An iteration's self-play as AlphaZero stores it: its samples and its games."""
+
+    planes: np.ndarray
+    pi: np.ndarray
+    z: np.ndarray
+    lengths: list[int]
+    results: list[int]
+    positions: int
+
+
+def self_play(game, net, config, rng, evaluate=evaluator) -> Played:
+    """The shared self-play with the network as the search's evaluator, then the samples."""
+    games = selfplay.self_play(game, evaluate(net), config, rng)
+    planes, pi, z = samples(game, games, config)
+    return Played(planes, pi, z, [g.length for g in games], [g.result for g in games],
+                  sum(len(g.actions) for g in games))  # fmt: skip
 
 
 def test_loss_matches_a_direct_evaluation():
@@ -72,7 +95,8 @@ def test_search_copy_folds_batch_norm_and_computes_the_same_outputs():
 
 def test_agent_searches_a_frozen_copy_until_refreshed():
     game, net = ConnectFour(), _trained_looking_resnet()
-    agent = AlphaZeroAgent(game, net, AlphaZeroConfig(net="resnet", channels=16, blocks=2))
+    config = AlphaZeroConfig(net="resnet", channels=16, blocks=2)
+    agent = SearchAgent("alphazero", game, net, config, evaluator)
     state = game.initial_state()
     before, _ = agent.policy_value(state)
     with torch.no_grad():
@@ -120,12 +144,10 @@ def test_value_target_mixes_the_outcome_and_the_root_value(p):
 
 
 @pytest.mark.parametrize("game", [TicTacToe(), ConnectFour()], ids=["tictactoe", "connect4"])
-def test_tree_reuse_plays_whole_games_for_fewer_network_evaluations(game, monkeypatch):
+def test_tree_reuse_plays_whole_games_for_fewer_network_evaluations(game):
     """With ``reuse_tree`` self-play still gives one target per move, outcomes from the mover's
     point of view and visit distributions; its searches ask the network for fewer positions
     per move (the kept subtree's visits are not searched again)."""
-    import rlx.games.alphazero as az
-
     asked = []
 
     def counting_evaluator(net):
@@ -137,15 +159,13 @@ def test_tree_reuse_plays_whole_games_for_fewer_network_evaluations(game, monkey
 
         return count
 
-    evaluator = az.evaluator
-    monkeypatch.setattr(az, "evaluator", counting_evaluator)
     for reuse in (False, True):
         config = AlphaZeroConfig(games_per_iteration=6, simulations=24, augment=False,
                                  reuse_tree=reuse, net="resnet", channels=8, blocks=1)  # fmt: skip
         torch.manual_seed(0)
         asked.append(0)
         played = self_play(game, PolicyValueNet(game, config).eval(), config,
-                           np.random.default_rng(0))  # fmt: skip
+                           np.random.default_rng(0), counting_evaluator)  # fmt: skip
         assert len(played.z) == sum(played.lengths)
         np.testing.assert_allclose(played.pi.sum(1), 1.0, rtol=1e-6)
         assert set(np.unique(played.z)) <= {-1.0, 0.0, 1.0}
@@ -157,8 +177,6 @@ def test_playout_cap_records_the_full_searches_only(monkeypatch):
     """Playout-cap randomisation: every move is searched once, fully (``simulations``, root
     noise) with probability ``full_search_fraction`` or fast (``fast_simulations``, no noise);
     the samples are exactly the full searches' positions and visit distributions."""
-    import rlx.games.alphazero as az
-
     searched = []
 
     def recording_search(game, states, evaluate, config, rng, kept=None):
@@ -166,8 +184,8 @@ def test_playout_cap_records_the_full_searches_only(monkeypatch):
         searched.append((config, [game.encode(s) for s in states], result.counts))
         return result
 
-    search = az.search
-    monkeypatch.setattr(az, "search", recording_search)
+    search = selfplay.search
+    monkeypatch.setattr(selfplay, "search", recording_search)
     game = TicTacToe()
     config = AlphaZeroConfig(games_per_iteration=40, simulations=12, fast_simulations=3,
                              full_search_fraction=0.25, augment=False)  # fmt: skip
@@ -210,24 +228,24 @@ def test_fast_searches_default_to_a_fifth_of_the_simulations_without_noise():
 def test_an_iteration_without_samples_skips_training(tmp_path, monkeypatch):
     """An iteration whose moves were all fast searches (possible in a tiny run) has nothing to
     train on: it logs no losses and the run trains once samples arrive."""
-    import dataclasses
-
-    import rlx.games.alphazero as az
-
     played_before = []
+    play = selfplay.self_play
 
-    def first_without_samples(game, net, config, rng):
-        played = self_play(game, net, config, rng)
+    def first_without_samples(game, evaluate, config, rng):
+        games = play(game, evaluate, config, rng)
         if not played_before:  # as if every move of the first iteration had been fast
             none = slice(0, 0)
-            played = dataclasses.replace(
-                played, planes=played.planes[none], pi=played.pi[none], z=played.z[none],
-                positions=0,
-            )  # fmt: skip
-        played_before.append(played)
-        return played
+            games = [
+                dataclasses.replace(
+                    g, planes=g.planes[none], policies=g.policies[none], to_play=g.to_play[none],
+                    root_values=g.root_values[none], actions=g.actions[none],
+                )
+                for g in games
+            ]  # fmt: skip
+        played_before.append(games)
+        return games
 
-    monkeypatch.setattr(az, "self_play", first_without_samples)
+    monkeypatch.setattr(selfplay, "self_play", first_without_samples)
     agent = rlx.train("alphazero", "tictactoe", run_dir=tmp_path, seed=0, doctor=False,
                       **{**TINY, "iterations": 3, "eval_games": 0,
                          "full_search_fraction": 0.5})  # fmt: skip
@@ -259,15 +277,24 @@ def test_augmentation_multiplies_samples_by_the_symmetries():
     assert len(played.z) == 8 * sum(played.lengths)
 
 
-def test_sample_buffer_is_a_ring():
-    buffer = SampleBuffer(4, (1, 1, 1), 2)
+def test_the_replay_buffer_is_a_ring_that_reads_the_same_whole_or_row_by_row():
+    fields = {"planes": ((1, 1, 1), np.float32), "pi": ((2,), np.float32), "z": ((), np.float32)}
+    buffer = ReplayRing(4, fields)
     for i in range(6):
-        buffer.add(np.full((1, 1, 1, 1), i, np.float32), np.ones((1, 2), np.float32),
-                   np.array([i], np.float32))  # fmt: skip
-    assert buffer.size == 4 and sorted(buffer.z.tolist()) == [2, 3, 4, 5]
-    copy = SampleBuffer(4, (1, 1, 1), 2)
+        buffer.add(planes=np.full((1, 1, 1, 1), i, np.float32), pi=np.ones((1, 2), np.float32),
+                   z=np.array([i], np.float32))  # fmt: skip
+    assert buffer.size == 4 and sorted(buffer.data["z"].tolist()) == [2, 3, 4, 5]
+    at_once = ReplayRing(4, fields)
+    at_once.add(planes=np.zeros((1, 1, 1, 1), np.float32), pi=np.ones((1, 2), np.float32),
+                z=np.zeros(1, np.float32))  # fmt: skip
+    rows = np.arange(1, 6, dtype=np.float32)
+    at_once.add(planes=rows.reshape(5, 1, 1, 1), pi=np.ones((5, 2), np.float32), z=rows)
+    np.testing.assert_array_equal(at_once.data["z"], buffer.data["z"])
+    assert (at_once.cursor, at_once.size) == (buffer.cursor, buffer.size)
+    copy = ReplayRing(4, fields)
     copy.restore(buffer.state())
-    np.testing.assert_array_equal(copy.z, buffer.z)
+    np.testing.assert_array_equal(copy.data["z"], buffer.data["z"])
+    assert copy.cursor == buffer.cursor
 
 
 @pytest.mark.parametrize(
@@ -448,13 +475,31 @@ def test_a_run_saved_with_lr_and_lr_final_loads_and_resumes(tmp_path):
     assert resumed.config.learning_rate_end == 5e-4
 
 
+def test_a_run_saved_with_train_steps_and_hidden_loads_and_resumes(tmp_path):
+    """Runs saved before the renames have ``train_steps`` and ``hidden`` in their config: they
+    load and resume with the values under ``train_steps_per_iteration`` and ``hidden_sizes``
+    (the names MuZero and the deep agents use)."""
+    rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "old", progress=False,
+              **{**TINY, "iterations": 1, "eval_games": 0, "hidden_sizes": (32,)})  # fmt: skip
+    path = tmp_path / "old" / "config.json"
+    text = path.read_text()
+    assert '"train_steps_per_iteration"' in text and '"hidden_sizes"' in text
+    path.write_text(text.replace('"train_steps_per_iteration"', '"train_steps"').replace(
+        '"hidden_sizes"', '"hidden"'))  # fmt: skip
+    loaded = rlx.load(tmp_path / "old")
+    assert (loaded.config.train_steps_per_iteration, loaded.config.hidden_sizes) == (5, (32,))
+    resumed = rlx.train("alphazero", "tictactoe", run_dir=tmp_path / "old", resume=True,
+                        progress=False, iterations=2)  # fmt: skip
+    assert resumed.config.hidden_sizes == (32,)
+
+
 def test_agent_follows_the_agent_protocol():
     from rlx.core.agent import Agent, GameAgent
 
     game = TicTacToe()
     config = AlphaZeroConfig(eval_simulations=16)
     torch.manual_seed(0)
-    agent = AlphaZeroAgent(game, PolicyValueNet(game, config).eval(), config)
+    agent = SearchAgent("alphazero", game, PolicyValueNet(game, config).eval(), config, evaluator)
     assert isinstance(agent, Agent) and isinstance(agent, GameAgent)
     states = [game.initial_state(), game.apply(game.initial_state(), 4)]
     batch = agent.act_batch(states)
@@ -466,27 +511,6 @@ def test_agent_follows_the_agent_protocol():
     sampled = agent.act_batch(states, deterministic=False, simulations=8)
     assert all(game.legal_mask(s)[a] for s, a in zip(states, sampled, strict=True))
     assert agent(states[1]) in game.legal_actions(states[1])
-
-
-class LocalRemote:
-    """A ``RemoteSelfPlay`` that plays every share in this process, as Ray's workers would."""
-
-    started: ClassVar[list[LocalRemote]] = []
-
-    def __init__(self, work, options, config):
-        self.work, self.options, self.calls, self.closed = work, options, [], False
-        LocalRemote.started.append(self)
-
-    def play(self, weights, seeds, shares):
-        self.calls.append(list(shares))
-        return [self.work(**self.options, weights=weights, seed=seed, games=games)
-                for seed, games in zip(seeds, shares, strict=True) if games]  # fmt: skip
-
-    def stats(self):
-        return {"runner_restarts": 0.0}
-
-    def close(self):
-        self.closed = True
 
 
 def test_runners_play_through_the_remote_that_train_is_given(tmp_path, monkeypatch):
@@ -518,7 +542,5 @@ def test_runners_play_through_the_remote_that_train_is_given(tmp_path, monkeypat
 
 
 def test_runners_without_a_remote_is_a_clear_error():
-    from rlx.games.alphazero import SelfPlayPool
-
     with pytest.raises(ConfigError, match="runners=2 needs Ray's self-play workers"):
-        SelfPlayPool(TicTacToe(), AlphaZeroConfig(runners=2))
+        selfplay.SelfPlayPool(METHOD, TicTacToe(), AlphaZeroConfig(runners=2))

@@ -7,7 +7,8 @@ import torch
 
 from rlx.errors import ConfigError
 from rlx.games import make
-from rlx.games.alphazero import AlphaZeroConfig, Learner
+from rlx.games.alphazero import METHOD, AlphaZeroConfig
+from rlx.games.selfplay import Learner
 
 CONFIGS = ["alphazero", "muzero"]
 
@@ -30,9 +31,9 @@ def test_the_device_field_is_checked_and_defaults_to_auto(name):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_alphazero_asks_for_its_device_when_it_builds_the_network():
     game = make("tictactoe")
-    assert next(Learner.create(game, AlphaZeroConfig(device="cpu")).net.parameters()).is_cpu
+    assert next(Learner.create(METHOD, game, AlphaZeroConfig(device="cpu")).net.parameters()).is_cpu
     with pytest.raises(ConfigError, match="available: cpu"):
-        Learner.create(game, AlphaZeroConfig(device="cuda"))
+        Learner.create(METHOD, game, AlphaZeroConfig(device="cuda"))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -444,7 +444,7 @@ RACE = {
     "batch_size": 128,
     "train_steps_per_iteration": 100,
     "latent_size": 32,
-    "hidden": (64, 64),
+    "hidden_sizes": (64, 64),
     "eval_games": 0,
     "eval_opponents": ("random",),
 }

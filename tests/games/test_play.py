@@ -56,7 +56,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys):
 
 def test_agent_of_another_game_is_refused(tmp_path):
     rlx.train("alphazero", "connect4", run_dir=tmp_path / "c4", progress=False, iterations=1,
-              games_per_iteration=1, simulations=2, train_steps=1, eval_games=0, blocks=1,
-              channels=8)  # fmt: skip
+              games_per_iteration=1, simulations=2, train_steps_per_iteration=1, eval_games=0,
+              blocks=1, channels=8)  # fmt: skip
     with pytest.raises(EnvError, match="trained on 'connect4', not 'tictactoe'"):
         play("tictactoe", tmp_path / "c4", stdin=io.StringIO(""), stdout=io.StringIO())

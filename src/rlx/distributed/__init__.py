@@ -4,9 +4,9 @@ rlx does not grow a scheduler of its own: when a run outgrows one process it run
 engine RLlib, OpenRLHF and veRL use.
 
 - ``runners=K`` (``--runners K``) on PPO, A2C and DQN collects with ``K`` env runners, Ray
-  actors of ``num_envs`` env copies each (:mod:`rlx.distributed.env_runners`); on AlphaZero it
-  plays self-play with ``K`` Ray workers (:mod:`rlx.distributed.selfplay`). Leaving ``runners``
-  out (None) keeps everything in this process; ``0`` is an error.
+  actors of ``num_envs`` env copies each (:mod:`rlx.distributed.env_runners`); on AlphaZero and
+  MuZero it plays self-play with ``K`` Ray workers (:mod:`rlx.distributed.selfplay`). Leaving
+  ``runners`` out (None) keeps everything in this process; ``0`` is an error.
 - ``ray_address="HOST:PORT"`` (``--ray-address``) joins an existing cluster; without it a local
   Ray instance is started for the run and shut down at its end
   (:mod:`rlx.distributed.ray_runtime`).

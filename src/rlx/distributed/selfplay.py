@@ -1,18 +1,19 @@
-"""AlphaZero self-play workers on Ray, feeding the learner's replay buffer.
+"""AlphaZero and MuZero self-play workers on Ray, feeding the learner's replay buffer.
 
 Each worker is a Ray actor that plays its share of an iteration's games with the weights the
-learner puts in the object store once per iteration, and returns the samples ``(s, pi, z)``
-with the games' lengths and results. The learner merges the shares in worker order and adds
-them to its replay buffer, exactly as with ``workers`` processes on one machine: the shares
-and their seeds are drawn from the learner's generator the same way and each share is played
-by the function the learner hands down (:func:`rlx.games.alphazero.play_share`), so
-``runners=K`` on Ray and ``workers=K`` locally play the same games for the same run seed.
-Nothing here knows a game: the work and its options travel through the seam.
+learner puts in the object store once per iteration, and returns the played games (their
+recorded moves, lengths and results). The learner merges the shares in worker order and
+stores their targets in its replay buffer, exactly as with ``workers`` processes on one
+machine: the shares and their seeds are drawn from the learner's generator the same way and
+each share is played by the function the learner hands down
+(:func:`rlx.games.selfplay.play_share`), so ``runners=K`` on Ray and ``workers=K`` locally play
+the same games for the same run seed. Nothing here knows a game or an algorithm: the work and
+its options travel through the seam.
 
-This module wraps AlphaZero from above: :func:`remote_self_play` gives the factory that
-:func:`rlx.distributed.scaled_out` hands to AlphaZero's ``train`` as ``remote``, and
-:class:`RaySelfPlay` has the interface AlphaZero declares for it
-(:class:`rlx.games.alphazero.RemoteSelfPlay`).
+This module wraps the self-play loop from above: :func:`remote_self_play` gives the factory
+that :func:`rlx.distributed.scaled_out` hands to the algorithm's ``train`` as ``remote``, and
+:class:`RaySelfPlay` has the interface the loop declares for it
+(:class:`rlx.games.selfplay.RemoteSelfPlay`).
 
 A worker that dies is replaced (:class:`~rlx.distributed.env_runners.RunnerPool`) and its
 share is played again by the new one with the same seed, so a fault costs time, not data.
@@ -31,7 +32,7 @@ from rlx.distributed.ray_runtime import RaySession
 
 class ShareWorker:
     """Inside a runner: plays a share of games with the weights of the round, by calling the
-    ``work`` the learner handed down (AlphaZero's :func:`~rlx.games.alphazero.play_share`)."""
+    ``work`` the learner handed down (:func:`rlx.games.selfplay.play_share`)."""
 
     def __init__(
         self, seed_seq: np.random.SeedSequence, *, work: Callable[..., Any], options: dict
@@ -84,7 +85,7 @@ class RaySelfPlay:
 
 
 def remote_self_play(spec: Any) -> type[RaySelfPlay]:
-    """What ``runners=K`` starts for AlphaZero (``spec``, its registration): the factory its
-    ``train`` calls with the work of a share and the run's config
-    (:class:`rlx.games.alphazero.RemoteSelfPlayFactory`)."""
+    """What ``runners=K`` starts for AlphaZero or MuZero (``spec``, its registration): the
+    factory its ``train`` calls with the work of a share and the run's config
+    (:class:`rlx.games.selfplay.RemoteSelfPlayFactory`)."""
     return RaySelfPlay

@@ -168,6 +168,29 @@ def integer_draw(rng: np.random.Generator) -> Callable[[int], int]:
     return draw
 
 
+def symmetry_permutations(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """The game's symmetries as permutations: cells ``[S, H*W]`` and actions ``[S, A]``, with
+    ``new[..., i] = old[..., perm[i]]``. Only the identity when a symmetry is not a
+    permutation of cells and actions."""
+    rows, cols = game.board_shape
+    cells = np.broadcast_to(
+        np.arange(rows * cols, dtype=np.float32).reshape(1, rows, cols),
+        (game.num_planes, rows, cols),
+    ).copy()
+    actions = np.arange(game.num_actions, dtype=np.float32)
+    cell_perms, action_perms = [], []
+    for planes, policy in game.symmetries(cells, actions):
+        cell_perm = np.rint(np.asarray(planes)[0]).astype(np.int64).reshape(-1)
+        action_perm = np.rint(np.asarray(policy)).astype(np.int64).reshape(-1)
+        if sorted(cell_perm) != list(range(rows * cols)) or sorted(action_perm) != list(
+            range(game.num_actions)
+        ):
+            return np.arange(rows * cols)[None], np.arange(game.num_actions)[None]
+        cell_perms.append(cell_perm)
+        action_perms.append(action_perm)
+    return np.stack(cell_perms), np.stack(action_perms)
+
+
 def check_same_game(expected: str, found: str, where: str) -> None:
     """An error when a checkpoint or agent of one game is used for another."""
     if expected != found:

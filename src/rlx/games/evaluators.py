@@ -10,9 +10,9 @@ priors of its moves. The evaluator also plants the roots. Three of them:
 - :class:`PolicyValueEvaluator` (AlphaZero): the rules give the next position, a policy-value
   network ``(P, v) = f(s)`` its priors and value, for every leaf of a simulation in one batch;
   the search selects by PUCT.
-- :class:`rlx.games.muzero.LatentModel` (MuZero): a learned model gives the next state and the
-  move's reward, ``s', r = g(s, a)``, and its prediction the priors and value,
-  ``(P, v) = f(s')``; the rules are used only at the root, for the legal moves.
+- :class:`LatentModel` (MuZero): a learned model gives the next state and the move's reward,
+  ``s', r = g(s, a)``, and its prediction the priors and value, ``(P, v) = f(s')``; the rules
+  are used only at the root, for the legal moves.
 """
 
 from __future__ import annotations
@@ -158,6 +158,64 @@ class PolicyValueEvaluator:
 
     def __repr__(self) -> str:
         return f"PolicyValueEvaluator({self.policy_value!r})"
+
+
+def softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Softmax over the last axis (over ``mask``'s True entries only, when given)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if mask is not None:
+        logits = np.where(mask, logits, -np.inf)
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class LatentModel:
+    """A learned model (MuZero's): a root is ``s^0, p^0, v^0 = h(o), f(h(o))`` with the prior
+    over the legal moves; beyond the tree, ``s', r = g(s, a)`` and ``p', v' = f(s')``, every
+    action allowed (the model has no rules).
+
+    ``net`` is a :class:`rlx.games.muzero.MuZeroNet`, or anything with its
+    ``initial_inference`` and ``recurrent_inference`` (torch loads with the first model).
+    """
+
+    def __init__(self, net: Any) -> None:
+        import torch
+
+        self.net = net
+        # the search keeps latent states on the host: one transfer each way per batch
+        parameters = net.parameters() if isinstance(net, torch.nn.Module) else iter(())
+        self.device = next(parameters, torch.zeros(())).device
+
+    def roots(self, game: Game, states: Sequence[GameState], rng: np.random.Generator) -> list:
+        import torch
+
+        planes = torch.from_numpy(game.encode_batch(states)).to(self.device)
+        legal = np.stack([game.legal_mask(s) for s in states])
+        with torch.inference_mode():
+            hidden, logits, values = self.net.initial_inference(planes)
+        priors = softmax(logits.cpu().numpy(), legal)
+        rows = zip(hidden.cpu().numpy(), values.cpu().numpy(), legal, priors, strict=True)
+        return [Leaf(h, float(v), mask, prior) for h, v, mask, prior in rows]
+
+    def leaves(
+        self,
+        game: Game,
+        positions: Sequence[np.ndarray],
+        actions: Sequence[int],
+        rng: np.random.Generator,
+    ) -> list:
+        import torch
+
+        parents = torch.from_numpy(np.stack(positions)).to(self.device)
+        with torch.inference_mode():
+            s_next, rewards, logits, values = self.net.recurrent_inference(
+                parents, torch.tensor(actions, device=self.device)
+            )
+        priors = softmax(logits.cpu().numpy())
+        everything = np.ones(game.num_actions, dtype=bool)
+        s_next, values, rewards = (x.cpu().numpy() for x in (s_next, values, rewards))
+        rows = zip(s_next, values, priors, rewards, strict=True)
+        return [Leaf(s, float(v), everything, prior, reward=r) for s, v, prior, r in rows]
 
 
 def as_evaluator(evaluator: Evaluator | PolicyValue) -> Evaluator:

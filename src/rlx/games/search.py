@@ -9,7 +9,7 @@ up the path. Each node keeps, per move ``a``, the visits ``N(s, a)``, the sum ``
 the values backed up through it, from the point of view of the player to move at ``s``, and
 the reward ``r(s, a)`` of the move (0 unless a learned model predicts one). From the leaf up,
 
-    G <- r(s, a) + discount * sigma * G,   N(s, a) <- N(s, a) + 1,   W(s, a) <- W(s, a) + G
+    G <- r(s, a) + gamma * sigma * G,   N(s, a) <- N(s, a) + 1,   W(s, a) <- W(s, a) + G
 
 with ``sigma = -1`` when the player to move changes from ``s`` to the next node (every move of
 tic-tac-toe and Connect Four, and every move of a learned model), ``+1`` when the same player
@@ -76,7 +76,7 @@ class SearchConfig:
         noise_fraction: ``eps``, the share of the root prior replaced by noise (0: none).
         fpu: PUCT's Q of a move not yet visited ("first-play urgency"), for the player to move.
         c_uct: UCT's exploration constant (OpenSpiel's examples use 2 for values in [-1, 1]).
-        discount: ``discount`` of the backup (1 for board games).
+        gamma: the discount of the backup (1 for board games).
         value_bounds: None: PUCT reads Q as it is (AlphaZero); ``(low, high)``: Q scaled to
             [0, 1] by the tree's range of values, starting from these known bounds (MuZero).
     """
@@ -87,7 +87,7 @@ class SearchConfig:
     noise_fraction: float = 0.0
     fpu: float = 0.0
     c_uct: float = 2.0
-    discount: float = 1.0
+    gamma: float = 1.0
     value_bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
@@ -291,16 +291,16 @@ def backup(
     path: list[tuple[Node, int]],
     value: float,
     stats: MinMaxStats | None = None,
-    discount: float = 1.0,
+    gamma: float = 1.0,
     to_play: int | None = None,
 ) -> None:
-    """``G <- r(s, a) + discount * sigma * G`` up the path, from the leaf's ``value`` for its
+    """``G <- r(s, a) + gamma * sigma * G`` up the path, from the leaf's ``value`` for its
     player to move ``to_play`` (``sigma`` is +1 when the player to move at ``s`` moves again
     below it, -1 otherwise or when unknown); each edge gains ``N += 1``, ``W += G``."""
     g, below = value, to_play
     for node, action in reversed(path):
         same_player = below is not None and node.to_play == below
-        g = node.reward[action] + discount * (g if same_player else -g)
+        g = node.reward[action] + gamma * (g if same_player else -g)
         node.n[action] += 1.0
         node.w[action] += g
         node.visits += 1
@@ -406,7 +406,7 @@ def _grow_by_evaluator(
         if leaf.legal is not None:
             child = parent.children[action] = Node.of(leaf)
             child.visits = 1
-        backup(path, leaf.value, tree_stats, config.discount, leaf.to_play)
+        backup(path, leaf.value, tree_stats, config.gamma, leaf.to_play)
 
 
 def _grow_by_rollouts(
@@ -429,7 +429,7 @@ def _grow_by_rollouts(
             value = evaluator.value(game, state, rng)
             child = parent.children[action] = Node(state, None, None, state.to_play)
             child.visits = 1
-        backup(path, value, tree_stats, config.discount, state.to_play)
+        backup(path, value, tree_stats, config.gamma, state.to_play)
 
 
 def _plant(
