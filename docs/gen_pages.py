@@ -18,11 +18,9 @@ differs from what the result files give.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import importlib
-import inspect
 import io
 import json
 import os
@@ -38,50 +36,12 @@ from typing import Any
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """Each dataclass field's help text, as ``rlx train NAME --help`` shows it.
+    """Each dataclass field's help text, as ``rlx train NAME --help`` shows it: the CLI's own
+    reader (:func:`rlx.flags.field_docs`: the string literal under a field, or its line of the
+    class docstring's ``Attributes:`` section)."""
+    from rlx.flags import field_docs as cli_field_docs
 
-    A field is documented by a string literal right after it, or by a line of the class
-    docstring's ``Attributes:`` section (the two styles tyro reads).
-    """
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        docs.update(_attributes_section(inspect.getdoc(klass) or ""))
-        docs.update(_literal_docs(klass))
-    return docs
-
-
-def _literal_docs(klass: type) -> dict[str, str]:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, after in zip(body, [*body[1:], None], strict=True):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
-
-
-def _attributes_section(docstring: str) -> dict[str, str]:
-    match = re.search(r"^Attributes:\n((?:[ \t]+.*\n?|\n)+)", docstring, flags=re.MULTILINE)
-    if not match:
-        return {}
-    docs: dict[str, str] = {}
-    name = None
-    for line in match.group(1).splitlines():
-        head = re.match(r"^ {4}(\w+):\s*(.*)$", line)
-        if head:
-            name = head.group(1)
-            docs[name] = head.group(2)
-        elif name and line.strip():
-            docs[name] += " " + line.strip()
-    return docs
+    return cli_field_docs(cls)
 
 
 # -------------------------------------------------------------------------- pages

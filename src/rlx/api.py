@@ -212,10 +212,26 @@ def _config(
     spec: registry.Algorithm, env_id: str, overrides: dict[str, Any], base: Any | None = None
 ) -> tuple[Any, str | None]:
     """The config (:func:`rlx.registry.make_config`), its overrides checked against the
-    fields' types first."""
+    fields' names and types first."""
+    check_names(spec, overrides)
     check_types(spec, overrides, where="")
     with user_words(spec):
         return registry.make_config(spec, env_id, overrides, base=base)
+
+
+def check_names(spec: registry.Algorithm, values: dict[str, Any]) -> None:
+    """Each name in ``values`` is a field of the algorithm's config; ConfigError naming the
+    first that is not, with the close ones (``lr`` -> ``learning_rate``)."""
+    from rlx.flags import suggest
+
+    fields = [f.name for f in dataclasses.fields(spec.config)]
+    for name in values:
+        if name not in fields:
+            close = suggest(name, fields)
+            hint = f"; did you mean {' or '.join(close)}?" if close else "."
+            raise ConfigError(
+                f"{spec.name} has no config field {name!r}{hint} Its fields: {', '.join(fields)}."
+            )
 
 
 def check_types(spec: registry.Algorithm, values: dict[str, Any], where: str) -> None:
@@ -273,13 +289,14 @@ def _type_name(annotation: Any) -> str:
 
     names = {int: "a whole number", float: "a number", str: "text", bool: "True or False",
              type(None): "None"}  # fmt: skip
+    plurals = {int: "whole numbers", float: "numbers", str: "texts", bool: "booleans"}
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation in names:
         return names[annotation]
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in args)
     if origin is tuple:
-        return f"a tuple of {_type_name(args[0])}s" if args else "a tuple"
+        return f"a tuple of {plurals.get(args[0], 'values')}" if args else "a tuple"
     if args:
         return " or ".join(_type_name(arg) for arg in args)
     return getattr(annotation, "__name__", str(annotation))

@@ -212,7 +212,7 @@ def test_unknown_algorithm_and_field_name_the_valid_ones(tmp_path):
     with pytest.raises(UnknownAlgorithmError, match="Did you mean toy-counter"):
         rlx.train("toy-countr", "Toy-v0", run_dir=tmp_path / "r")
     with pytest.raises(
-        ConfigError, match=r"no config field 'totl_steps'.*Did you mean total_steps"
+        ConfigError, match=r"no config field 'totl_steps'; did you mean total_steps\?"
     ):
         rlx.train("toy-counter", "Toy-v0", run_dir=tmp_path / "r", totl_steps=3)
 

@@ -201,7 +201,7 @@ def _unknown_env_message(env_id: str, exc: Exception) -> str:
 
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
-    return f"cannot make Gymnasium env {env_id!r}: {exc}.{hint}"
+    return f"cannot make Gymnasium env {env_id!r}: {str(exc).rstrip('.')}.{hint}"
 
 
 def env_spaces(env: Any) -> tuple[Any, Any]:

@@ -106,8 +106,7 @@ class Diagnosis:
         if sandbox:
             head += f"\n{sandbox}"
         if self.healthy:
-            checked = ", ".join(sorted(applicable_metrics(self.log))) or "no known metric"
-            return f"{head}\nno findings (checked {checked})."
+            return f"{head}\nno findings {checked_what(self.log)}."
         lines = [head]
         for f in self.findings:
             lines += [
@@ -139,6 +138,24 @@ def applicable(rule: Rule, log: RunLog) -> bool:
     if rule.algos is not None and log.algo is not None and log.algo not in rule.algos:
         return False
     return rule.metric == "*" or any(log.get(metric) is not None for metric in rule.metrics)
+
+
+def checked_what(log: RunLog) -> str:
+    """What the rules looked at in a run, after "no findings": the metrics a rule of the
+    troubleshooting table read, and that every logged metric was checked for NaN or inf (the
+    one rule for metrics no other rule knows, such as a board game's losses and arena
+    results)."""
+    read = sorted(applicable_metrics(log))
+    logged = sorted(log.metrics)
+    if not logged:
+        return "(the run has logged no metric yet)"
+    if read:
+        return f"(checked {', '.join(read)}, and all {len(logged)} logged metrics for NaN or inf)"
+    shown = ", ".join(logged[:6]) + (", ..." if len(logged) > 6 else "")
+    return (
+        f"(checked the {len(logged)} logged metrics for NaN or inf: {shown}; no other rule of "
+        "the troubleshooting table reads these metrics)"
+    )
 
 
 def applicable_metrics(log: RunLog) -> set[str]:

@@ -303,6 +303,7 @@ def recommend(
 
 
 def _from_name(name: str, safety_critical: bool, has_model: bool | None) -> Recommendation:
+    from rlx.core.atari import is_atari_id
     from rlx.core.envs import gridworld_from_id, is_gridworld_id
 
     game = _game_id(name)
@@ -313,7 +314,7 @@ def _from_name(name: str, safety_critical: bool, has_model: bool | None) -> Reco
     path = Path(name).expanduser()
     if path.is_file() or path.suffix.lower() in (".jsonl", ".json"):
         return _data_file(path)
-    if _is_gymnasium_id(name):
+    if is_atari_id(name) or _is_gymnasium_id(name):  # ale-py registers its games when asked
         env = _make(name)
         try:
             return _from_env(env, name, safety_critical, has_model)
@@ -443,10 +444,13 @@ def _is_gymnasium_id(name: str) -> bool:
 
 
 def _make(env_id: str) -> Any:
+    """The env as rlx trains on it (an Atari game with its preprocessing)."""
     import gymnasium as gym
 
+    from rlx.core.envs import make_env
+
     try:
-        return gym.make(env_id)
+        return make_env(env_id)
     except (gym.error.Error, ImportError) as exc:
         raise EnvError(f"cannot make Gymnasium env {env_id!r} to read its spaces: {exc}") from exc
 

@@ -1,7 +1,9 @@
 """``rlx play GAME``: a person against an agent in the terminal.
 
 The board is drawn after every move; a move that is not a number or not legal is answered
-with the legal moves, and the person is asked again. ``q`` (or the end of input) gives up.
+with the legal moves, and the person is asked again. ``q`` (or the end of input) gives up on
+purpose: :func:`play` returns None, and ``rlx play`` exits 0 as after a game played to its end.
+Only Ctrl-C ends ``rlx play`` with 130.
 """
 
 from __future__ import annotations
