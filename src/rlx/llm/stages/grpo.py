@@ -97,6 +97,11 @@ class GRPOConfig(StageConfig):
     batch_size: int = 64
     """prompts per step (each sampled group_size times): the gradient of a few prompts is too
     noisy to raise accuracy"""
+    warmup_ratio: float = 0.1
+    """share of the steps with a linear learning-rate warm-up (linear decay to 0 after it).
+    Adam's first steps move every weight by about the full step size whatever its gradient,
+    so a short run at full size from its first step unlearns what SFT taught before the
+    reward teaches anything"""
     reward: str = "exact-match"
     """the reward functions: names of rlx.llm.REWARDS (exact-match, numeric, math, format,
     python-tests, ...), several joined by commas"""
