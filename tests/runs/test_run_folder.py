@@ -349,3 +349,29 @@ def test_a_preset_may_match_ids_by_pattern():
     assert registry.preset_for(spec, "ALE/Breakout-v5") == ("ALE/*", {"a": 1})
     assert registry.preset_for(spec, "ALE/Pong-v5") == ("ALE/Pong-v5", {"a": 2})
     assert registry.preset_for(spec, "CartPole-v1") == (None, {})
+
+
+def test_a_run_refused_as_it_opens_changes_nothing(tmp_path, monkeypatch):
+    """Refused by its folder, or failing as it opens its logs (--tensorboard without
+    tensorboard): the folder is as it was, the old run of a start-over put back."""
+    from rlx.errors import ConfigError as Refused
+    from rlx.runs import Run
+    from tests.runs.toy_algorithm import ToyConfig
+
+    run_dir = tmp_path / "r"
+    rlx.train("toy-counter", "Toy-v0", run_dir=run_dir, total_steps=2)
+    before = snapshot(run_dir)
+    with pytest.raises(RunError, match="overwrite=True"):
+        Run(run_dir, algo="toy-counter", env_id="X", config=ToyConfig(), total=1)
+    assert snapshot(run_dir) == before
+
+    def no_logs(*args, **kwargs):
+        raise Refused("--tensorboard needs the tensorboard package.")
+
+    monkeypatch.setattr("rlx.runs.run.MetricLogger", no_logs)
+    with pytest.raises(Refused):
+        Run(run_dir, algo="toy-counter", env_id="X", config=ToyConfig(), total=1, overwrite=True)
+    assert snapshot(run_dir) == before
+    with pytest.raises(Refused):
+        Run(tmp_path / "new" / "r", algo="toy-counter", env_id="X", config=ToyConfig(), total=1)
+    assert not (tmp_path / "new").exists()

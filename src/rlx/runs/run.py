@@ -164,11 +164,12 @@ class Run:
         if resume is not None:
             self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
                             "preset": resume.preset, **resume.extra}  # fmt: skip
-        wall_offset = self._prepare_folder(resume, preset)
-        wandb_fields = None
-        if wandb:
-            wandb_fields = {"name": f"{algo} {env_id} {self.dir.name}", "config": self._record}
+        self._writing = False  # whether this run has changed the folder yet
         try:
+            wall_offset = self._prepare_folder(resume, preset)
+            wandb_fields = None
+            if wandb:
+                wandb_fields = {"name": f"{algo} {env_id} {self.dir.name}", "config": self._record}
             self.logger = MetricLogger(
                 self.dir,
                 wall_offset=wall_offset,
@@ -177,8 +178,7 @@ class Run:
                 wandb=wandb_fields,
             )
         except BaseException:  # e.g. --tensorboard without tensorboard: the run never started
-            if writer:
-                self._undo_start()
+            self._undo_start()
             raise
         self.progress: ProgressBar | None = None
         for observer in self.observers:
@@ -199,6 +199,7 @@ class Run:
             self.resumed_step, self.resumed_state = step, state
             if not self.writer:
                 return 0.0
+            self._writing = True
             self._set_aside(RESUME_REWRITES, copy=True)
             wall = _truncate_logs_after(self.dir, step)
             self._record["config"] = _fields(self.config)
@@ -222,6 +223,7 @@ class Run:
                 "it, or overwrite=True to start over in it."
             )
         self._created = _missing_folders(self.dir)
+        self._writing = True
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.overwrite:
             self._set_aside(RUN_FILES, copy=False)
@@ -286,7 +288,9 @@ class Run:
 
     def _undo_start(self) -> None:
         """Leave the folder as it was before this run: the files set aside back in place, or
-        a folder this run made removed."""
+        a folder this run made removed (nothing, when it changed nothing yet)."""
+        if not self._writing:
+            return
         if not self._aside:
             self._remove_new_folder()
             return
