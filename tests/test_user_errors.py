@@ -185,7 +185,7 @@ CLI_CASES = [
     (["align", "data", "arithmetic", "--out", "{new}", "--n", "0"], "--n 0 must be >= 1"),
     (["align", "eval", "--model", "{missing}", "--data", "{bad_jsonl}"], "does not exist"),
     (["align", "rlhf", "--task", "chess", "--run-dir", "{new}"],
-     "--task expects one of arithmetic, length-biased"),
+     "unknown rlhf task 'chess'; valid tasks: arithmetic, length-biased"),
     # doctor, report, recommend, play
     (["doctor"], "at least one RUN"),
     (["doctor", "{missing}"], "does not exist"),

@@ -379,8 +379,8 @@ class PipelineArgs:
     """RLHF in three stages on a built-in task: SFT -> reward model -> PPO, each stage a run
     folder inside RUN_DIR (sft/, rm/, ppo/)."""
 
-    task: Literal["arithmetic", "length-biased"]
-    """the built-in task"""
+    task: str
+    """the built-in task: arithmetic or length-biased"""
     run_dir: str = field(metadata={flags.METAVAR: "DIR"})
     """the folder of the three runs"""
     model: str | None = None
