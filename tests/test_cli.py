@@ -289,7 +289,7 @@ def test_every_help_is_generated_from_the_code(capsys):
     assert main(["align", "--help"]) == 0
     align = capsys.readouterr().out
     for command in ("tiny", "data", "sft", "rm", "dpo", "grpo", "rlhf", "eval"):
-        assert f"\n    {command} " in align, command
+        assert f"\n  {command} " in align, command
     for args, shown in (
         (["eval", "--help"], ("RUN_DIR", "--episodes INT", "--env-kwargs [KEY=VALUE ...]")),
         (["solve", "--help"], ("{value-iteration,policy-iteration}", "--gamma FLOAT")),

@@ -22,7 +22,6 @@ ends quietly with 141, as a shell's SIGPIPE would.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import json
@@ -67,25 +66,21 @@ class Command:
     """One ``rlx`` command: what runs it, and what ``rlx --help`` says of it."""
 
     run: Callable[[list[str]], int]
-    usage: str
     summary: str
 
 
 def _commands() -> dict[str, Command]:
     return {
-        "train": Command(_train, "ALGO --env ID [--FIELD VALUE ...]",
-                         "train an agent into a run folder"),
-        "eval": Command(_eval, "RUN_DIR [--episodes N]", "evaluate a run's agent"),
-        "solve": Command(_solve, "ENV [--method policy-iteration]", "solve a tabular MDP exactly"),
-        "list": Command(_list, "", "the algorithms, and when to use each"),
-        "align": Command(_align, "tiny|data|sft|rm|dpo|grpo|rlhf|eval ...",
-                         "align a language model (extra llm)"),
-        "doctor": Command(_doctor, "RUN [RUN ...] [--strict] [--json]",
-                          "diagnose runs (rlx, SB3, TRL, TensorBoard)"),
-        "report": Command(_report, "RUN [RUN ...]", "a self-contained HTML report of runs"),
-        "recommend": Command(_recommend, "TARGET", "which method to use, and the command"),
-        "play": Command(_play, "GAME [--agent RUN_DIR]", "play a board game against an agent"),
-    }  # fmt: skip
+        "train": Command(_train, "train an agent into a run folder"),
+        "eval": Command(_eval, "evaluate a run's agent"),
+        "solve": Command(_solve, "solve a tabular MDP exactly"),
+        "list": Command(_list, "the algorithms, and when to use each"),
+        "align": Command(_align, "align a language model (extra llm)"),
+        "doctor": Command(_doctor, "diagnose runs (rlx, SB3, TRL, TensorBoard)"),
+        "report": Command(_report, "a self-contained HTML report of runs"),
+        "recommend": Command(_recommend, "which method to use, and the command"),
+        "play": Command(_play, "play a board game against an agent"),
+    }
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -109,26 +104,26 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def _top_parser(commands: dict[str, Command]) -> flags.FlagParser:
+    summaries = {name: command.summary for name, command in commands.items()}
     parser = flags.FlagParser(
         "rlx",
         "Reinforcement learning from the MDP five-tuple to aligning a language model,\n"
         "with a doctor for every run.",
         usage="rlx COMMAND [ARGS ...]",
-        epilog="example:\n  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
+        epilog=f"{listing('commands', summaries)}\n\nexample:\n"
+        "  rlx train q-learning --env FrozenLake-v1 --run-dir runs/ql\n"
         "  rlx eval runs/ql && rlx doctor runs/ql\n\n"
         "Every command has its own --help.",
     )
+    parser.add_argument("command", metavar="COMMAND", help="one of the commands below")
     parser.add_argument("--version", action="store_true", help="the version of rlx")
-    _list_commands(parser, {name: f"{c.summary}" for name, c in commands.items()})
     return parser
 
 
-def _list_commands(parser: argparse.ArgumentParser, summaries: dict[str, str]) -> None:
-    """The commands of ``parser`` as argparse lists subcommands in ``--help`` (dispatching
-    stays ours: each command builds its own parser when it runs)."""
-    choices = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name, summary in summaries.items():
-        choices.add_parser(name, help=summary, add_help=False)
+def listing(title: str, items: dict[str, str]) -> str:
+    """``title:`` and one aligned line per name and what it is, for a parser's epilog."""
+    width = max(len(name) for name in items)
+    return "\n".join([f"{title}:", *(f"  {name:<{width}}  {what}" for name, what in items.items())])
 
 
 # ---------------------------------------------------------------------------- rlx list
@@ -248,16 +243,14 @@ def _train(argv: list[str]) -> int:
 def _train_parser() -> flags.FlagParser:
     from rlx import registry
 
-    names = _agent_names()
-    width = max(len(name) for name in names)
-    listing = "\n".join(f"  {name:<{width}}  {registry.summary(name)}" for name in names)
+    algorithms = {name: registry.summary(name) for name in _agent_names()}
     parser = flags.FlagParser(
         "rlx train",
         "Train an agent into a run folder (config.json, metrics, checkpoints, summary).",
         usage="rlx train ALGO --env ID [--FIELD VALUE ...]",
-        epilog=f"algorithms:\n{listing}\n\n`rlx train ALGO --help` lists every config field "
-        "with its default;\n`rlx list` says when to use each; language models train with "
-        "`rlx align`.",
+        epilog=f"{listing('algorithms', algorithms)}\n\n`rlx train ALGO --help` lists every "
+        "config field with its default;\n`rlx list` says when to use each; language models "
+        "train with `rlx align`.",
     )
     parser.add_argument("algo", metavar="ALGO", help="the algorithm, one of those below")
     return parser
@@ -460,7 +453,8 @@ def _align_commands() -> dict[str, tuple[Callable[[list[str]], int], str]]:
 
 
 def _first_line(cls: type) -> str:
-    return (cls.__doc__ or "").strip().splitlines()[0].rstrip(".")
+    line = (cls.__doc__ or "").strip().splitlines()[0].rstrip(".")
+    return line[:1].lower() + line[1:]
 
 
 def _align(argv: list[str]) -> int:
@@ -483,14 +477,16 @@ def _align(argv: list[str]) -> int:
 
 
 def _align_parser(commands: dict[str, tuple[Any, str]]) -> flags.FlagParser:
+    summaries = {name: summary for name, (_, summary) in commands.items()}
     parser = flags.FlagParser(
         "rlx align",
         "Align a language model (needs the llm extra: pip install 'rlx[llm]').",
         usage="rlx align COMMAND [ARGS ...]",
-        epilog="rlx align rlhf --task arithmetic|length-biased --run-dir DIR runs SFT -> reward "
-        "model -> PPO in one go.\n`rlx align COMMAND --help` lists every field with its default.",
+        epilog=f"{listing('commands', summaries)}\n\n"
+        "rlx align rlhf --task arithmetic|length-biased --run-dir DIR runs SFT -> reward model "
+        "-> PPO in one go.\n`rlx align COMMAND --help` lists every field with its default.",
     )
-    _list_commands(parser, {name: summary for name, (_, summary) in commands.items()})
+    parser.add_argument("command", metavar="COMMAND", help="one of the commands below")
     return parser
 
 

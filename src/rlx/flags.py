@@ -298,10 +298,9 @@ class FlagParser(argparse.ArgumentParser):
         """The values the user gave, by field name: nothing for a flag not on the line."""
         try:
             namespace, extras = self.parse_known_args(list(argv))
-        except argparse.ArgumentError as exc:
-            raise ConfigError(
-                f"{exc.argument_name or self.prog} {exc.message} (see `{self.see}`)."
-            ) from None
+        except argparse.ArgumentError as exc:  # a value that does not convert, a missing one
+            named = f"{exc.argument_name} " if exc.argument_name else ""
+            raise ConfigError(f"{named}{exc.message} (see `{self.see}`).") from None
         if extras:
             self.reject(extras[0])
         return dict(vars(namespace))
