@@ -245,7 +245,7 @@ PYTHON_CASES = [
      "unknown algorithm 'no-such-algo'"),
     ("a string budget", lambda f: rlx.train("ppo", "CartPole-v1", total_steps="many",
                                             run_dir=f["new"]),
-     "total_steps='many' must be a whole number, not a str"),
+     "total_steps='many' must be a whole number (got str)"),
     ("a negative budget", lambda f: rlx.train("ppo", "CartPole-v1", total_steps=-5,
                                               run_dir=f["new"]), "total_steps=-5 must be >= 1"),
     ("a string for a float", lambda f: rlx.train("ppo", "CartPole-v1", gamma="0.9",
