@@ -22,7 +22,7 @@ import re
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -396,6 +396,7 @@ def train(
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
     trust_env_code: bool = False,
+    callbacks: Sequence[Any] = (),
     **overrides: Any,
 ) -> Any:
     """Train ``algo`` on ``env`` and return the trained agent.
@@ -428,6 +429,8 @@ def train(
             rebuilt from code it names (an entry point, or a Gymnasium spec's entry point that
             is not the registered one). A run folder is data, so without this such a run
             stops with one sentence naming what it would import; a registered id needs none.
+        callbacks: objects with any of ``on_start``, ``on_step``, ``on_update``, ``on_eval``,
+            ``on_end`` (each ``(step, payload)``; False stops the run): :mod:`rlx.callbacks`.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
 
     ``config.json`` keeps the history of the folder: every start, resume and start-over with
@@ -453,6 +456,7 @@ def train(
         wandb=wandb,
         stop_on=stop_on,
         doctor=doctor,
+        callbacks=callbacks,
     )
 
 
@@ -477,8 +481,10 @@ def train_planned(
     wandb: bool = False,
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
+    callbacks: Sequence[Any] = (),
 ) -> Any:
-    """Carry out a :class:`Plan`: open the run folder, attach the live doctor, train."""
+    """Carry out a :class:`Plan`: open the run folder, attach the live doctor and the
+    ``callbacks`` (:mod:`rlx.callbacks`), train."""
     from rlx.core.threads import set_torch_threads
     from rlx.runs import Run
 
@@ -486,6 +492,10 @@ def train_planned(
     set_torch_threads()
     budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
     observers = _live_doctor(spec.name, planned.env_id, config, tuple(stop_on), doctor)
+    if callbacks:
+        from rlx.callbacks import CallbackObserver
+
+        observers.append(CallbackObserver(callbacks))
     if planned.note is not None and is_first_process():
         _to_stderr(f"rlx: {planned.note}")
     with (

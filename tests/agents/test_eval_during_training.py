@@ -7,13 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 import rlx
+from rlx.callbacks import CallbackObserver
 from rlx.cli import main
 from rlx.core.training_evaluation import TRAINING_EVAL_SEED_OFFSET, separate_env
-from rlx.errors import ConfigError
+from rlx.errors import CheckpointError, ConfigError
 from rlx.runs import load_checkpoint
 from rlx.runs.run import Run
 from tests.toy_envs import ChainEnv
@@ -108,7 +110,7 @@ def test_dqn_on_cartpole_keeps_the_best_evaluation_and_stops_at_the_target(
     step, state = load_checkpoint(run_dir / "checkpoints" / "best.pt")
     assert step == best_step and state["evaluation"]["eval_return_mean"] == best_mean
     assert (done["best_eval_step"], done["best_eval_return_mean"]) == (best_step, best_mean)
-    best = rlx.registry.get("dqn").load(rlx.load(run_dir).config, "CartPole-v1", state)
+    best = rlx.load(run_dir, checkpoint="best")
     again = rlx.evaluate(
         best, "CartPole-v1", episodes=5, seed=train_seed + TRAINING_EVAL_SEED_OFFSET
     )
@@ -167,6 +169,124 @@ def test_a_resumed_run_evaluates_and_keeps_its_best_as_the_uninterrupted_one(tmp
         assert summary(tmp_path / "cut")[key] == summary(tmp_path / "whole")[key]
 
 
+def test_the_report_draws_the_evaluations_and_rings_the_best(tmp_path):
+    env, config = SHORT["ppo"]
+    rlx.train("ppo", env, run_dir=tmp_path / "r", progress=False, eval_every=1_000,
+              eval_episodes=2, **config)  # fmt: skip
+    page = Path(rlx.report(tmp_path / "r")).read_text()
+    assert "diamonds: evaluation return (mean ± std)" in page
+    assert "ringed: the best evaluation, kept as checkpoints/best.pt" in page
+    assert 'data-metric="eval_return_std"' not in page  # drawn as the diamonds' error bars
+
+
+def test_a_run_without_evaluations_has_no_best_checkpoint(tmp_path):
+    env, config = SHORT["ppo"]
+    rlx.train("ppo", env, run_dir=tmp_path / "r", progress=False, eval_episodes=0, **config)
+    with pytest.raises(CheckpointError, match="no best checkpoint"):
+        rlx.load(tmp_path / "r", checkpoint="best")
+
+
+# ---------------------------------------------------------------------------- callbacks
+class Recorder:
+    """Every hook it sees, in order, as ``(hook, step)``; stops when ``stop`` says so."""
+
+    def __init__(self, stop: Any = None) -> None:
+        self.seen: list[tuple[str, int]] = []
+        self.stop = stop or (lambda hook, step: False)
+        self.payloads: dict[str, list[Any]] = {}
+
+    def _see(self, hook: str, step: int, payload: Any) -> bool:
+        self.seen.append((hook, step))
+        self.payloads.setdefault(hook, []).append(payload)
+        return not self.stop(hook, step)
+
+    def on_start(self, step, info):
+        return self._see("on_start", step, info)
+
+    def on_step(self, step, info):
+        return self._see("on_step", step, info)
+
+    def on_update(self, step, metrics):
+        return self._see("on_update", step, metrics)
+
+    def on_eval(self, step, result):
+        return self._see("on_eval", step, result)
+
+    def on_end(self, step, summary):
+        self._see("on_end", step, summary)
+
+
+@pytest.mark.parametrize("algo", ["dqn", "ppo"])
+def test_callbacks_see_the_hooks_in_order(tmp_path, algo):
+    env, config = SHORT[algo]
+    recorder = Recorder()
+    rlx.train(algo, env, run_dir=tmp_path / "r", progress=False, callbacks=[recorder],
+              eval_every=config["total_steps"] // 2, eval_episodes=2, **config)  # fmt: skip
+    hooks = [hook for hook, _ in recorder.seen]
+    steps = [step for _, step in recorder.seen]
+    assert hooks[0] == "on_start" and steps[0] == 0
+    assert recorder.payloads["on_start"][0] == {"run_dir": tmp_path / "r", "resumed": False}
+    assert hooks[-1] == "on_end" and hooks.count("on_end") == 1
+    assert recorder.payloads["on_end"][0]["status"] == "completed"
+    assert steps == sorted(steps)  # one clock: env steps
+    # every logged row, as metrics.jsonl has it; an evaluation right after its row
+    logged = rows(tmp_path / "r")
+    updates = [s for h, s in recorder.seen if h == "on_update"]
+    assert updates == [r["step"] for r in logged]
+    for i, (hook, step) in enumerate(recorder.seen):
+        if hook == "on_eval":
+            assert recorder.seen[i - 1] == ("on_update", step)
+    results = recorder.payloads["on_eval"]
+    assert len(results) == 2 and set(results[0]) == {
+        "eval_return_mean", "eval_return_std", "eval_length_mean"
+    }  # fmt: skip
+    # on_step after each collection: every vector step (DQN) or rollout (PPO)
+    on_steps = [s for h, s in recorder.seen if h == "on_step"]
+    per_collection = 8 if algo == "dqn" else 4 * 64  # DQN's preset: 8 copies; PPO: N x T
+    gaps = np.diff([0, *on_steps])  # autoreset steps are not counted: at most N x T
+    assert gaps.min() > 0 and gaps.max() <= per_collection
+    assert on_steps[-1] == summary(tmp_path / "r")["steps"]
+    ended = recorder.payloads["on_step"]
+    assert all(set(info) == {"episode_returns", "episode_lengths"} for info in ended)
+    n_episodes = sum(len(info["episode_returns"]) for info in ended)
+    assert n_episodes == len((tmp_path / "r" / "episodes.csv").read_text().splitlines()) - 1
+
+
+@pytest.mark.parametrize("hook", ["on_step", "on_update"])
+def test_a_callback_returning_false_stops_training_at_its_step(tmp_path, hook, capsys):
+    env, config = SHORT["dqn"]
+    recorder = Recorder(stop=lambda h, step: h == hook and step >= 700)
+    rlx.train("dqn", env, run_dir=tmp_path / "r", progress=False, callbacks=[recorder],
+              **config)  # fmt: skip
+    stopped_at = next(s for h, s in recorder.seen if h == hook and s >= 700)
+    done = summary(tmp_path / "r")
+    assert done["status"] == "stopped" and done["steps"] == stopped_at
+    assert load_checkpoint(tmp_path / "r")[0] == stopped_at
+    assert rows(tmp_path / "r")[-1]["step"] == stopped_at
+    assert "eval_return_mean" not in done  # a stopped run skips the final evaluation
+    assert f"Recorder.{hook} returned False" in capsys.readouterr().err
+
+
+def test_tabular_runs_call_on_update_and_language_model_rows_reach_on_eval(tmp_path):
+    recorder = Recorder()
+    rlx.train("q-learning", "FrozenLake-v1", run_dir=tmp_path / "q", episodes=300,
+              progress=False, callbacks=[recorder])  # fmt: skip
+    hooks = {hook for hook, _ in recorder.seen}
+    assert hooks == {"on_start", "on_update", "on_end"}
+    # held-out figures of a language-model stage are evaluation figures too
+    observer = CallbackObserver([recorder])
+    observer.observe(10, {"loss": 1.0, "eval_loss": 2.0, "exact_match": 0.5})
+    assert recorder.seen[-2:] == [("on_update", 10), ("on_eval", 10)]
+    assert recorder.payloads["on_eval"][-1] == {"eval_loss": 2.0, "exact_match": 0.5}
+
+
+def test_something_that_is_no_callback_is_refused_in_one_sentence(tmp_path):
+    with pytest.raises(ConfigError, match=r"callbacks\[1\] \(int\) has none of the methods"):
+        rlx.train("q-learning", "FrozenLake-v1", run_dir=tmp_path / "q", episodes=10,
+                  callbacks=[Recorder(), 3])  # fmt: skip
+    assert not (tmp_path / "q").exists()
+
+
 # ---------------------------------------------------------------------------- resume
 @pytest.mark.parametrize("algo", ["dqn", "sac"])
 def test_an_off_policy_resume_says_when_it_starts_with_an_empty_replay_buffer(
@@ -187,3 +307,17 @@ def test_an_off_policy_resume_says_when_it_starts_with_an_empty_replay_buffer(
     capsys.readouterr()
     rlx.train(algo, env, run_dir=tmp_path / "kept", resume=True, total_steps=total)
     assert "replay buffer" not in capsys.readouterr().err
+
+
+def test_a_stopped_run_owes_its_evaluation_to_the_resume(tmp_path):
+    """A stop skips the evaluation that was due; the resumed run makes it up at once."""
+    env, config = SHORT["ppo"]  # 256 env steps an update
+    config = {**config, "eval_every": 1_000, "eval_episodes": 2, "progress": False}
+    stop = Recorder(stop=lambda hook, step: hook == "on_step" and step >= 1_000)
+    rlx.train("ppo", env, run_dir=tmp_path / "r", callbacks=[stop], **config)
+    stopped = summary(tmp_path / "r")["steps"]
+    assert 1_000 <= stopped < 1_000 + 256 and evaluations(tmp_path / "r") == []
+    rlx.train("ppo", env, run_dir=tmp_path / "r", resume=True)
+    after = [r["step"] for r in rows(tmp_path / "r") if r["step"] > stopped]
+    steps = [s for s, _ in evaluations(tmp_path / "r")]
+    assert steps[0] == after[0]  # owed since the stop: the resumed run's first row
