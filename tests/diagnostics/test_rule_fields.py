@@ -32,7 +32,7 @@ RUNS: dict[str, tuple[str, dict]] = {
                             "batch_size": 32, **DEEP}),
     "td3": ("Pendulum-v1", {"total_steps": 300, "learning_starts": 100, "log_every": 100,
                             "batch_size": 32, **DEEP}),
-    "alphazero": ("tictactoe", {**TINY_GAMES, "train_steps": 2}),
+    "alphazero": ("tictactoe", {**TINY_GAMES, "train_steps_per_iteration": 2}),
     "muzero": ("tictactoe", {**TINY_GAMES, "train_steps_per_iteration": 2, "buffer_size": 50}),
 }  # fmt: skip
 LLM_RUNS = {
