@@ -280,6 +280,19 @@ def test_tabular_runs_call_on_update_and_language_model_rows_reach_on_eval(tmp_p
     assert recorder.payloads["on_eval"][-1] == {"eval_loss": 2.0, "exact_match": 0.5}
 
 
+def test_a_hook_that_raises_ends_the_run_as_failed_with_its_folder_whole(tmp_path):
+    class Broken:
+        def on_start(self, step, info):
+            raise RuntimeError("my logger is down")
+
+    env, config = SHORT["ppo"]
+    with pytest.raises(RuntimeError, match="my logger is down"):
+        rlx.train("ppo", env, run_dir=tmp_path / "r", progress=False, callbacks=[Broken()],
+                  **config)  # fmt: skip
+    done = summary(tmp_path / "r")
+    assert done["status"] == "failed" and "my logger is down" in done["error"]
+
+
 def test_something_that_is_no_callback_is_refused_in_one_sentence(tmp_path):
     with pytest.raises(ConfigError, match=r"callbacks\[1\] \(int\) has none of the methods"):
         rlx.train("q-learning", "FrozenLake-v1", run_dir=tmp_path / "q", episodes=10,

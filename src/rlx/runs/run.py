@@ -309,7 +309,11 @@ class Run:
             self.total, self.unit, f"{self.algo} {self.env_id}", self._progress_enabled
         )
         resumed = self.resumed_step is not None
-        self.notify("on_start", self.last_step, {"run_dir": self.dir, "resumed": resumed})
+        try:
+            self.notify("on_start", self.last_step, {"run_dir": self.dir, "resumed": resumed})
+        except BaseException as exc:  # a with-block's __exit__ runs only once __enter__ returns
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
