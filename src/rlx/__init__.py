@@ -27,8 +27,8 @@ __version__ = version.VERSION
 # Subpackages load on first use.
 _SUBPACKAGES = frozenset(
     {
-        "agents", "core", "diagnostics", "distributed", "games", "llm", "mdp", "metrics",
-        "planning", "registry", "runs", "tabular",
+        "agents", "callbacks", "core", "diagnostics", "distributed", "games", "llm", "mdp",
+        "metrics", "planning", "registry", "runs", "tabular",
     }
 )  # fmt: skip
 # Public functions and classes, loaded on first use too.

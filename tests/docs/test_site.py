@@ -46,7 +46,7 @@ def test_defaults_page_shows_every_field_default_and_help(monkeypatch):
 
 def test_defaults_page_reads_attribute_sections_too():
     page = gen_pages.defaults()
-    assert "| `c_puct` | `1.5` | exploration weight of the network prior in PUCT. |" in page
+    assert "| `c_puct` | `1.5` | PUCT's exploration weight of the prior term. |" in page
 
 
 def test_standard_numbers_are_the_code_defaults():
