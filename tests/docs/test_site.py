@@ -44,9 +44,30 @@ def test_defaults_page_shows_every_field_default_and_help(monkeypatch):
     assert "| `clip_eps` | `0.15` |" in gen_pages.defaults()
 
 
-def test_defaults_page_reads_attribute_sections_too():
+@dataclasses.dataclass(frozen=True)
+class _Documented:
+    """A config documented both ways.
+
+    Attributes:
+        width: how wide, from the class docstring's Attributes section.
+    """
+
+    width: int = 3
+    depth: int = 2
+    """how deep, from the attribute docstring"""
+
+
+def test_field_docs_read_attribute_sections_too():
+    """The defaults page and the CLI read a field's text from its attribute docstring or from
+    the class docstring's ``Attributes:`` section (rlx.flags.field_docs, for both)."""
+    from rlx.flags import field_docs
+
+    assert field_docs(_Documented) == {
+        "width": "how wide, from the class docstring's Attributes section.",
+        "depth": "how deep, from the attribute docstring",
+    }
     page = gen_pages.defaults()
-    assert "| `c_puct` | `1.5` | PUCT's exploration weight of the prior term. |" in page
+    assert "| `c_puct` | `1.5` | exploration weight of the prior in PUCT |" in page
 
 
 def test_standard_numbers_are_the_code_defaults():
