@@ -60,6 +60,10 @@ BOW_WEIGHTS = "bow_weights.pt"
 
 TARGET_ROWS = 20_000
 """Rows (pairs) a run sees when neither steps nor epochs is given."""
+LR_SCALE = 0.1
+"""The reward model's default step size relative to SFT's (1e-4 for a model under 10M
+parameters): it fine-tunes the SFT model's trained backbone under a fresh head, and at SFT's
+step size it ranks its own training pairs worse than at a tenth of it."""
 
 
 @dataclass(frozen=True)
@@ -387,7 +391,13 @@ def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = Non
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.training.DataParallel`), handed in from above."""
     return run_stage(
-        config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS, data=data, parallel=parallel
+        config,
+        run,
+        prepare,
+        lr_scale=LR_SCALE,
+        target_rows=TARGET_ROWS,
+        data=data,
+        parallel=parallel,
     )
 
 
