@@ -276,8 +276,16 @@ def test_sft_and_dpo_on_conversational_datasets(qwen, tmp_path, with_lora):
     prefs = preferences()
     dpo = llm.dpo(sft.model_dir, prefs, run_dir=tmp_path / "dpo", **SMALL, **lora_fields)
     load_folders(dpo.run_dir, with_lora)
+    # the run loads as an agent that answers as the saved (merged) model does
+    from transformers import AutoModelForCausalLM
+
+    from rlx.llm.generation import greedy
+
     agent = __import__("rlx").load(dpo.run_dir)
-    assert isinstance(agent.act("What is 2+2?"), str)
+    merged = AutoModelForCausalLM.from_pretrained(dpo.model_dir)
+    expected = greedy(merged, agent.tokenizer, ["What is 2+2?"],
+                      max_new_tokens=agent.max_new_tokens)  # fmt: skip
+    assert agent.act("What is 2+2?") == expected[0]
 
 
 def reply_length(prompts, completions, **kwargs):

@@ -111,10 +111,18 @@ def test_sft_writes_a_run_folder_and_a_model_plain_transformers_loads(files, tmp
     assert {"eval_loss", "eval_token_accuracy", "exact_match"} <= set(rows[2])
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["status"] == "completed" and "eval_loss" in summary
-    AutoModelForCausalLM.from_pretrained(result.model_dir)
-    AutoTokenizer.from_pretrained(result.model_dir)
+    folder = AutoModelForCausalLM.from_pretrained(result.model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(result.model_dir)
+    # the run's checkpoint (rlx.load) and its model folder are the same trained weights: they
+    # answer alike, and unlike the start model
+    from rlx.llm.generation import greedy
+
     loaded = rlx.load(tmp_path / "r")
-    assert isinstance(loaded.greedy(["12+34="], max_new_tokens=3)[0], str)
+    prompts = [r.prompt for r in llm.arithmetic(16, seed=4)]
+    answers = loaded.greedy(prompts, max_new_tokens=3)
+    assert answers == greedy(folder, tokenizer, prompts, max_new_tokens=3)
+    start, _ = llm.load_model(files["model"])
+    assert answers != greedy(start, tokenizer, prompts, max_new_tokens=3)
 
 
 def test_loaded_models_are_agents_a_language_model_completes_a_reward_model_scores(files, tmp_path):
