@@ -211,6 +211,12 @@ class RunOptions:
     """show a progress bar when the terminal is interactive"""
     stop_on: tuple[str, ...] = field(default=(), metadata={flags.METAVAR: "RULE"})
     """doctor rules that end the run (checkpoint saved; exit code 3), e.g. kl-too-high"""
+    seeds: tuple[int, ...] = field(default=(), metadata={flags.METAVAR: "SEED"})
+    """train one run per seed (e.g. --seeds 0 1 2 3 4) into RUN_DIR/seed-SEED, listed in
+    RUN_DIR/group.json; rlx report RUN_DIR shows their mean with a 95% interval"""
+    jobs: int | None = field(default=None, metadata={flags.METAVAR: "N"})
+    """with --seeds, how many train at once, one process and one torch thread each (default:
+    one per seed, up to the CPU cores; 1: one after another)"""
 
 
 RUN_OPTIONS = frozenset(f.name for c in (EnvOptions, RunOptions) for f in dataclasses.fields(c))
@@ -295,9 +301,16 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     from rlx import api
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
 
-    given = _run_parser(spec, prog, data_file=data_file).given(argv)
+    parser = _run_parser(spec, prog, data_file=data_file)
+    given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in RUN_OPTIONS}
     resume = options.get("resume", False)
+    if "seeds" in options and "seed" in given:
+        parser.error("--seed trains one run and --seeds one run per seed; pass one of them")
+    if "jobs" in options and "seeds" not in options and not resume:
+        parser.error("--jobs sets how many seeds of --seeds train at once; pass --seeds too")
+    if "seeds" in options or "jobs" in options or _is_group(options.get("run_dir")):
+        return _run_group(spec, given, options, f"{prog} {shlex.join(argv)}".strip(), data_file)
     if data_file and not resume and not (given.get("model") and given.get("data")):
         raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
     planned = api.plan(
@@ -325,6 +338,47 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     if model_dir is not None:
         print(f"model saved in {model_dir}")
     return EXIT_CODES.get(status, 1)
+
+
+def _is_group(run_dir: str | None) -> bool:
+    from rlx.runs.group import is_group_folder
+
+    return is_group_folder(run_dir)
+
+
+def _run_group(
+    spec: Any, given: dict[str, Any], options: dict[str, Any], command: str, data_file: bool
+) -> int:
+    """``--seeds``: one run per seed (:func:`rlx.api.train_seeds`); prints the group, and
+    exits as its worst seed: 130 interrupted, 1 failed, 3 stopped, else 0."""
+    from rlx import api
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+
+    group = api.train_seeds(
+        spec.name,
+        given.get("data") if data_file else options.get("env"),
+        seeds=options.get("seeds"),
+        jobs=options.get("jobs"),
+        run_dir=options.get("run_dir"),
+        resume=options.get("resume", False),
+        overwrite=options.get("overwrite", False),
+        overrides=given,
+        env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
+        trust_env_code=options.get("trust_env_code", False),
+        consent=ON_THE_COMMAND_LINE,
+        command=command,
+        progress=None if options.get("progress", True) else False,
+        tensorboard=options.get("tensorboard", False),
+        wandb=options.get("wandb", False),
+        stop_on=options.get("stop_on", ()),
+    )
+    print(group)
+    print(f"compare the seeds: rlx report {group.path}; rlx doctor {group.path}")
+    statuses = {run.status for run in group.runs}
+    for status, code in (("interrupted", 130), ("failed", 1), ("stopped", 3)):
+        if status in statuses:
+            return code
+    return 0
 
 
 def _print_summary(run_dir: Path, seconds: float) -> str:
@@ -582,6 +636,9 @@ class DoctorArgs:
     """exit 1 when a finding is an error"""
     json: bool = False
     """print the findings as JSON"""
+    group: bool = False
+    """take the RUN folders as the seeds of one group, and name the seeds that behave
+    differently (a folder of rlx train --seeds is a group without it)"""
 
 
 def _doctor(argv: list[str]) -> int:
@@ -589,8 +646,12 @@ def _doctor(argv: list[str]) -> int:
     if not args.runs:
         raise ConfigError("rlx doctor needs at least one RUN (a run folder or a log file).")
     from rlx.diagnostics.doctor import doctor
+    from rlx.diagnostics.group_doctor import doctor_group
 
-    diagnoses = [doctor(run) for run in args.runs]
+    if args.group:
+        diagnoses = [doctor_group(args.runs)]
+    else:
+        diagnoses = [doctor_group(run) if _is_group(run) else doctor(run) for run in args.runs]
     if args.json:
         payload = [d.to_dict() for d in diagnoses]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, default=str))
@@ -611,12 +672,27 @@ class ReportArgs:
     """HTML file (default RUN/report.html, or ./report.html for several runs)"""
     title: str | None = None
     """page title"""
+    group: bool = False
+    """take the RUN folders as the seeds of one group: their mean curve with a 95% interval
+    (a folder of rlx train --seeds is a group without it)"""
 
 
 def _report(argv: list[str]) -> int:
     args = flags.parse(ReportArgs, argv, "rlx report")
     if not args.runs:
         raise ConfigError("rlx report needs at least one RUN (a run folder or a log file).")
+    groups = [run for run in args.runs if _is_group(run)]
+    if args.group or groups:
+        from rlx.diagnostics.group_report import report_groups
+
+        if groups and (args.group or len(groups) < len(args.runs)):
+            raise ConfigError(
+                f"rlx report compares seed groups with seed groups: {groups[0]} is one, so give "
+                "only group folders (or run folders alone with --group)."
+            )
+        path = report_groups(groups or [list(args.runs)], args.out, title=args.title)
+        print(f"report written to {path}")
+        return 0
     from rlx.diagnostics.report import report
 
     path = report(list(args.runs), args.out, title=args.title)
