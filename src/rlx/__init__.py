@@ -40,6 +40,7 @@ _NAMES = {
     "doctor": "rlx.diagnostics.doctor",
     "recommend": "rlx.diagnostics.recommend",
     "report": "rlx.diagnostics.report",
+    "SeedGroup": "rlx.api",
 }
 
 
@@ -58,6 +59,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "EvalStats",
     "RLXError",
+    "SeedGroup",
     "__version__",
     "doctor",
     "errors",

@@ -183,7 +183,15 @@ def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
 
 
 def doctor(run: str | Path | RunLog) -> Diagnosis:
-    """Diagnose a run folder (rlx's, or another library's logs): ``print(rlx.doctor(path))``."""
+    """Diagnose a run folder (rlx's, or another library's logs): ``print(rlx.doctor(path))``.
+    A seed group's folder is diagnosed by :class:`rlx.SeedGroup` (``rlx doctor GROUP``)."""
+    from rlx.runs.group import is_group_folder
+
+    if not isinstance(run, RunLog) and is_group_folder(run):
+        raise ConfigError(
+            f"{run} is a seed group: rlx.SeedGroup.read({str(run)!r}) opens it, and its doctor() "
+            "and report() compare the seeds."
+        )
     log = run if isinstance(run, RunLog) else read_run(run)
     return diagnose(log)
 
