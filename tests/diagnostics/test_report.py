@@ -347,3 +347,32 @@ def test_each_threshold_line_has_its_own_label(tmp_path):
     texts = svg_texts(figures(page)["clip_fraction"])
     assert "0.005: clip never triggers" in texts and "0.5: overfits its rollout" in texts
     assert not any("clip-fraction-near-zero" in t for t in texts)
+
+
+def test_each_findings_evidence_lies_inside_the_plotted_range():
+    """A healthy run's entropy (0.69 -> 0.3) beside a broken run's that collapses to 1e-6 while
+    its return is stuck: the y-range that holds the bulk of the points would leave the broken
+    run's collapse, the evidence of its finding, below the plot; the range holds it."""
+    from rlx.diagnostics.doctor import doctor
+    from rlx.diagnostics.report import ReportedRun, evidence_values, y_axis
+    from rlx.diagnostics.series import RunLog
+
+    steps = np.arange(1, 121, dtype=float) * 256
+    rng = np.random.default_rng(0)
+    healthy = np.linspace(0.69, 0.3, 120) + 0.01 * rng.standard_normal(120)
+    collapsed = np.r_[np.linspace(0.69, 0.4, 80), np.geomspace(0.4, 1e-6, 40)]
+    stuck = np.r_[np.linspace(20, 60, 40), np.full(80, 60.0)] + rng.normal(0, 1, 120)
+    logs = [
+        RunLog(Path(name), "rlx", {"entropy": Series(steps, entropy),
+                                   "episode_return": Series(steps, returns)},
+               algo="ppo", env="CartPole-v1")
+        for name, entropy, returns in (("ok", healthy, np.linspace(20, 480, 120)),
+                                       ("broken", collapsed, stuck))
+    ]  # fmt: skip
+    runs = [ReportedRun(log.source.name, "#000", doctor(log)) for log in logs]
+    assert "entropy-collapse" in [f.rule.id for f in runs[1].diagnosis]
+    values = np.r_[healthy, collapsed]
+    assert y_axis(values).limits[0] > 1e-3  # the bulk alone leaves the collapse off the chart
+    cited = evidence_values(runs, "entropy")
+    limits = y_axis(values, cited).limits  # None: every point is inside
+    assert limits is None or (limits[0] <= min(cited) and max(cited) <= limits[1])

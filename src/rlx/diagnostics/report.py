@@ -480,7 +480,9 @@ def metric_svg(runs: Sequence[ReportedRun], metric: str) -> tuple[str, str]:
         )
     lines = threshold_lines(runs, metric)
     values = [run.log.get(metric).finite().values for run in runs if run.log.get(metric)]
-    axis = y_axis(np.concatenate(values) if values else np.array([]), [v for v, _ in lines])
+    # the rules' thresholds and every finding's evidence stay inside the y-range
+    marks = [v for v, _ in lines] + evidence_values(runs, metric)
+    axis = y_axis(np.concatenate(values) if values else np.array([]), marks)
     if axis.log:
         ax.set_yscale("log")
     if axis.limits is not None:
@@ -508,6 +510,24 @@ def metric_svg(runs: Sequence[ReportedRun], metric: str) -> tuple[str, str]:
     if missing and len(missing) < len(runs):
         caption += "; not logged by " + ", ".join(missing)
     return _finish(fig, ax), caption
+
+
+def evidence_values(runs: Sequence[ReportedRun], metric: str) -> list[float]:
+    """The lowest and highest finite value of ``metric`` inside each finding's evidence window
+    (the steps it read), so the plot's y-range can hold what the finding cites."""
+    found: list[float] = []
+    for run in runs:
+        series = run.log.get(metric)
+        if series is None:
+            continue
+        for finding in run.diagnosis.findings:
+            evidence = finding.evidence
+            if evidence.metric != metric:
+                continue
+            cited = series.finite().window(evidence.step_start, evidence.step_end).values
+            if len(cited):
+                found += [float(cited.min()), float(cited.max())]
+    return found
 
 
 def _shade_evidence(ax: Any, runs: Sequence[ReportedRun], metric: str) -> list[str]:
