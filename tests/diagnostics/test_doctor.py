@@ -79,6 +79,23 @@ SYMPTOMS = {
         HEALTHY_PPO, **{M.APPROX_KL: np.r_[np.full(40, 0.01), [np.nan], np.full(19, 0.01)]}
     ),
     "no-learning": {M.EPISODE_RETURN: 22 + noise(5)},
+    # PPO's critic explains 90% of the returns for half the run, then -50% for ten updates
+    # while its error stays at its learning-phase size
+    "value-breakdown": dict(
+        HEALTHY_PPO,
+        **{
+            M.EXPLAINED_VARIANCE: np.r_[np.full(30, 0.9), np.full(10, -0.5), np.full(20, 0.9)]
+            + noise(0.02),
+            M.VALUE_LOSS: np.full(N, 0.5) + np.abs(noise(0.05)),
+        },
+    ),
+    # CartPole's return climbs to 500, holds it, falls to 40 and climbs back
+    "performance-collapse": {
+        M.EPISODE_RETURN: np.r_[
+            np.linspace(20, 500, 15), np.full(20, 500.0), np.full(10, 40.0), np.full(15, 500.0)
+        ]
+        + noise(5),
+    },
 }
 HEALTHY = {
     "ppo": HEALTHY_PPO,
@@ -103,6 +120,17 @@ HEALTHY = {
             M.ENTROPY: np.geomspace(0.69, 0.02, N),
             M.EPISODE_RETURN: np.r_[np.linspace(20, 500, 30), np.full(30, 500.0)],
             M.EXPLAINED_VARIANCE: np.r_[np.full(40, 0.9), np.full(20, 0.0)],
+        },
+    ),
+    # solved: the returns stop varying, the explained variance swings far below 0 while the
+    # critic's error shrinks to almost nothing; the return dips once, by a few percent
+    "solved, explained variance swinging below 0": dict(
+        HEALTHY_PPO,
+        **{
+            M.EXPLAINED_VARIANCE: np.r_[np.full(30, 0.9), -3 + noise(1, 30)],
+            M.VALUE_LOSS: np.r_[np.full(30, 0.3), np.full(30, 1e-6)] * (1 + np.abs(noise(0.2))),
+            M.EPISODE_RETURN: np.r_[np.linspace(20, 500, 25), np.full(35, 500.0)]
+            - np.r_[np.zeros(40), np.full(5, 30.0), np.zeros(15)],
         },
     ),
 }
@@ -274,13 +302,17 @@ def test_ppo_without_entropy_bonus_on_mountain_car_is_named_as_failing(tmp_path,
 
 
 def test_vanilla_dqn_on_noisy_rewards_overestimates_and_double_dqn_does_not(tmp_path, train_seed):
-    config = dict(total_steps=8000, num_envs=4, learning_starts=500, learning_rate=3e-3,
+    """Every action of 64 pays N(-0.05, 1), so Q* < 0, while the max over noisy estimates climbs
+    above the returns observed. The rule asks for a gap that is not closing, so the run stops
+    while Q still climbs (2,400 steps: 8,000 reach the point where Q comes back down towards
+    the returns, which is a critic still learning, not a finding)."""
+    config = dict(total_steps=2400, num_envs=4, learning_starts=500, learning_rate=3e-3,
                   train_freq=2, sync_every=200, exploration_fraction=0.2, batch_size=32,
-                  eval_episodes=0, log_every=200)  # fmt: skip
+                  eval_episodes=0, log_every=60)  # fmt: skip
     found = {}
     for double in (False, True):
         run_dir = tmp_path / f"double-{double}"
-        rlx.train("dqn", NoisyBanditEnv(n_actions=16), run_dir=run_dir, seed=train_seed,
+        rlx.train("dqn", NoisyBanditEnv(n_actions=64), run_dir=run_dir, seed=train_seed,
                   double=double,
                   progress=False, **config)  # fmt: skip
         findings = rlx.doctor(run_dir).findings
@@ -354,15 +386,23 @@ def test_stop_on_ends_the_run_with_a_checkpoint(tmp_path, train_seed):
 
 
 def test_cli_exits_3_when_a_stop_on_rule_ends_the_run(tmp_path, train_seed):
-    """A doctor stop is told apart from Ctrl-C (130) and from a completed run (0)."""
+    """A doctor stop is told apart from Ctrl-C (130) and from a completed run (0).
+
+    The run is the demo's broken one, every setting the KL depends on spelled out (the
+    CartPole preset's clip of 0.1 and its annealing kept the KL of a learning rate of 0.03
+    under 0.1, so the run completed): learning rate 0.1, 40 epochs, clip 0.2, nothing
+    annealed, whose KL is past 0.1 from its first updates."""
     from rlx.cli import main
 
     code = main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(tmp_path / "s"),
-                 "--learning-rate", "0.03", "--num-epochs", "40", "--total-steps", "100000",
-                 "--eval-episodes", "0", "--no-progress", "--stop-on", "kl-too-high",
-                 "--seed", str(train_seed)])  # fmt: skip
+                 "--learning-rate", "0.1", "--num-epochs", "40", "--gae-lambda", "0.8",
+                 "--clip-eps", "0.2", "--no-anneal-lr", "--no-anneal-clip",
+                 "--total-steps", "30000", "--eval-episodes", "0", "--no-progress",
+                 "--stop-on", "kl-too-high", "--seed", str(train_seed)])  # fmt: skip
     assert code == 3
-    assert json.loads((tmp_path / "s" / "summary.json").read_text())["status"] == "stopped"
+    summary = json.loads((tmp_path / "s" / "summary.json").read_text())
+    assert summary["status"] == "stopped" and summary["stopped_by"] == "kl-too-high"
+    assert summary["steps"] < 30_000
 
 
 def test_a_resumed_run_is_judged_whole(tmp_path, monkeypatch):

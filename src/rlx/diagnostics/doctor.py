@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlx.diagnostics.rules import ERROR, RULES, RULES_BY_ID, Evidence, Rule
+from rlx.diagnostics.rules import ERROR, RULES, RULES_BY_ID, Advice, Evidence, Rule
 from rlx.diagnostics.series import RunLog, Series
 from rlx.diagnostics.sources import read_run
 from rlx.errors import ConfigError
@@ -30,17 +30,27 @@ class Finding:
     field: str | None = None  # the run's config field that carries the fix, when it has one
     current: Any = None  # its value in the run
     suggested: Any = None  # the value to try
+    advice: str | None = None  # the fix in words, fitted to the run's algorithm and settings
+
+    @classmethod
+    def of(cls, rule: Rule, evidence: Evidence, advice: Advice) -> Finding:
+        return cls(rule, evidence, advice.field, advice.current, advice.suggested, advice.text)
 
     @property
     def severity(self) -> str:
         return self.rule.severity
 
+    @property
+    def fix(self) -> str:
+        """The fix in words for this run (the rule's table words when nothing fitted it)."""
+        return self.advice or self.rule.fix
+
     def change(self) -> str:
-        """``"learning_rate: 0.001 -> 0.0003"``, or the fix in words when the run's config is
-        unknown (another library's logs)."""
+        """``"lower the learning rate: learning_rate 0.001 -> 0.0003"``, or the fix in words
+        when the run's config is unknown (another library's logs)."""
         if self.field is None or self.suggested is None:
-            return self.rule.fix
-        return f"{self.rule.fix}: {self.field} {self.current!r} -> {self.suggested!r}"
+            return self.fix
+        return f"{self.fix}: {self.field} {self.current!r} -> {self.suggested!r}"
 
     def line(self) -> str:
         """One line, as the live doctor prints it."""
@@ -52,7 +62,8 @@ class Finding:
             "severity": self.severity,
             "symptom": self.rule.symptom,
             "cause": self.rule.cause,
-            "fix": self.rule.fix,
+            "fix": self.fix,
+            "table_fix": self.rule.fix,
             "config_field": self.field,
             "current": self.current,
             "suggested": self.suggested,
@@ -177,7 +188,7 @@ def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
         evidence = rule.check(log)
         if evidence is None:
             continue
-        findings.append(Finding(rule, evidence, *rule.change_for(log.config)))
+        findings.append(Finding.of(rule, evidence, rule.advice(log.config, log.algo)))
     findings.sort(key=lambda f: f.severity != ERROR)
     return Diagnosis(log, findings)
 

@@ -11,11 +11,14 @@
     Policy stops exploring            entropy collapse                   entropy bonus c_e > 0
 
 plus the RLHF monitor ("watch mean KL: past about 5 to 10, drift or reward hacking starts"),
-GRPO groups with no reward spread, a critic that explains nothing, NaN/inf, and a return that
-never moves (docs: Reference > Troubleshooting). Each :class:`Rule` names its symptom, the
-:class:`Check` that tests the metric series, the cause, the fix, and the config fields that
-carry the fix (:class:`Fix`): the first field the run's own config has is the one named, with
-its suggested value, so every algorithm gets a change it can make.
+GRPO groups with no reward spread, a critic that explains nothing, a critic that worked and
+broke down, a return that collapses after a plateau, NaN/inf, and a return that never moves
+(docs: Reference > Troubleshooting). Each :class:`Rule` names its symptom, the :class:`Check`
+that tests the metric series, the cause, the fix, and the config fields that carry the fix
+(:class:`Fix`), each with the fix in words that fit it: the first one that fits the run's
+algorithm and that its own config can take is the one named (:meth:`Rule.advice`), with its
+suggested value, so every algorithm gets a change it can make, in its own terms (no "Double
+DQN" for SAC, nor for a DQN that has it on).
 
 Checks read robust statistics (medians of windows, shares of points), never one noisy point,
 and stay silent when a run has too few points to judge: a false alarm costs the user's trust.
@@ -185,9 +188,12 @@ def any_non_finite(log: RunLog) -> Evidence | None:
 
 def flat_return(log: RunLog) -> Evidence | None:
     """The return never rose above its start: no later tenth of the episodes has a mean above
-    the first tenth's by more than noise (three standard errors of a tenth's mean, or 5% of
-    the return's spread). Means, not medians, so a sparse 0/1 return that starts to succeed
-    counts as learning."""
+    the first tenth's by more than noise, three standard errors of a tenth's mean, or 5% of
+    the return's scale. The scale is the larger of the return's own spread (its 5th to 95th
+    percentile) and, where the env has a solved threshold (Gymnasium's ``reward_threshold``)
+    above the start, the distance from the start to it: a return that creeps from -0.0025 to
+    -0.0018 on an env solved at 90 has not moved, however small its own noise. Means, not
+    medians, so a sparse 0/1 return that starts to succeed counts as learning."""
     series = _finite(log, M.EPISODE_RETURN, min_points=20)
     if series is None:
         return None
@@ -195,10 +201,49 @@ def flat_return(log: RunLog) -> Evidence | None:
     tenths = [float(np.mean(part)) for part in parts]
     gain = max(tenths[1:]) - tenths[0]
     standard_error = float(np.std(series.values)) / np.sqrt(min(len(p) for p in parts))
-    tolerance = max(3 * standard_error, 0.05 * _spread(series.values), 1e-6)
+    scale = _return_scale(log, series, tenths[0])
+    tolerance = max(3 * standard_error, 0.05 * scale)
     if gain <= tolerance:
         return _evidence(M.EPISODE_RETURN, series, gain, tolerance, "best tenth's mean gain")
     return None
+
+
+def stalled_far_below_solved(log: RunLog, band: float = 0.05, far: float = 0.5) -> Evidence | None:
+    """The return stopped moving far short of solving the env: the env has a solved threshold,
+    the means of the five fifths of the run's second half lie within ``band`` of the distance
+    still to go (their highest minus their lowest), and their mean has covered less than
+    ``far`` of the way from the first tenth's mean to the threshold. An agent that settled for
+    a local optimum (SAC on MountainCarContinuous standing still at a return of about 0 where
+    the flag pays 100) has learned something early, so :func:`flat_return` passes it, yet it
+    has stopped learning the task."""
+    series = _finite(log, M.EPISODE_RETURN, min_points=20)
+    solved = _solved_threshold(log.env)
+    if series is None or solved is None:
+        return None
+    start = float(np.mean(series.first(0.1).values))
+    second_half = series.last(0.5)
+    fifths = [float(np.mean(part)) for part in np.array_split(second_half.values, 5)]
+    level = float(np.mean(fifths))
+    to_go = solved - level
+    if to_go <= 0 or level >= start + far * (solved - start):
+        return None
+    moved = max(fifths) - min(fifths)
+    if moved < band * to_go:
+        return _evidence(
+            M.EPISODE_RETURN, second_half, moved, band * to_go,
+            f"range of the second half's fifths (mean {level:.4g}, solved at {solved:g})",
+        )  # fmt: skip
+    return None
+
+
+def _return_scale(log: RunLog, series: Series, start: float) -> float:
+    """How large a change of the return matters: its spread, or the distance from ``start``
+    to the env's solved threshold when that is larger."""
+    scale = _spread(series.values)
+    solved = _solved_threshold(log.env)
+    if solved is not None and solved > start:
+        scale = max(scale, solved - start)
+    return scale
 
 
 def return_plateau_below_best(log: RunLog) -> tuple[bool, float]:
@@ -218,25 +263,223 @@ def return_plateau_below_best(log: RunLog) -> tuple[bool, float]:
     return stuck and quarters[3] < best - 0.1 * spread, quarters[3]
 
 
-def overestimation(margin: float = 0.2) -> Check:
-    """``q_start`` (or, where a run logs no ``q_start``, ``q_mean``: Q of the actions taken)
-    above the discounted return actually observed, ``mc_return``, by more than ``margin`` of
-    the return's scale, over the last half: the max operator's bias on noisy estimates."""
+def overestimation(margin: float = 0.2, closing: float = 0.1) -> Check:
+    """Q above the discounted returns actually observed, and not coming down to them: the max
+    operator's bias, as opposed to a critic still learning.
+
+    The test, over the points where the run logged both ``q_start`` (Q(s_0, a_0) at each
+    finished episode's start, read when the action was taken; where a run logs no
+    ``q_start``, ``q_mean``, Q of the actions taken) and ``mc_return`` (the discounted return
+    that followed), at least :data:`MIN_POINTS` of them:
+
+    1. **above**: the gap ``median(Q) - median(G)`` over the last half exceeds
+       ``margin * median |G| + noise + tail + soft``, where ``median |G|`` over the run is
+       the return's scale; ``noise`` is twice the standard error of the gap's mean over the
+       last half, ``2 sigma / sqrt(n)`` with the point-to-point noise ``sigma =
+       std(diff(gap)) / sqrt(2)`` (each logged G is a mean of a few noisy episodes; a trend is
+       no noise); ``tail``, where episodes end at the env's time limit ``T`` (the median
+       ``episode_length`` of the last half within 5% of Gymnasium's ``max_episode_steps``), is
+       ``gamma**T * max |Q|``, the most a truncated episode leaves unobserved of what Q
+       counts; and ``soft``, for a soft Q that counts an entropy bonus still to come (SAC:
+       ``alpha`` and ``entropy`` logged), ``max(0, alpha * entropy) * gamma / (1 - gamma)``,
+       medians of the last half (``gamma`` from the run's config, 0.99 when unknown);
+    2. **not converging**: over the last half, the gap's least-squares line does not fall
+       by more than ``closing`` of its starting value, or not by more than twice the
+       standard error of that fall. A critic that starts above the returns (a network
+       initialised near 0 on an env whose rewards are negative, such as Acrobot's -1 per
+       step) closes the gap as it learns; a biased one holds it or widens it.
+    """
 
     def check(log: RunLog) -> Evidence | None:
         q_name = M.Q_START if log.get(M.Q_START) is not None else M.Q_MEAN
         q, g = _finite(log, q_name), _finite(log, M.MC_RETURN)
         if q is None or g is None:
             return None
-        n = min(len(q), len(g))
-        q_tail, g_tail = q.last(0.5), g.last(0.5)
-        gap = float(np.median(q_tail.values) - np.median(g_tail.values))
-        scale = max(float(np.median(np.abs(g.values[-n:]))), 1.0)
-        if gap > margin * scale:
-            return _evidence(q_name, q_tail, gap, margin * scale, "median Q - observed return")
+        steps = np.intersect1d(q.steps, g.steps)
+        if len(steps) < MIN_POINTS:
+            return None
+        q_on, g_on = _at_steps(q, steps), _at_steps(g, steps)
+        gap = Series(steps, q_on - g_on)
+        last_half, g_half, q_half = gap.last(0.5), Series(steps, g_on).last(0.5), q.last(0.5)
+        level = float(np.median(q_half.values) - np.median(g_half.values))
+        scale = float(np.median(np.abs(g_on)))
+        sigma = float(np.std(np.diff(last_half.values))) / np.sqrt(2)
+        noise = 2 * sigma / np.sqrt(len(last_half))
+        gamma = _number(log.config.get("gamma"), 0.99)
+        threshold = (
+            margin * scale + noise + _unobserved_tail(log, q_half, gamma) + _soft_bonus(log, gamma)
+        )
+        if not level > threshold:
+            return None
+        if _falls(last_half, closing):
+            return None  # Q is coming down to the returns: a critic still learning
+        return _evidence(q_name, last_half, level, threshold, "median Q - observed return")
+
+    return check
+
+
+def _falls(series: Series, share: float) -> bool:
+    """Whether ``series``' least-squares line falls, from its first step to its last, by more
+    than ``share`` of its starting value and by more than twice that fall's standard error."""
+    x, y = series.steps - series.steps[0], series.values
+    if len(x) < 3 or np.ptp(x) == 0:
+        return False
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = y - (slope * x + intercept)
+    slope_error = np.sqrt(np.sum(residuals**2) / (len(x) - 2) / np.sum((x - x.mean()) ** 2))
+    fall, error = -slope * x[-1], slope_error * x[-1]
+    return bool(fall > share * abs(intercept) and fall > 2 * error)
+
+
+def _at_steps(series: Series, steps: np.ndarray) -> np.ndarray:
+    """``series``' values at ``steps`` (each one of its steps; the first point of a step)."""
+    return series.values[np.searchsorted(series.steps, steps)]
+
+
+def _unobserved_tail(log: RunLog, q: Series, gamma: float) -> float:
+    """``gamma**T * max |Q|``: what Q counts beyond the env's time limit ``T``, where episodes
+    end there (their median length in the last half within 5% of it); 0 where they end
+    otherwise or the limit is unknown."""
+    lengths = _finite(log, M.EPISODE_LENGTH, min_points=1)
+    limit = _time_limit(log.env)
+    if lengths is None or limit is None:
+        return 0.0
+    if float(np.median(lengths.last(0.5).values)) < 0.95 * limit:
+        return 0.0
+    return float(gamma**limit * np.max(np.abs(q.values)))
+
+
+def _soft_bonus(log: RunLog, gamma: float) -> float:
+    """``max(0, alpha * entropy) * gamma / (1 - gamma)``: the entropy bonus still to come that a
+    soft Q value counts (0 where the run logs no temperature ``alpha``)."""
+    alpha, entropy = log.get(M.ALPHA), log.get(M.ENTROPY)
+    if alpha is None or entropy is None or gamma >= 1:
+        return 0.0
+    a = float(np.median(alpha.finite().last(0.5).values))
+    h = float(np.median(entropy.finite().last(0.5).values))
+    return max(0.0, a * h) * gamma / (1 - gamma)
+
+
+def performance_collapse(near: float = 0.1, fall: float = 0.5, window: float = 0.05) -> Check:
+    """After reaching a plateau, the return fell by more than ``fall`` of what it had gained,
+    for a window.
+
+    With ``w`` = ``window`` of the points (at least 5) and ``m`` the return's mean over each
+    ``w`` consecutive points: ``start`` is the first such mean and ``best`` the highest, and
+    the gain ``best - start`` must exceed three standard errors of a window's mean (a noisy
+    flat return has no plateau to fall from). The plateau is reached at the first window from
+    which ``w`` consecutive windows' means all lie within ``near`` of the gain from ``best`` (a
+    level held, not one lucky window); a collapse is a later window whose mean is below
+    ``start + (1 - fall) * (best - start)``. The evidence covers the collapsed stretch:
+    from the first such window's first point to where the mean climbs back above that line (or
+    the end). A run that recovers still collapsed: its final return hides what happened."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, M.EPISODE_RETURN, min_points=20)
+        if series is None:
+            return None
+        w = max(5, round(window * len(series)))
+        means = _rolling_mean(series.values, w)
+        start, best = float(means[0]), float(np.max(means))
+        gain = best - start
+        noise = float(np.std(series.values)) / np.sqrt(w)
+        if gain <= 3 * noise:
+            return None
+        near_best = _rolling_mean((means >= best - near * gain).astype(float), w) == 1.0
+        if not near_best.any():
+            return None
+        plateau = int(np.argmax(near_best)) + w - 1
+        line = start + (1 - fall) * gain
+        below = np.flatnonzero(means[plateau:] < line)
+        if not len(below):
+            return None
+        first = plateau + int(below[0])
+        back = np.flatnonzero(means[first:] >= line)
+        last = first + int(back[0]) - 1 if len(back) else len(means) - 1
+        low = float(np.min(means[first : last + 1]))
+        stretch = Series(series.steps[first : last + w], series.values[first : last + w])
+        return _evidence(
+            M.EPISODE_RETURN, stretch, (best - low) / gain, fall,
+            f"share of the gain lost (windows of {w} points: plateau {best:.4g}, "
+            f"low {low:.4g}, start {start:.4g})",
+        )  # fmt: skip
+
+    return check
+
+
+def value_breakdown(
+    good: float = 0.5,
+    bad: float = 0.0,
+    window: float = 0.02,
+    held: float = 0.1,
+    error: float = 0.1,
+) -> Check:
+    """Explained variance from above ``good`` to below ``bad``, for a window, after a critic that
+    worked, with an error of the size it had while it learned.
+
+    With ``w`` = ``window`` of the points (at least 5) and ``m`` the explained variance's
+    median over each ``w`` consecutive points:
+
+    1. **a critic that worked**: ``m`` above ``good`` for ``held`` of the points in a row;
+    2. **then broke**: a later window, not overlapping the last good one, with ``m`` below
+       ``bad``;
+    3. **with an error that matters**: that window's median ``value_loss`` is at least
+       ``error`` times the largest median value loss of the good windows. Once a task is
+       solved the returns barely vary, so the explained variance of a good critic swings far
+       below 0 while its error shrinks to almost nothing (CartPole at 500: value loss about
+       1e-6, against about 1 while it learned): no breakdown, and the value loss tells the two
+       apart. A run that logs no ``value_loss`` gets no finding.
+    """
+
+    def check(log: RunLog) -> Evidence | None:
+        series = _finite(log, M.EXPLAINED_VARIANCE)
+        losses = _finite(log, M.VALUE_LOSS)
+        if series is None or losses is None:
+            return None
+        w = max(5, round(window * len(series)))
+        run_needed = max(w, round(held * len(series)))
+        if len(series) < run_needed + 2 * w:
+            return None
+        medians = _rolling_median(series.values, w)
+        levels = np.array([_median_in(losses, series.steps[i], series.steps[i + w - 1])
+                           for i in range(len(medians))])  # fmt: skip
+        in_a_row, worked, last_good, largest = 0, False, -1, -np.inf
+        for i, value in enumerate(medians):
+            if value > good:
+                in_a_row += 1
+                last_good = i
+                if np.isfinite(levels[i]):
+                    largest = max(largest, float(levels[i]))
+                worked = worked or in_a_row >= run_needed
+                continue
+            in_a_row = 0
+            if worked and value < bad and i >= last_good + w and levels[i] >= error * largest:
+                part = Series(series.steps[i : i + w], series.values[i : i + w])
+                return _evidence(
+                    M.EXPLAINED_VARIANCE, part, float(value), bad,
+                    f"median of {w} points, value loss {levels[i]:.3g} (at most {largest:.3g} "
+                    f"while above {good:g})",
+                )  # fmt: skip
         return None
 
     return check
+
+
+def _median_in(series: Series, start: float, end: float) -> float:
+    """The median of ``series`` between two steps (NaN when it has no point there)."""
+    part = series.window(float(start), float(end)).values
+    return float(np.median(part)) if len(part) else float("nan")
+
+
+def _rolling_mean(values: np.ndarray, w: int) -> np.ndarray:
+    """The mean of each ``w`` consecutive values (``len - w + 1`` of them)."""
+    sums = np.cumsum(np.insert(values.astype(float), 0, 0.0))
+    return (sums[w:] - sums[:-w]) / w
+
+
+def _rolling_median(values: np.ndarray, w: int) -> np.ndarray:
+    """The median of each ``w`` consecutive values (``len - w + 1`` of them)."""
+    return np.median(np.lib.stride_tricks.sliding_window_view(values, w), axis=1)
 
 
 def diverging(metric: str, factor: float = 100.0) -> Check:
@@ -390,25 +633,50 @@ def either(*checks: Check) -> Check:
 
 
 # ============================================================================ rules
+Suggest = Callable[[Mapping[str, Any], "str | None"], Any]
+"""How a fix picks the new value of its field from the run's config (and algorithm); None when
+the change does not apply (Double DQN already on, a step size that is not far too low)."""
+
+
 @dataclass(frozen=True)
 class Fix:
-    """A config field that carries a rule's fix, and how to pick its new value from the run's
-    config (``suggest(config)``; None when the change does not apply, e.g. Double DQN already
-    on)."""
+    """A config field that carries a rule's fix, what changing it means in words, and how to
+    pick its new value (:data:`Suggest`). ``algos``: the algorithms whose field of this name
+    means this (SAC's ``alpha`` is a temperature, a tabular learner's a step size); None: any
+    run whose config has the field."""
 
     field: str
-    suggest: Callable[[Mapping[str, Any]], Any]
+    suggest: Suggest
+    text: str
+    algos: frozenset[str] | None = None
+
+    def applies(self, algo: str | None) -> bool:
+        return self.algos is None or algo is None or algo in self.algos
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What a finding tells the user to change: the fix in words, fitted to the run (``text``),
+    and, where the run's config has a field that carries it, the field, its value in the run
+    and the value to try."""
+
+    text: str
+    field: str | None = None
+    current: Any = None
+    suggested: Any = None
 
 
 @dataclass(frozen=True)
 class Rule:
     """One row of the troubleshooting table, executable.
 
-    ``fixes``: the config fields that carry the fix, in order of preference; a finding names
-    the first one the run's config has (with a suggestion). ``lines`` are thresholds a report
-    draws on the metric's plot, each with its label. ``algos``: where the rule applies (None:
-    any run with the metric). ``metrics``: the metrics it reads, the first a fallback for
-    nothing (a rule applies when the run logged any of them).
+    ``fix`` is the table's fix in words, for a run whose config is unknown (another library's
+    logs); ``fixes``: the config fields that carry it, in order of preference, each with its
+    own words: a finding names the first one that fits the run's algorithm and config
+    (:meth:`advice`). ``lines`` are thresholds a report draws on the metric's plot, each with
+    its label. ``algos``: where the rule applies (None: any run with the metric).
+    ``metrics``: the metrics it reads, the first a fallback for nothing (a rule applies when
+    the run logged any of them).
     """
 
     id: str
@@ -431,26 +699,41 @@ class Rule:
     def metrics(self) -> tuple[str, ...]:
         return (self.metric, *self.fallbacks)
 
-    def change_for(self, config: Mapping[str, Any]) -> tuple[str | None, Any, Any]:
-        """``(field, current value, suggested value)`` of the first fix the config can take;
-        ``(None, None, None)`` when it has none of the fields."""
+    def advice(self, config: Mapping[str, Any], algo: str | None = None) -> Advice:
+        """The first fix that fits ``algo`` and that ``config`` can take, with its words and
+        values; the table's words alone when none does."""
         for option in self.fixes:
-            if option.field in config:
-                suggested = option.suggest(config)
+            if option.field in config and option.applies(algo):
+                suggested = option.suggest(config, algo)
                 if suggested is not None:
-                    return option.field, config[option.field], suggested
-        return None, None, None
+                    return Advice(option.text, option.field, config[option.field], suggested)
+        return Advice(self.fix)
+
+    def change_for(
+        self, config: Mapping[str, Any], algo: str | None = None
+    ) -> tuple[str | None, Any, Any]:
+        """``(field, current value, suggested value)`` of :meth:`advice`; ``(None, None,
+        None)`` when the config has none of the fields."""
+        advice = self.advice(config, algo)
+        return advice.field, advice.current, advice.suggested
 
     @property
     def fields(self) -> tuple[str, ...]:
         """Every config field a fix of this rule can name."""
-        return tuple(option.field for option in self.fixes)
+        return tuple(dict.fromkeys(option.field for option in self.fixes))
 
 
-def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[str, Any]], Any]:
-    def suggest(config: Mapping[str, Any]) -> Any:
-        value = config.get(name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+def _number_field(config: Mapping[str, Any], name: str) -> float | None:
+    value = config.get(name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(value)
+
+
+def _scaled(name: str, factor: float, kind: type = float) -> Suggest:
+    def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
+        value = _number_field(config, name)
+        if value is None:
             return None
         new = value * factor
         return max(1, round(new)) if kind is int else float(f"{new:.3g}")
@@ -458,34 +741,55 @@ def _scaled(name: str, factor: float, kind: type = float) -> Callable[[Mapping[s
     return suggest
 
 
-def _raise_beta(config: Mapping[str, Any]) -> Any:
+def _raise_beta(config: Mapping[str, Any], algo: str | None = None) -> Any:
     """Double the KL coefficient; from 0 (no penalty at all), the usual low end 0.01."""
-    beta = _scaled("beta", 2.0)(config)
+    beta = _scaled("beta", 2.0)(config, algo)
     return None if beta is None else max(beta, 0.01)
 
 
-def _constant(value: Any) -> Callable[[Mapping[str, Any]], Any]:
-    return lambda config: value
-
-
-def _at_least(name: str, value: float) -> Callable[[Mapping[str, Any]], Any]:
+def _at_least(name: str, value: float, kind: type = float) -> Suggest:
     """``value`` when the field is below it, else twice the field."""
 
-    def suggest(config: Mapping[str, Any]) -> Any:
-        current = config.get(name)
-        if not isinstance(current, (int, float)) or isinstance(current, bool):
+    def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
+        current = _number_field(config, name)
+        if current is None:
             return None
-        return value if current < value else _scaled(name, 2.0)(config)
+        return kind(value) if current < value else _scaled(name, 2.0, kind)(config, algo)
 
     return suggest
 
 
-def _raise_fixed_alpha(config: Mapping[str, Any]) -> Any:
+def _below(name: str, limit: float, value: float) -> Suggest:
+    """``value`` when the field is below ``limit``; otherwise this fix does not apply."""
+
+    def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
+        current = _number_field(config, name)
+        return value if current is not None and current < limit else None
+
+    return suggest
+
+
+def _above(name: str, limit: float, value: float) -> Suggest:
+    """``value`` when the field is above ``limit``; otherwise this fix does not apply."""
+
+    def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
+        current = _number_field(config, name)
+        return value if current is not None and current > limit else None
+
+    return suggest
+
+
+def _switch(name: str, to: bool) -> Suggest:
+    """``to`` when the field is the other boolean; otherwise this fix does not apply."""
+    return lambda config, algo=None: to if config.get(name) is (not to) else None
+
+
+def _raise_fixed_alpha(config: Mapping[str, Any], algo: str | None = None) -> Any:
     """SAC with a fixed temperature: twice the entropy weight."""
-    return _scaled("alpha", 2.0)(config) if config.get("autotune") is False else None
+    return _scaled("alpha", 2.0)(config, algo) if config.get("autotune") is False else None
 
 
-def _raise_target_entropy(config: Mapping[str, Any]) -> Any:
+def _raise_target_entropy(config: Mapping[str, Any], algo: str | None = None) -> Any:
     """SAC with a tuned temperature: a target one nat higher (0 from the default -dim(A))."""
     if not config.get("autotune"):
         return None
@@ -493,26 +797,83 @@ def _raise_target_entropy(config: Mapping[str, Any]) -> Any:
     return 0.0 if current is None else float(current) + 1.0
 
 
-def _scale_each(names: tuple[str, ...], factor: float, kind: type = float) -> tuple[Fix, ...]:
-    return tuple(Fix(name, _scaled(name, factor, kind)) for name in names)
+FAR_BELOW_DEFAULT = 30.0
+"""A step size this many times below its algorithm's default is far too small."""
 
 
-STEP_SIZES = ("learning_rate", "critic_learning_rate", "actor_learning_rate", "alpha")
-"""A run's step sizes, in the order a fix names them (tabular learners call theirs alpha)."""
-BUDGETS = ("total_steps", "episodes", "iterations", "steps")
-"""What sizes a run, by algorithm family."""
-EPOCHS = ("num_epochs",)
-"""K: optimisation passes over each batch of samples."""
-LOWER_STEP = _scale_each(STEP_SIZES, 0.3)
+def _up_to_default(name: str) -> Suggest:
+    """The algorithm's default for ``name`` when the run's value is more than
+    :data:`FAR_BELOW_DEFAULT` times below it; otherwise this fix does not apply."""
+
+    def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
+        current, default = _number_field(config, name), _default_of(algo, name)
+        if current is None or default is None or current * FAR_BELOW_DEFAULT >= default:
+            return None
+        return default
+
+    return suggest
 
 
-PPO_LIKE = frozenset({"ppo", "a2c", "rlhf-ppo", "grpo"})
-# DQN syncs its target net less often; SAC and TD3 follow theirs more slowly (Polyak tau)
-SLOWER_TARGET = (
-    *_scale_each(("sync_every",), 2.0, int),
-    *_scale_each(("tau",), 0.5),
-    *LOWER_STEP,
+def _default_of(algo: str | None, name: str) -> float | None:
+    """The default of ``name`` in ``algo``'s config dataclass (None when unknown)."""
+    if algo is None:
+        return None
+    import dataclasses
+
+    from rlx import registry
+
+    try:
+        config = registry.get(algo).config
+    except Exception:  # not a registered algorithm (another library's run)
+        return None
+    for option in dataclasses.fields(config):
+        if option.name == name and isinstance(option.default, (int, float)):
+            return float(option.default)
+    return None
+
+
+TABULAR = frozenset({"q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "mc-prediction",
+                     "td0"})  # fmt: skip
+"""Tabular learners: their ``alpha`` is the step size."""
+SAC = frozenset({"sac"})
+"""SAC's ``alpha`` is the entropy temperature."""
+
+
+def _step_sizes(factor: float, verb: str) -> tuple[Fix, ...]:
+    """Every algorithm's step sizes scaled by ``factor``: ``verb`` ("lower", "raise") heads the
+    words, which name the step size the field is."""
+    return (
+        Fix("learning_rate", _scaled("learning_rate", factor), f"{verb} the learning rate"),
+        Fix("critic_learning_rate", _scaled("critic_learning_rate", factor),
+            f"{verb} the critic's learning rate"),
+        Fix("actor_learning_rate", _scaled("actor_learning_rate", factor),
+            f"{verb} the actor's learning rate"),
+        Fix("alpha", _scaled("alpha", factor), f"{verb} the step size alpha", algos=TABULAR),
+    )  # fmt: skip
+
+
+LOWER_STEP = _step_sizes(0.3, "lower")
+RAISE_STEP = _step_sizes(3.0, "raise")
+FEWER_EPOCHS = (Fix("num_epochs", _scaled("num_epochs", 0.5, int), "fewer epochs K per batch"),)
+MORE_EPOCHS = (Fix("num_epochs", _scaled("num_epochs", 2.0, int), "more epochs K per batch"),)
+TRAIN_LONGER = (
+    Fix("total_steps", _scaled("total_steps", 2.0, int), "train longer"),
+    Fix("episodes", _scaled("episodes", 2.0, int), "train longer"),
+    Fix("iterations", _scaled("iterations", 2.0, int), "train longer"),
+    Fix("steps", _scaled("steps", 2.0, int), "train longer"),
 )
+KEEP_TARGET = (
+    # a target net synced every few steps is no target net; a Polyak tau near 1 neither
+    Fix("sync_every", _at_least("sync_every", 1000, int), "sync the target net less often"),
+    Fix("tau", _above("tau", 0.5, 0.005), "keep a slow target net (Polyak tau)",
+        algos=frozenset({"sac", "td3"})),
+    Fix("buffer_size", _below("buffer_size", 10_000, 100_000), "keep a large replay buffer"),
+    Fix("tau", _scaled("tau", 0.5), "a slower target net (Polyak tau)",
+        algos=frozenset({"sac", "td3"})),
+)  # fmt: skip
+POLICY_GRADIENT = frozenset({"ppo", "a2c", "reinforce"})
+LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo"})
+TWIN_CRITICS = frozenset({"sac", "td3"})
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -526,7 +887,7 @@ RULES: tuple[Rule, ...] = (
             median_of_last(M.APPROX_KL, 0.1, above=True),
             median_of_first(M.APPROX_KL, 0.1),
         ),
-        fixes=(*LOWER_STEP, *_scale_each(EPOCHS, 0.5, int)),
+        fixes=(*LOWER_STEP, *FEWER_EPOCHS),
         lines={M.APPROX_KL: ((0.1, "too large a step"),)},
     ),
     Rule(
@@ -537,7 +898,7 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.CLIP_FRACTION,
         check=clip_fraction_near_zero(),
-        fixes=_scale_each(STEP_SIZES, 3.0),
+        fixes=(*RAISE_STEP, *MORE_EPOCHS),
         lines={M.CLIP_FRACTION: ((0.005, "clip never triggers"), (0.5, "overfits its rollout"))},
         # on-policy GRPO (one pass per batch) has a ratio of exactly 1: nothing to clip
         algos=frozenset({"ppo", "rlhf-ppo"}),
@@ -550,7 +911,12 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.CLIP_FRACTION,
         check=median_of_last(M.CLIP_FRACTION, 0.5, above=True),
-        fixes=(*_scale_each(EPOCHS, 0.5, int), *LOWER_STEP),
+        # a clip range far below the cheat sheet's 0.1-0.3 clips nearly every ratio
+        fixes=(
+            Fix("clip_eps", _below("clip_eps", 0.05, 0.2), "widen the clip range"),
+            *FEWER_EPOCHS,
+            *LOWER_STEP,
+        ),
         lines={M.CLIP_FRACTION: ((0.005, "clip never triggers"), (0.5, "overfits its rollout"))},
     ),
     Rule(
@@ -566,7 +932,7 @@ RULES: tuple[Rule, ...] = (
             climbs_while_drops(M.REWARD, M.GOLD_REWARD),
             climbs_while_drops(M.REWARD, M.EXACT_MATCH),
         ),
-        fixes=(Fix("beta", _raise_beta),),
+        fixes=(Fix("beta", _raise_beta, "raise beta (the KL penalty) and stop early"),),
     ),
     Rule(
         id="length-bias",
@@ -579,19 +945,40 @@ RULES: tuple[Rule, ...] = (
             paid_for_length(M.RESPONSE_LENGTH, M.REWARD_LENGTH_CORR),
             grows_with(M.RESPONSE_LENGTH, M.REWARD),
         ),
-        fixes=(Fix("length_normalize", lambda c: True if not c.get("length_normalize") else None),),
+        fixes=(
+            Fix(
+                "length_normalize",
+                lambda c, algo=None: True if not c.get("length_normalize") else None,
+                "use a length-normalised reward",
+            ),
+        ),
     ),
     Rule(
         id="q-overestimation",
         symptom="Q values too high",
-        cause="max bias on noisy Q estimates (Q above the returns actually observed)",
+        cause="max bias on noisy Q estimates (Q above the returns actually observed, and not "
+        "coming down to them)",
         fix="Double DQN",
         severity=WARNING,
         metric=M.Q_START,
         fallbacks=(M.Q_MEAN,),
         check=overestimation(),
-        # Double DQN first; already on (or twin critics, SAC and TD3): a smaller step
-        fixes=(Fix("double", lambda c: True if c.get("double") is False else None), *LOWER_STEP),
+        fixes=(
+            Fix("double", _switch("double", True), "Double DQN", algos=frozenset({"dqn"})),
+            Fix(
+                "learning_rate",
+                _scaled("learning_rate", 0.3),
+                "Double DQN is already on: lower the learning rate",
+                algos=frozenset({"dqn"}),
+            ),
+            Fix(
+                "critic_learning_rate",
+                _scaled("critic_learning_rate", 0.3),
+                "the twin critics already take the min: lower the critic's learning rate",
+                algos=TWIN_CRITICS,
+            ),
+            Fix("tau", _scaled("tau", 0.5), "a slower target net (Polyak tau)", algos=TWIN_CRITICS),
+        ),
     ),
     Rule(
         id="dqn-diverges",
@@ -601,7 +988,7 @@ RULES: tuple[Rule, ...] = (
         severity=ERROR,
         metric=M.TD_ERROR,
         check=diverging(M.TD_ERROR),
-        fixes=SLOWER_TARGET,
+        fixes=(*KEEP_TARGET, *LOWER_STEP),
     ),
     Rule(
         id="q-diverges",
@@ -611,7 +998,7 @@ RULES: tuple[Rule, ...] = (
         severity=ERROR,
         metric=M.Q_MEAN,
         check=diverging(M.Q_MEAN),
-        fixes=SLOWER_TARGET,
+        fixes=(*KEEP_TARGET, *LOWER_STEP),
     ),
     Rule(
         id="entropy-collapse",
@@ -624,12 +1011,20 @@ RULES: tuple[Rule, ...] = (
         # policy gradients: the entropy bonus; SAC: its temperature alpha (or, tuned, a higher
         # target entropy); language models: a warmer sampling temperature
         fixes=(
-            Fix("ent_coef", _at_least("ent_coef", 0.01)),
             Fix(
-                "alpha", lambda c: _scaled("alpha", 2.0)(c) if c.get("autotune") is False else None
+                "ent_coef",
+                _at_least("ent_coef", 0.01),
+                "entropy bonus with c_e > 0",
+                algos=POLICY_GRADIENT,
             ),
-            Fix("target_entropy", _raise_target_entropy),
-            *_scale_each(("temperature",), 1.5),
+            Fix("alpha", _raise_fixed_alpha, "a higher entropy temperature alpha", algos=SAC),
+            Fix("target_entropy", _raise_target_entropy, "a higher target entropy", algos=SAC),
+            Fix(
+                "temperature",
+                _scaled("temperature", 1.5),
+                "a warmer sampling temperature",
+                algos=LANGUAGE_POLICIES,
+            ),
         ),
     ),
     Rule(
@@ -640,9 +1035,9 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.KL_REF,
         check=median_of_last(M.KL_REF, 5.0, above=True, fraction=0.2),
-        fixes=(Fix("beta", _raise_beta),),
+        fixes=(Fix("beta", _raise_beta, "raise beta (the KL penalty)"),),
         lines={M.KL_REF: ((5.0, "drift starts"), (10.0, "reward hacking"))},
-        algos=frozenset({"rlhf-ppo", "grpo"}),
+        algos=LANGUAGE_POLICIES,
     ),
     Rule(
         id="zero-spread-groups",
@@ -652,7 +1047,10 @@ RULES: tuple[Rule, ...] = (
         severity=WARNING,
         metric=M.FRAC_ZERO_STD_GROUPS,
         check=median_of_last(M.FRAC_ZERO_STD_GROUPS, 0.5, above=True),
-        fixes=_scale_each(("group_size",), 2.0, int),
+        fixes=(
+            Fix("group_size", _scaled("group_size", 2.0, int), "more samples per group"),
+            Fix("temperature", _scaled("temperature", 1.5), "a warmer sampling temperature"),
+        ),
         lines={M.FRAC_ZERO_STD_GROUPS: ((0.5, "half the groups teach nothing"),)},
     ),
     Rule(
@@ -664,13 +1062,53 @@ RULES: tuple[Rule, ...] = (
         metric=M.EXPLAINED_VARIANCE,
         # at or below 0: a critic explaining a few percent can still serve an agent that learns
         check=critic_explains_nothing(0.0),
-        fixes=_scale_each(("vf_coef",), 2.0),
+        fixes=(Fix("vf_coef", _scaled("vf_coef", 2.0), "raise the value-loss weight c_v"),),
         lines={M.EXPLAINED_VARIANCE: ((0.0, "explains nothing"),)},
         # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance.
         # Not rlhf-ppo: once every completion earns the same reward the returns barely vary
         # and the explained variance swings far below 0 on a healthy run
         algos=frozenset({"ppo", "a2c"}),
         live=False,
+    ),
+    Rule(
+        id="value-breakdown",
+        symptom="Explained variance from above 0.5 to below 0",
+        cause="the critic stopped predicting the returns it had learned to predict: its "
+        "targets moved faster than it could follow (a policy that changed abruptly, or too "
+        "large a step)",
+        fix="smaller steps: lower the learning rate",
+        severity=WARNING,
+        metric=M.EXPLAINED_VARIANCE,
+        check=value_breakdown(),
+        fixes=LOWER_STEP,
+        lines={M.EXPLAINED_VARIANCE: ((0.5, "critic works"), (0.0, "explains nothing"))},
+        algos=frozenset({"ppo", "a2c"}),
+    ),
+    Rule(
+        id="performance-collapse",
+        symptom="Return collapses after a plateau",
+        cause="a destructive update once the task was learned: too large a policy step late "
+        "in training, and the agent forgets what it had",
+        fix="smaller steps late in training: a narrower clip range, a learning rate annealed "
+        "or lowered; keep the best checkpoint (eval_every)",
+        severity=WARNING,
+        metric=M.EPISODE_RETURN,
+        check=performance_collapse(),
+        fixes=(
+            Fix(
+                "clip_eps",
+                _scaled("clip_eps", 0.5),
+                "a narrower clip range",
+                algos=frozenset({"ppo"}),
+            ),
+            Fix("anneal_lr", _switch("anneal_lr", True), "anneal the learning rate to 0"),
+            Fix(
+                "learning_rate_end",
+                lambda c, algo=None: 0.0 if c.get("learning_rate_end") is None else None,
+                "decay the learning rate to 0 by the end",
+            ),
+            *LOWER_STEP,
+        ),
     ),
     Rule(
         id="non-finite",
@@ -684,13 +1122,37 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="no-learning",
-        symptom="Return flat from the start",
-        cause="no learning at all: the agent behaves as it did at the start",
+        symptom="Return flat",
+        cause="no learning: the agent behaves as it did at the start, or it stopped improving "
+        "far short of solving the task",
         fix="check the reward signal and the learning rate; train longer",
         severity=WARNING,
         metric=M.EPISODE_RETURN,
-        check=flat_return,
-        fixes=(*_scale_each(BUDGETS, 2.0, int), *_scale_each(STEP_SIZES, 3.0)),
+        check=either(flat_return, stalled_far_below_solved),
+        fixes=(
+            Fix(
+                "learning_rate",
+                _up_to_default("learning_rate"),
+                "raise the learning rate to its default",
+            ),
+            Fix(
+                "critic_learning_rate",
+                _up_to_default("critic_learning_rate"),
+                "raise the critic's learning rate to its default",
+            ),
+            Fix(
+                "actor_learning_rate",
+                _up_to_default("actor_learning_rate"),
+                "raise the actor's learning rate to its default",
+            ),
+            Fix(
+                "alpha",
+                _up_to_default("alpha"),
+                "raise the step size alpha to its default",
+                algos=TABULAR,
+            ),
+            *TRAIN_LONGER,
+        ),
         live=False,
     ),
 )
@@ -733,8 +1195,28 @@ def _solved_threshold(env_id: str | None) -> float | None:
     return None if threshold is None else float(threshold)
 
 
+def _time_limit(env_id: str | None) -> int | None:
+    """Gymnasium's ``max_episode_steps`` of a registered env id (None when unknown)."""
+    if not env_id:
+        return None
+    try:
+        import gymnasium
+
+        limit = gymnasium.spec(env_id).max_episode_steps
+    except Exception:  # not a Gymnasium id
+        return None
+    return None if limit is None else int(limit)
+
+
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
     ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _number(value: Any, default: float) -> float:
+    """``value`` as a float, or ``default`` when it is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
