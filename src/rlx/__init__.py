@@ -29,6 +29,8 @@ _SUBPACKAGES = frozenset(
     {
         "agents", "callbacks", "core", "diagnostics", "distributed", "games", "llm", "mdp",
         "metrics", "planning", "registry", "runs", "tabular",
+        # a module you call: rlx.tune(...) runs a study, rlx.tune.read_study(...) reads one
+        "tune",
     }
 )  # fmt: skip
 # Public functions and classes, loaded on first use too.
@@ -71,4 +73,5 @@ __all__ = [
     "report",
     "tabular",
     "train",
+    "tune",
 ]

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import json
 import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
@@ -77,7 +78,8 @@ def _commands() -> dict[str, Command]:
         "list": Command(_list, "the algorithms, and when to use each"),
         "align": Command(_align, "align a language model (extra llm)"),
         "doctor": Command(_doctor, "diagnose runs (rlx, SB3, TRL, TensorBoard)"),
-        "report": Command(_report, "a self-contained HTML report of runs"),
+        "report": Command(_report, "a self-contained HTML report of runs or a study"),
+        "tune": Command(_tune, "search hyperparameters with Optuna (extra tune)"),
         "recommend": Command(_recommend, "which method to use, and the command"),
         "play": Command(_play, "play a board game against an agent"),
     }
@@ -217,6 +219,9 @@ class RunOptions:
     jobs: int | None = field(default=None, metadata={flags.METAVAR: "N"})
     """with --seeds, how many train at once, one process and one torch thread each (default:
     one per seed, up to the CPU cores; 1: one after another)"""
+    config: str | None = field(default=None, metadata={flags.METAVAR: "FILE"})
+    """a config file: YAML (algo, env, config fields; rlx tune writes one as best.yaml) or a
+    run folder's config.json; flags given beside it override it"""
 
 
 RUN_OPTIONS = frozenset(f.name for c in (EnvOptions, RunOptions) for f in dataclasses.fields(c))
@@ -234,16 +239,40 @@ def _train(argv: list[str]) -> int:
         _train_parser().print_help()
         return 0
     if argv[0].startswith("-"):
-        raise ConfigError(
-            f"rlx train needs an algorithm name before {argv[0]}, one of: "
-            f"{', '.join(_agent_names())}."
-        )
+        algo = _algo_of_config_file(argv)
+        if algo is None:
+            raise ConfigError(
+                f"rlx train needs an algorithm name before {argv[0]}, one of: "
+                f"{', '.join(_agent_names())}."
+            )
+        argv = [algo, *argv]
     name = argv[0].strip().lower().replace("_", "-")
     if name in registry.LANGUAGE_MODEL_STAGES:
         stage = {"rlhf-ppo": "rlhf"}.get(name, name)
         raise ConfigError(f"{name} trains a language model: use `rlx align {stage} ...`.")
     spec = registry.get(argv[0])
     return _run(spec, argv[1:], f"rlx train {spec.name}", data_file=False)
+
+
+def _algo_of_config_file(argv: list[str]) -> str | None:
+    """The algorithm the file of ``--config FILE`` names (``rlx train --config FILE``); None
+    without ``--config``."""
+    from rlx.config_file import read_config_file
+
+    path = None
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+    if path is None:
+        return None
+    algo = read_config_file(path).algo
+    if algo is None:
+        raise ConfigError(
+            f"config file {path} names no algorithm; give it first: rlx train ALGO --config {path}."
+        )
+    return algo
 
 
 def _train_parser() -> flags.FlagParser:
@@ -305,6 +334,8 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in RUN_OPTIONS}
     resume = options.get("resume", False)
+    if options.get("config") is not None:
+        given = _with_config_file(spec, options, given)
     if "seeds" in options and "seed" in given:
         parser.error("--seed trains one run and --seeds one run per seed; pass one of them")
     if "jobs" in options and "seeds" not in options and not resume:
@@ -381,6 +412,35 @@ def _run_group(
     return 0
 
 
+def _with_config_file(spec: Any, options: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``--config FILE`` under the flags given: the file's fields, then the flags (returned);
+    its env and env keywords into ``options`` unless ``--env`` is given."""
+    from rlx import registry
+    from rlx.config_file import checked_fields, read_config_file
+
+    config_file = read_config_file(options["config"])
+    if config_file.algo is not None and registry.get(config_file.algo).name != spec.name:
+        raise ConfigError(
+            f"config file {config_file.path} holds a {config_file.algo} config, not a "
+            f"{spec.name} one; train it with rlx train {config_file.algo} --config "
+            f"{options['config']}."
+        )
+    fields = checked_fields(spec, config_file)
+    if options.get("env") is None and config_file.env is not None:
+        if ":" in config_file.env and not options.get("trust_env_code", False):
+            raise ConfigError(
+                f"config file {config_file.path} names the env {config_file.env!r}, which is "
+                f"code to import; pass it yourself as --env {config_file.env}, or add "
+                "--trust-env-code."
+            )
+        options["env"] = config_file.env
+        options["env_kwargs"] = {
+            **config_file.env_kwargs,
+            **key_values(options.get("env_kwargs", ()), "--env-kwargs"),
+        }
+    return {**fields, **given}
+
+
 def _print_summary(run_dir: Path, seconds: float) -> str:
     from rich.console import Console
     from rich.table import Table
@@ -395,8 +455,13 @@ def _print_summary(run_dir: Path, seconds: float) -> str:
     return str(summary.get("status"))
 
 
-def key_values(items: Sequence[str], flag: str = "--env-kwargs") -> dict[str, Any]:
-    """``KEY=VALUE`` items as keyword arguments (see :func:`key_value`)."""
+def key_values(
+    items: Sequence[str] | Mapping[str, Any], flag: str = "--env-kwargs"
+) -> dict[str, Any]:
+    """``KEY=VALUE`` items as keyword arguments (see :func:`key_value`); a mapping (a config
+    file's) as it is."""
+    if isinstance(items, Mapping):
+        return dict(items)
     return dict(key_value(item, flag) for item in items)
 
 
@@ -667,7 +732,7 @@ class ReportArgs:
     overlay for comparison."""
 
     runs: tuple[str, ...] = flags.positional("RUN", default=())
-    """run folders or log files"""
+    """run folders or log files, or the study folder of rlx tune"""
     out: str | None = field(default=None, metadata={flags.METAVAR: "FILE"})
     """HTML file (default RUN/report.html, or ./report.html for several runs)"""
     title: str | None = None
@@ -681,6 +746,11 @@ def _report(argv: list[str]) -> int:
     args = flags.parse(ReportArgs, argv, "rlx report")
     if not args.runs:
         raise ConfigError("rlx report needs at least one RUN (a run folder or a log file).")
+    from rlx.diagnostics.study_report import is_study, study_report
+
+    if len(args.runs) == 1 and is_study(args.runs[0]):  # the study folder of rlx tune
+        print(f"report written to {study_report(args.runs[0], args.out, title=args.title)}")
+        return 0
     groups = [run for run in args.runs if _is_group(run)]
     if args.group or groups:
         from rlx.diagnostics.group_report import report_groups
@@ -698,6 +768,101 @@ def _report(argv: list[str]) -> int:
     path = report(list(args.runs), args.out, title=args.title)
     print(f"report written to {path}")
     return 0
+
+
+# ---------------------------------------------------------------------------- rlx tune
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """Search an algorithm's hyperparameters with Optuna (extra tune: pip install 'rlx[tune]'):
+    TPE proposes each trial's config from the algorithm's search space (rl-baselines3-zoo's
+    ranges), the median pruner and the doctor stop the bad trials early, and every trial is a
+    run folder in STUDY_DIR. The best trial's config is written to STUDY_DIR/best.yaml (rlx
+    train --config STUDY_DIR/best.yaml trains it again); rlx report STUDY_DIR shows the
+    trials. The same command on the same folder resumes the study (after Ctrl-C too)."""
+
+    study_dir: str = field(metadata={flags.METAVAR: "DIR"})
+    """the study folder: its storage, a run folder per trial, best.yaml"""
+    env: str | None = field(default=None, metadata={flags.METAVAR: "ID"})
+    """Gymnasium id (required for a new study)"""
+    trials: int | None = None
+    """trials to complete or prune (default 20; a resumed study keeps its own unless given)"""
+    total_steps: int | None = None
+    """every trial's budget in env steps (default: the config's)"""
+    seed: int | None = None
+    """every trial's training seed, and the sampler's (default 0)"""
+    jobs: int = 1
+    """worker processes on the study, one trial each at a time"""
+    evaluations: int | None = None
+    """evaluations during each trial's training, for the median pruner (default 5; 0: it
+    watches the training return)"""
+    eval_episodes: int | None = None
+    """episodes of each evaluation and of the final one, the trial's value (default 10)"""
+    env_kwargs: tuple[str, ...] = field(
+        default=(), metadata={flags.METAVAR: "KEY=VALUE", flags.REPEATABLE: True}
+    )
+    """keyword arguments for gymnasium.make"""
+    ray: str | None = field(default=None, metadata={flags.METAVAR: "ADDRESS"})
+    """run the --jobs workers as Ray tasks (extra ray): local starts a Ray instance here,
+    HOST:PORT or auto joins a cluster whose machines share STUDY_DIR"""
+
+
+TUNE_OPTIONS = frozenset(f.name for f in dataclasses.fields(TuneOptions))
+TUNE_OWNS = ("total_steps", "seed", "eval_episodes", "eval_every")
+"""Config fields the study sets for every trial (its own flags, or from --evaluations)."""
+
+
+def _tune(argv: list[str]) -> int:
+    from rlx import registry
+
+    algo = None
+    if argv and not argv[0].startswith("-"):
+        algo, argv = registry.get(argv[0]).name, argv[1:]
+    parser = _tune_parser(algo)
+    given = parser.given(argv)
+    options = {name: given.pop(name) for name in list(given) if name in TUNE_OPTIONS}
+    import rlx
+
+    result = rlx.tune(
+        algo,
+        options.get("env"),
+        study_dir=options["study_dir"],
+        trials=options.get("trials"),
+        total_steps=options.get("total_steps"),
+        seed=options.get("seed"),
+        jobs=options.get("jobs", 1),
+        evaluations=options.get("evaluations"),
+        eval_episodes=options.get("eval_episodes"),
+        env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
+        ray=options.get("ray"),
+        **given,
+    )
+    print(result)
+    print(f"see the trials: rlx report {result.study_dir}")
+    return 0
+
+
+def _tune_parser(algo: str | None) -> flags.FlagParser:
+    from rlx import registry
+
+    prog = "rlx tune" if algo is None else f"rlx tune {algo}"
+    parser = flags.FlagParser(
+        prog,
+        inspect.getdoc(TuneOptions),
+        usage="rlx tune ALGO --env ID --study-dir DIR [--trials N] [--total-steps N] "
+        "[--jobs K] [--FIELD VALUE ...]",
+        epilog="rlx tune --study-dir DIR (no ALGO) resumes the study in DIR as it was started.\n"
+        "Config fields given (--FIELD VALUE) are fixed for every trial and left out of the search.",
+    )
+    flags.add_fields(parser.add_argument_group("the study"), TuneOptions)
+    if algo is not None:
+        spec = registry.get(algo)
+        names = {f.name for f in dataclasses.fields(spec.config)}
+        flags.add_fields(
+            parser.add_argument_group(f"{algo} config fields fixed for every trial"),
+            spec.config,
+            skip=[*TUNE_OWNS, *(TUNE_OPTIONS & names)],
+        )
+    return parser
 
 
 # ---------------------------------------------------------------------------- rlx recommend

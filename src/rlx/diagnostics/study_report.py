@@ -1,0 +1,289 @@
+"""The page of a study of ``rlx tune``: ``rlx report STUDY_DIR`` writes STUDY_DIR/report.html.
+
+It shows, top to bottom:
+
+- what was tuned (algorithm, env, budget, seed) and how the trials ended (complete, pruned by
+  the median pruner, pruned by the doctor, failed);
+- the best trial: its value, its config (``best.yaml``), its learning curve (the run report's
+  own plot) and a link to its run report;
+- every trial's value by trial number (completed ones as dots, pruned ones as crosses, the
+  best so far as a line);
+- the table of trials: number, state, value, the doctor's finding that pruned it (rule id and
+  evidence), the config it trained with (a field that is the same in every trial is listed
+  once, above the table), and a link to its run report.
+
+Each trial's run report (``STUDY_DIR/trial-NNNN/report.html``, :func:`rlx.diagnostics.report.
+report`) is written as well, so that the links lead somewhere; one newer than the trial's
+metrics is kept. The page needs no network, as the run reports.
+
+Hooks the tests rely on: ``<section id="trials">`` holds one ``<tr class="trial
+state-<state>" data-trial="<number>">`` per trial, with ``data-rule="<rule id>"`` where the
+doctor pruned it; ``<section id="best">`` holds the best trial's curve.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rlx.diagnostics.report import (
+    CSS,
+    REPORT_FILE,
+    RUN_COLORS,
+    ReportedRun,
+    figure_svg,
+    learning_curve_svg,
+    report,
+)
+
+STUDY_CSS = """
+.states span { margin-right: 1.2em; }
+tr.state-pruned td { background: #fff8e1; } tr.state-failed td { background: #fdecea; }
+tr.best td { background: #e8f5e9; font-weight: 600; }
+td.config { font-size: .8rem; } td.finding { font-size: .8rem; max-width: 22rem; }
+pre.yaml { background: #f6f8fa; padding: .5rem 1rem; font-size: .8rem; overflow-x: auto; }
+"""
+
+
+def is_study(path: str | Path) -> bool:
+    """True when ``path`` is the study folder of ``rlx tune``."""
+    from rlx.tune import is_study as holds_a_study
+
+    return holds_a_study(path)
+
+
+def study_report(
+    study_dir: str | Path, out: str | Path | None = None, *, title: str | None = None
+) -> Path:
+    """Write the study's page (default ``STUDY_DIR/report.html``) and each trial's run
+    report; returns the page's path."""
+    from rlx.tune import read_study
+
+    result = read_study(study_dir)
+    path = Path(out) if out is not None else result.study_dir / REPORT_FILE
+    for trial in result.trials:
+        _trial_report(trial.run_dir)
+    page = render_study(result, title or f"rlx tune: {result.settings.algo} on "
+                        f"{result.settings.env} ({result.study_dir})", path.parent)  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _trial_report(run_dir: Path) -> Path | None:
+    """The trial's run report, written unless one newer than its metrics is there."""
+    from rlx.runs import METRICS_FILE, is_run_folder
+
+    if not is_run_folder(run_dir):
+        return None
+    page, metrics = run_dir / REPORT_FILE, run_dir / METRICS_FILE
+    if page.is_file() and (
+        not metrics.is_file() or page.stat().st_mtime >= metrics.stat().st_mtime
+    ):
+        return page
+    return report(run_dir)
+
+
+# ============================================================================ the page
+def render_study(result: Any, title: str, page_dir: Path) -> str:
+    """The whole page of a :class:`rlx.tune.StudyResult` (links relative to ``page_dir``)."""
+    sections = [
+        _header_html(result, title),
+        _best_html(result, page_dir),
+        _history_html(result),
+        _trials_html(result, page_dir),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{CSS}{STUDY_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(sections)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _header_html(result: Any, title: str) -> str:
+    s = result.settings
+    budget = f"{s.total_steps:,} env steps" if s.total_steps else "the config's budget"
+    by_doctor = sum(t.pruned_by == "doctor" for t in result.trials)
+    by_median = sum(t.pruned_by == "median" for t in result.trials)
+    states = [
+        f"<span>{result.count('complete')} complete</span>",
+        f"<span>{by_median} pruned by the median pruner</span>",
+        f"<span>{by_doctor} pruned by the doctor</span>",
+        f"<span>{result.count('failed')} failed</span>",
+    ]
+    if result.count("running"):
+        states.append(f"<span>{result.count('running')} running</span>")
+    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"<header>\n<h1>{_e(title)}</h1>\n<p>{_e(s.algo)} on {_e(s.env)}: "
+        f"{len(result.trials)} trials of {_e(budget)} each, seed {s.seed}; "
+        f"each trial's value is the mean return of {s.eval_episodes} evaluation episodes at "
+        f'its end.</p>\n<p class="states">{"".join(states)}</p>\n'
+        f'<p class="meta">written by rlx on {made}</p>\n</header>'
+    )
+
+
+def _link(run_dir: Path, page_dir: Path, text: str) -> str:
+    target = run_dir / REPORT_FILE
+    try:
+        href = target.resolve().relative_to(page_dir.resolve())
+    except ValueError:
+        href = target.resolve()
+    return f'<a href="{_e(href.as_posix())}">{_e(text)}</a>'
+
+
+def _best_html(result: Any, page_dir: Path) -> str:
+    best = result.best
+    parts = ['<section id="best">', "<h2>The best trial</h2>"]
+    if best is None:
+        parts.append('<p class="meta">No trial has completed yet.</p>\n</section>')
+        return "\n".join(parts)
+    parts.append(
+        f"<p>Trial {best.number}: value {best.value:.4g} "
+        f"({_link(best.run_dir, page_dir, 'its run report')}). Train it again with "
+        f"<code>rlx train --config {_e(result.best_file)}</code>:</p>"
+    )
+    if result.best_file.is_file():
+        parts.append(f'<pre class="yaml">{_e(result.best_file.read_text())}</pre>')
+    curve = _curve(best.run_dir, f"trial {best.number}")
+    if curve is not None:
+        svg, notes = curve
+        caption = "Learning curve of the best trial" + (f"; {'; '.join(notes)}" if notes else "")
+        parts.append(
+            f'<figure class="plot" data-metric="episode_return">\n{svg}\n'
+            f"<figcaption>{_e(caption)}.</figcaption>\n</figure>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _curve(run_dir: Path, label: str) -> tuple[str, list[str]] | None:
+    from rlx.diagnostics.doctor import doctor
+    from rlx.errors import RLXError
+
+    try:
+        diagnosis = doctor(run_dir)
+    except RLXError:
+        return None
+    return learning_curve_svg([ReportedRun(label, RUN_COLORS[0], diagnosis)])
+
+
+def _history_html(result: Any) -> str:
+    """Each trial's value by number; the best so far as a line."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 3.0), layout="constrained")
+    ax = fig.subplots()
+    ax.set_title("trial value", fontsize=10, loc="left")
+    ax.grid(True, alpha=0.3)
+    marks = (
+        ("complete", None, "o", RUN_COLORS[0], "complete"),
+        ("pruned", "median", "x", RUN_COLORS[1], "pruned by the median pruner"),
+        ("pruned", "doctor", "x", RUN_COLORS[3], "pruned by the doctor"),
+    )
+    for state, by, marker, color, label in marks:
+        points = [(t.number, t.value) for t in result.trials
+                  if t.state == state and t.pruned_by == by and t.value is not None]  # fmt: skip
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, marker=marker, color=color, label=label, zorder=3)
+    best, line = None, []
+    for t in result.trials:
+        if t.state == "complete" and t.value is not None:
+            best = t.value if best is None else max(best, t.value)
+        line.append(best)
+    shown = [(n, v) for n, v in enumerate(line) if v is not None]
+    if shown:
+        xs, ys = zip(*shown, strict=True)
+        ax.step(xs, ys, where="post", color="#2ca02c", alpha=0.7, label="best so far")
+    ax.set_xlabel("trial")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="best", framealpha=0.8)
+    caption = (
+        "Each trial's value by trial number (a pruned trial: its last evaluation before it "
+        "stopped)."
+    )
+    return (
+        '<section id="history">\n<h2>Trials</h2>\n<figure class="plot" data-metric="trial_value">'
+        f"\n{figure_svg(fig)}\n<figcaption>{_e(caption)}</figcaption>\n</figure>\n</section>"
+    )
+
+
+def _trials_html(result: Any, page_dir: Path) -> str:
+    trials = result.trials
+    shared = _shared_fields([t.config for t in trials if t.config])
+    best = result.best
+    rows = []
+    for t in trials:
+        attrs = f' data-rule="{_e(t.finding["rule"])}"' if t.finding else ""
+        css = f"trial state-{t.state}" + (" best" if best is not None and t is best else "")
+        value = "" if t.value is None else f"{t.value:.4g}"
+        how = {"doctor": "pruned by the doctor", "median": "pruned by the median pruner"}.get(
+            t.pruned_by or "", "pruned" if t.state == "pruned" else t.state
+        )
+        finding = _finding_cell(t)
+        config = ", ".join(f"{k}={_short(v)}" for k, v in t.config.items() if k not in shared)
+        link = (
+            _link(t.run_dir, page_dir, "run report") if (t.run_dir / REPORT_FILE).is_file() else ""
+        )
+        rows.append(
+            f'<tr class="{css}" data-trial="{t.number}"{attrs}><td>{t.number}</td>'
+            f'<td>{_e(how)}</td><td>{_e(value)}</td><td class="finding">{finding}</td>'
+            f'<td class="config">{_e(config)}</td><td>{link}</td></tr>'
+        )
+    same = ", ".join(f"{k}={_short(v)}" for k, v in shared.items())
+    head = f"<p>Every trial: <code>{_e(same)}</code>.</p>" if same else ""
+    return (
+        '<section id="trials">\n<h2>Every trial</h2>\n'
+        f"{head}\n<table>\n<tr><th>trial</th><th>state</th><th>value</th><th>the doctor's "
+        "finding</th><th>config</th><th></th></tr>\n" + "\n".join(rows) + "\n</table>\n</section>"
+    )
+
+
+def _finding_cell(trial: Any) -> str:
+    if trial.finding:
+        f = trial.finding
+        return f"<code>{_e(f.get('rule'))}</code>: {_e(f.get('symptom'))} ({_e(_evidence(f))})"
+    if trial.error:
+        return f"error: {_e(trial.error)}"
+    return ""
+
+
+def _evidence(finding: dict[str, Any]) -> str:
+    ev = finding.get("evidence") or {}
+    value = ev.get("value")
+    shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return (
+        f"{ev.get('metric')} {ev.get('statistic')} {shown} vs {ev.get('threshold')}, steps "
+        f"{_short(ev.get('step_start'))}-{_short(ev.get('step_end'))}"
+    )
+
+
+def _shared_fields(configs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Fields with one value in every trial (listed once above the table)."""
+    if len(configs) < 2:
+        return {}
+    first = configs[0]
+    return {k: v for k, v in first.items()
+            if all(json.dumps(c.get(k)) == json.dumps(v) for c in configs)}  # fmt: skip
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return json.dumps(list(value))
+    return str(value)
+
+
+__all__ = ["is_study", "render_study", "study_report"]
