@@ -178,9 +178,14 @@ def test_the_doctor_names_the_broken_seed_in_one_block(tmp_path, capsys):
 
 
 def test_a_healthy_group_has_no_seed_that_differs(tmp_path):
-    diagnosis = doctor_group(make_group(tmp_path / "ppo"))
+    group = make_group(tmp_path / "ppo")
+    diagnosis = doctor_group(group)
     assert diagnosis.differences == []
     assert "no seed behaves differently" in str(diagnosis)
+    assert rlx.SeedGroup.read(group).doctor().differences == []
+    for call in (rlx.doctor, rlx.report):  # single-run functions point to the group's own
+        with pytest.raises(ConfigError, match=r"is a seed group: rlx\.SeedGroup\.read\("):
+            call(group)
 
 
 def test_the_report_of_a_group_shows_the_interval_and_the_iqm(tmp_path, capsys):
