@@ -11,6 +11,7 @@ hand, one seed deliberately broken.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -345,6 +346,13 @@ def test_group_folders_are_checked_at_the_door(tmp_path, monkeypatch, capsys):
     assert "--resume needs a seed group to continue, but new holds no group.json" in said
     with pytest.raises(RunError, match="resume=True needs a seed group to continue"):
         rlx.train("q-learning", resume=True, seeds=[0], run_dir="new")
+    # a run's config.json as --config: its settings for every seed, the seeds given win
+    config = ["--config", "single/config.json", "--jobs", "1", "--run-dir", "from-config"]
+    assert main(["train", "q-learning", "--seeds", "3", "4", *config]) == 0
+    for seed in (3, 4):
+        recorded = json.loads((tmp_path / f"from-config/seed-{seed}/config.json").read_text())
+        assert (recorded["config"]["seed"], recorded["config"]["episodes"]) == (seed, 5)
+    shutil.rmtree(tmp_path / "from-config")
     with pytest.raises(ConfigError, match=r"seed=\.\.\. trains one run and seeds=\[\.\.\.\] one"):
         rlx.train("q-learning", "FrozenLake-v1", seed=1, seeds=[0, 1], run_dir="x")
     with pytest.raises(ConfigError, match="has no config field 'episods'"):  # planned first

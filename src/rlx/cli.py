@@ -334,10 +334,12 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in RUN_OPTIONS}
     resume = options.get("resume", False)
-    if options.get("config") is not None:
-        given = _with_config_file(spec, options, given)
     if "seeds" in options and "seed" in given:
         parser.error("--seed trains one run and --seeds one run per seed; pass one of them")
+    if options.get("config") is not None:
+        given = _with_config_file(spec, options, given)
+        if "seeds" in options:  # the seeds given win over a seed the file records
+            given.pop("seed", None)
     if "jobs" in options and "seeds" not in options and not resume:
         parser.error("--jobs sets how many seeds of --seeds train at once; pass --seeds too")
     if "seeds" in options or "jobs" in options or _is_group(options.get("run_dir")):
