@@ -38,6 +38,7 @@ import torch  # noqa: E402
 
 from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.games import alphazero as az  # noqa: E402
+from rlx.games import selfplay  # noqa: E402
 from rlx.games.evaluators import PolicyValueEvaluator  # noqa: E402
 from rlx.games.search import SearchConfig, search  # noqa: E402
 
@@ -60,20 +61,20 @@ def timed_evaluator(net: az.PolicyValueNet, clock: list[float], calls: list[int]
 
 
 def one_iteration(config: az.AlphaZeroConfig, net: az.PolicyValueNet, python: bool) -> dict:
-    """Self-play ``config.games_per_iteration`` games; timings and the games' results."""
+    """Self-play ``config.games_per_iteration`` games (:func:`rlx.games.selfplay.self_play`,
+    with the search's kernels or its Python tree); timings and the games' results."""
     clock, calls = [0.0], [0]
     tree = functools.partial(search, use_kernels=not python)
     game = az.make_game("connect4", config)
-    with (
-        mock.patch.object(az, "evaluator", lambda n: timed_evaluator(n, clock, calls)),
-        mock.patch.object(az, "search", tree),
-    ):
+    with mock.patch.object(selfplay, "search", tree):
         t0 = time.perf_counter()
-        played = az.self_play(game, net, config, np.random.default_rng(0))
+        played = selfplay.self_play(
+            game, timed_evaluator(net, clock, calls), config, np.random.default_rng(0)
+        )
         wall = time.perf_counter() - t0
-    moves = sum(played.lengths)
-    return {"wall": wall, "moves": moves, "evals": calls[0], "net": clock[0],
-            "lengths": played.lengths, "results": played.results}  # fmt: skip
+    lengths = [p.length for p in played]
+    return {"wall": wall, "moves": sum(lengths), "evals": calls[0], "net": clock[0],
+            "lengths": lengths, "results": [p.result for p in played]}  # fmt: skip
 
 
 def main() -> None:
