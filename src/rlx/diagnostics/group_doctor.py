@@ -184,7 +184,7 @@ class FinalReturns:
         if not n:
             return "no seed has a final return yet"
         if n < 2:
-            return f"final return {self.iqm:.4g} of one seed (an interval needs two or more)"
+            return f"one seed has a final return, {self.iqm:.4g} (an interval needs two or more)"
         low, high = self.iqm_ci
         return (f"IQM of final returns {self.iqm:.4g} (95% bootstrap CI {low:.4g} to "
                 f"{high:.4g}) over {n} seeds; mean {self.mean:.4g}")  # fmt: skip
