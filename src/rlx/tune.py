@@ -28,31 +28,33 @@ agent's ``eval_episodes`` deterministic episodes), or, for a tabular learner, th
 ``eval_episodes`` greedy episodes. Every trial trains with the same seed (the study's), so
 trials differ by their config alone, as in the rl-baselines3-zoo.
 
-The study folder::
+The study folder:
 
-    STUDY_DIR/study.journal   Optuna's JournalStorage on a file: JSON lines appended under a
-                              file lock, safe for several processes (and on NFS); resumable
-    STUDY_DIR/trial-0000/     one rlx run folder per trial (config.json, metrics, summary, ...)
-    STUDY_DIR/best.yaml       the best trial's config: ``rlx train --config STUDY_DIR/best.yaml``
-    STUDY_DIR/report.html     ``rlx report STUDY_DIR``: the trials, and the best one's curve
+```
+STUDY_DIR/study.journal   Optuna's JournalStorage on a file: JSON lines appended under a
+                          file lock, safe for several processes (and on NFS); resumable
+STUDY_DIR/trial-0000/     one rlx run folder per trial (config.json, metrics, summary, ...)
+STUDY_DIR/best.yaml       the best trial's config: rlx train --config STUDY_DIR/best.yaml
+STUDY_DIR/report.html     rlx report STUDY_DIR: the trials, and the best one's curve
+```
 
 Running ``rlx tune`` again on the same folder resumes the study: a trial that Ctrl-C
 interrupted is marked failed (its run folder keeps what it wrote), and the study goes on until
 ``trials`` trials have completed or been pruned; a larger ``trials`` extends it. A trial left
 running by a process that was killed outright is marked failed when the next ``rlx tune`` on
 the machine starts. ``jobs=K`` starts K worker processes on the same study (through its
-storage); ``ray=True`` runs them as Ray tasks instead, on a cluster whose machines share
-STUDY_DIR (:mod:`rlx.distributed.tune_ray`).
+storage); ``ray="local"`` (or a cluster's address) runs them as Ray tasks instead, on
+machines that share STUDY_DIR (:mod:`rlx.distributed.tune_ray`).
 
-Where the search spaces come from
----------------------------------
+**Where the search spaces come from.**
 The deep agents' spaces are rl-baselines3-zoo's (``rl_zoo3/hyperparams_opt.py``:
 ``sample_ppo_params``, ``sample_a2c_params``, ``sample_dqn_params``, ``sample_sac_params``,
 ``sample_td3_params``), written in rlx's field names and restricted to the fields rlx's configs
 have; each :class:`Space` names what it took and what it changed. Two changes apply to every
 space: choices that would leave fewer than :data:`MIN_UPDATES` updates in the study's budget
-(rollouts longer than a quarter of it, target syncs or warm-ups as long as it) are left out, so
-a small budget is not spent on configs that cannot learn in it; and a sampled minibatch or
+(rollouts, target syncs, train intervals and warm-ups longer than that share of it) are left
+out, so that a small budget is not spent on configs that cannot learn in it or that the doctor
+cannot judge; and a sampled minibatch or
 warm-up that the config would refuse is cut to the largest valid value (the zoo's "batch_size
 <= n_steps"). The zoo has no tabular spaces: theirs borrows its DQN space's exploration and
 discount ranges and takes the step size alpha over Sutton and Barto's sweep (Figure 6.3 of
@@ -91,7 +93,10 @@ SETTINGS_ATTR = "rlx"
 FATAL_RULES = ("non-finite", "dqn-diverges", "q-diverges", "entropy-collapse", "no-learning")
 """Doctor rules (:mod:`rlx.diagnostics.rules`) whose finding prunes a trial: the run cannot
 become good by training on. All but ``no-learning`` are checked as the run trains; that one
-judges a whole run, so it prunes a trial when the trial ends."""
+judges a whole run, so it prunes a trial when the trial ends, and only by its test of a return
+that never rose above its start (:func:`rlx.diagnostics.rules.flat_return`): its other test, a
+return that stopped far short of solving the env, says at a tuning budget more about the
+budget than about the config."""
 MIN_UPDATES = 2 * MIN_POINTS
 """Choices of a space that leave fewer updates (logged rows) than this in the study's budget
 are left out: the doctor's rules on the return need as many points to judge a run (the others
@@ -276,9 +281,9 @@ SPACES: dict[str, Space] = {
             _ppo,
             f"{ZOO}, sample_ppo_params: n_steps -> num_steps, batch_size -> minibatch_size, "
             "1 - gamma and 1 - gae_lambda log-uniform, learning_rate log-uniform in [1e-5, "
-            "2e-3], ent_coef log-uniform in [1e-8, 0.1], clip_range -> clip_eps, n_epochs -> "
-            "num_epochs, max_grad_norm in [0.3, 2], net_arch -> hidden_sizes, activation_fn -> "
-            "activation",
+            "2e-3] (the zoo's range today; [1e-5, 1] before), ent_coef log-uniform in [1e-8, "
+            "0.1], clip_range -> clip_eps, n_epochs -> num_epochs, max_grad_norm in [0.3, 2], "
+            "net_arch -> hidden_sizes, activation_fn -> activation",
         ),
         Space(
             ("a2c",),
@@ -754,7 +759,7 @@ def run_trial(folder: Path, study: Any, trial: Any, settings: StudySettings) -> 
         _tell(study, trial, states.FAIL, error="interrupted (Ctrl-C)")
         _note_in_summary(run_dir, trial.number, "failed", None)
         raise KeyboardInterrupt
-    finding = pruner.finding or _whole_run_finding(run_dir, summary)
+    finding = pruner.finding or _whole_run_finding(run_dir)
     if finding is not None:
         trial.set_user_attr("pruned_by", "doctor")
         trial.set_user_attr("finding", finding)
@@ -840,16 +845,19 @@ def _value(agent: Any, summary: Mapping[str, Any], settings: StudySettings) -> f
     )
 
 
-def _whole_run_finding(run_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A fatal finding of the doctor over the whole finished run (``no-learning``, and any
-    live rule that fired only at the end)."""
-    found = [rule for rule in summary.get("doctor") or () if rule in FATAL_RULES]
-    if not found:
-        return None
+def _whole_run_finding(run_dir: Path) -> dict[str, Any] | None:
+    """A fatal finding of the doctor over the whole finished run: a live rule that fired only
+    at the end, or a return that never rose above its start (``no-learning``)."""
     from rlx.diagnostics.doctor import doctor
+    from rlx.diagnostics.rules import flat_return
 
-    for finding in doctor(run_dir):
-        if finding.rule.id in FATAL_RULES:
+    try:
+        diagnosis = doctor(run_dir)
+    except RLXError:  # a run that logged nothing the doctor can read
+        return None
+    flat = flat_return(diagnosis.log) is not None
+    for finding in diagnosis:
+        if finding.rule.id in FATAL_RULES and (finding.rule.id != "no-learning" or flat):
             return finding_record(finding)
     return None
 
