@@ -94,9 +94,10 @@ FATAL_RULES = ("non-finite", "dqn-diverges", "q-diverges", "entropy-collapse", "
 """Doctor rules (:mod:`rlx.diagnostics.rules`) whose finding prunes a trial: the run cannot
 become good by training on. All but ``no-learning`` are checked as the run trains; that one
 judges a whole run, so it prunes a trial when the trial ends, and only by its test of a return
-that never rose above its start (:func:`rlx.diagnostics.rules.flat_return`): its other test, a
-return that stopped far short of solving the env, says at a tuning budget more about the
-budget than about the config."""
+that never rose above its start (:func:`rlx.diagnostics.rules.flat_return`), confirmed by the
+trial's evaluations (its final one no higher than its first): its other test, a return stopped
+far short of solving the env, says at a tuning budget more about the budget than about the
+config."""
 MIN_UPDATES = 2 * MIN_POINTS
 """Choices of a space that leave fewer updates (logged rows) than this in the study's budget
 are left out: the doctor's rules on the return need as many points to judge a run (the others
@@ -759,16 +760,20 @@ def run_trial(folder: Path, study: Any, trial: Any, settings: StudySettings) -> 
         _tell(study, trial, states.FAIL, error="interrupted (Ctrl-C)")
         _note_in_summary(run_dir, trial.number, "failed", None)
         raise KeyboardInterrupt
-    finding = pruner.finding or _whole_run_finding(run_dir)
+    value = None if pruner.finding or pruner.pruned else _value(agent, summary, settings)
+    finding = pruner.finding
+    if finding is None and value is not None:
+        first = next(iter(pruner.evaluations), None)
+        finding = _whole_run_finding(run_dir, evaluated=first is not None and value > first)
     if finding is not None:
         trial.set_user_attr("pruned_by", "doctor")
         trial.set_user_attr("finding", finding)
         state, value = states.PRUNED, None
     elif pruner.pruned:
         trial.set_user_attr("pruned_by", "median")
-        state, value = states.PRUNED, None
+        state = states.PRUNED
     else:
-        state, value = states.COMPLETE, _value(agent, summary, settings)
+        state = states.COMPLETE
     _tell(study, trial, state, value)
     record = _record(study.get_trials(deepcopy=False)[trial.number], folder)
     _note_in_summary(run_dir, trial.number, record.state, finding)
@@ -845,9 +850,13 @@ def _value(agent: Any, summary: Mapping[str, Any], settings: StudySettings) -> f
     )
 
 
-def _whole_run_finding(run_dir: Path) -> dict[str, Any] | None:
+def _whole_run_finding(run_dir: Path, *, evaluated: bool) -> dict[str, Any] | None:
     """A fatal finding of the doctor over the whole finished run: a live rule that fired only
-    at the end, or a return that never rose above its start (``no-learning``)."""
+    at the end, or ``no-learning`` for a training return that never rose above its start
+    (its other test, a return stalled short of solving the env, says more about a tuning
+    budget than about a config), unless the trial's evaluations rose (``evaluated``: its
+    final one above its first): the training return, exploration and all, can stay flat
+    while the greedy policy learns."""
     from rlx.diagnostics.doctor import doctor
     from rlx.diagnostics.rules import flat_return
 
@@ -855,7 +864,7 @@ def _whole_run_finding(run_dir: Path) -> dict[str, Any] | None:
         diagnosis = doctor(run_dir)
     except RLXError:  # a run that logged nothing the doctor can read
         return None
-    flat = flat_return(diagnosis.log) is not None
+    flat = not evaluated and flat_return(diagnosis.log) is not None
     for finding in diagnosis:
         if finding.rule.id in FATAL_RULES and (finding.rule.id != "no-learning" or flat):
             return finding_record(finding)
@@ -918,6 +927,8 @@ class TrialPruner:
         self.finding: dict[str, Any] | None = None
         self.pruned = False
         self.reports = 0
+        self.evaluations: list[float] = []
+        """the evaluations' mean returns, in order (none for a learner that does not evaluate)"""
 
     def on_update(self, step: int, metrics: Mapping[str, float]) -> bool | None:
         self.doctor.observe(step, metrics)
@@ -933,6 +944,8 @@ class TrialPruner:
 
     def on_eval(self, step: int, result: Mapping[str, float]) -> bool | None:
         value = result.get("eval_return_mean")
+        if value is not None:
+            self.evaluations.append(float(value))
         if self.on_eval_only and value is not None:
             return self._report(float(value))
         return None
