@@ -87,10 +87,11 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     already samples answers of several lengths, so PPO, which raises the expected score (a sign
     error lowers it), must make them longer, while the gold reward (exact match) falls. The
     comparison is against the policy's first steps, sampled before the updates moved it
-    (``kl_ref`` still under 1), not against one float trajectory; the step size is low enough
-    (3e-5) that the growth spreads over the run instead of happening within its first steps,
-    where the doctor's length rule takes its baseline. The doctor must name the reward hacking
-    and the length bias from the run folder alone."""
+    (``kl_ref`` still under 1), not against one float trajectory. The step size warms up over
+    the first 30% of the steps: at full size from the start (1e-4) the answers lengthened within
+    the first five steps on AVX-512 kernels, inside the baseline of the doctor's length rule,
+    and at a constant 3e-5 they had grown only 0.3 tokens by step 50 on AVX2 kernels. The
+    doctor must name the reward hacking and the length bias from the run folder alone."""
     import json
 
     import numpy as np
@@ -100,7 +101,7 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     root = arithmetic["root"] / "rlhf-lb"
     result = llm.rlhf_pipeline("length-biased", root, sft_model=arithmetic["sft"].model_dir,
                                rm_steps=150, progress=False, steps=50, batch_size=32,
-                               max_new_tokens=8, learning_rate=3e-5,
+                               max_new_tokens=8, learning_rate=1e-4, warmup_ratio=0.3,
                                seed=train_seed)  # fmt: skip
     fresh = llm.arithmetic(200, seed=8)
     score = llm.load_reward_model(result.reward_model)
