@@ -261,11 +261,10 @@ def _finding_cell(trial: Any) -> str:
 
 def _evidence(finding: dict[str, Any]) -> str:
     ev = finding.get("evidence") or {}
-    value = ev.get("value")
-    shown = f"{value:.4g}" if isinstance(value, float) else str(value)
     return (
-        f"{ev.get('metric')} {ev.get('statistic')} {shown} vs {ev.get('threshold')}, steps "
-        f"{_short(ev.get('step_start'))}-{_short(ev.get('step_end'))}"
+        f"{ev.get('metric')}: {ev.get('statistic')} {_short(ev.get('value'))} vs threshold "
+        f"{_short(ev.get('threshold'))}, steps {_short(ev.get('step_start'))}-"
+        f"{_short(ev.get('step_end'))}"
     )
 
 
