@@ -383,9 +383,10 @@ def _plot_returns(ax: Any, run: ReportedRun) -> str | None:
     """The run's training returns; returns a note for the caption when there is one."""
     episodes = _per_episode_returns(run.log)
     logged = run.log.get(M.EPISODE_RETURN)
-    if episodes is not None and (logged is None or len(episodes) > len(logged)):
-        # rlx's episodes.csv is finer than the logged means (a tabular run may log once):
-        # the raw returns faintly, their moving average in the run's colour
+    if episodes is not None and (logged is None or len(episodes) >= len(logged)):
+        # rlx's episodes.csv is finer than the logged means, or is what the doctor read (a
+        # tabular run logs a mean per 500 episodes): the raw returns faintly, their moving
+        # average in the run's colour
         episodes = episodes.finite()
         raw = _downsample(episodes)
         ax.plot(raw.steps, raw.values, color=run.color, alpha=0.25, lw=0.6)

@@ -283,11 +283,15 @@ def overestimation(margin: float = 0.2, closing: float = 0.1) -> Check:
        counts; and ``soft``, for a soft Q that counts an entropy bonus still to come (SAC:
        ``alpha`` and ``entropy`` logged), ``max(0, alpha * entropy) * gamma / (1 - gamma)``,
        medians of the last half (``gamma`` from the run's config, 0.99 when unknown);
-    2. **not converging**: over the last half, the gap's least-squares line does not fall
-       by more than ``closing`` of its starting value, or not by more than twice the
-       standard error of that fall. A critic that starts above the returns (a network
-       initialised near 0 on an env whose rewards are negative, such as Acrobot's -1 per
-       step) closes the gap as it learns; a biased one holds it or widens it.
+    2. **not converging from its start**: over the last half, the gap's least-squares line
+       does not fall by more than ``closing`` of its starting value (or not by more than twice
+       the standard error of that fall); or, falling or not, the gap rose at some point above
+       the gap the critic started with by more than the threshold of 1 (the highest median
+       of a tenth of the points against the first tenth's). A critic that starts above the
+       returns (a network initialised near 0 on an env whose rewards are negative, such as
+       Acrobot's -1 per step) only closes the gap as it learns; a biased one holds it, widens
+       it, or climbed above the returns before it came down (a Q that ran to 1e5 against
+       returns of 80 is no critic still learning because it is now falling).
     """
 
     def check(log: RunLog) -> Evidence | None:
@@ -311,8 +315,13 @@ def overestimation(margin: float = 0.2, closing: float = 0.1) -> Check:
         )
         if not level > threshold:
             return None
-        if _falls(last_half, closing):
-            return None  # Q is coming down to the returns: a critic still learning
+        tenth = max(3, len(gap) // 10)
+        start, peak = (
+            float(np.median(gap.values[:tenth])),
+            float(np.max(_rolling_median(gap.values, tenth))),
+        )
+        if _falls(last_half, closing) and peak <= start + threshold:
+            return None  # Q is coming down from its start to the returns: a critic learning
         return _evidence(q_name, last_half, level, threshold, "median Q - observed return")
 
     return check
@@ -365,14 +374,18 @@ def performance_collapse(near: float = 0.1, fall: float = 0.5, window: float = 0
     for a window.
 
     With ``w`` = ``window`` of the points (at least 5) and ``m`` the return's mean over each
-    ``w`` consecutive points: ``start`` is the first such mean and ``best`` the highest, and
-    the gain ``best - start`` must exceed three standard errors of a window's mean (a noisy
-    flat return has no plateau to fall from). The plateau is reached at the first window from
-    which ``w`` consecutive windows' means all lie within ``near`` of the gain from ``best`` (a
-    level held, not one lucky window); a collapse is a later window whose mean is below
-    ``start + (1 - fall) * (best - start)``. The evidence covers the collapsed stretch:
-    from the first such window's first point to where the mean climbs back above that line (or
-    the end). A run that recovers still collapsed: its final return hides what happened."""
+    ``w`` consecutive points: ``start`` is the first such mean and ``best`` the running
+    highest. A plateau is reached where ``w`` windows in a row all lie within ``near`` of the
+    gain ``best - start`` from the ``best`` at the last of them (a level held, not one lucky
+    window nor a climb), with a gain above nine standard errors of a window's mean (the
+    point-to-point noise ``std(diff(returns)) / sqrt(2)`` over ``sqrt(w)``): losing half of it
+    is then more than the noise of the lowest of the run's many windows (a noisy return has no
+    plateau to fall from, DQN's on Acrobot dips by half its gain and climbs on). A
+    collapse is a later window whose mean is below ``start + (1 - fall) * (plateau - start)``,
+    ``plateau`` the highest such level reached before it. The
+    evidence covers the collapsed stretch: from the first such window's first point to where
+    the mean climbs back above that line (or the end). A run that recovers, even to a higher
+    level, still collapsed: its final return hides what happened."""
 
     def check(log: RunLog) -> Evidence | None:
         series = _finite(log, M.EPISODE_RETURN, min_points=20)
@@ -380,29 +393,34 @@ def performance_collapse(near: float = 0.1, fall: float = 0.5, window: float = 0
             return None
         w = max(5, round(window * len(series)))
         means = _rolling_mean(series.values, w)
-        start, best = float(means[0]), float(np.max(means))
-        gain = best - start
-        noise = float(np.std(series.values)) / np.sqrt(w)
-        if gain <= 3 * noise:
+        if len(means) < 2 * w:
             return None
-        near_best = _rolling_mean((means >= best - near * gain).astype(float), w) == 1.0
-        if not near_best.any():
-            return None
-        plateau = int(np.argmax(near_best)) + w - 1
-        line = start + (1 - fall) * gain
-        below = np.flatnonzero(means[plateau:] < line)
-        if not len(below):
-            return None
-        first = plateau + int(below[0])
-        back = np.flatnonzero(means[first:] >= line)
-        last = first + int(back[0]) - 1 if len(back) else len(means) - 1
-        low = float(np.min(means[first : last + 1]))
-        stretch = Series(series.steps[first : last + w], series.values[first : last + w])
-        return _evidence(
-            M.EPISODE_RETURN, stretch, (best - low) / gain, fall,
-            f"share of the gain lost (windows of {w} points: plateau {best:.4g}, "
-            f"low {low:.4g}, start {start:.4g})",
-        )  # fmt: skip
+        start = float(means[0])
+        best = np.maximum.accumulate(means)
+        sigma = float(np.std(np.diff(series.values))) / np.sqrt(2)  # point to point: no trend
+        noise = 9 * sigma / np.sqrt(w)
+        plateau = -np.inf
+        for i, mean in enumerate(means):
+            gain = float(best[i]) - start
+            if (
+                i >= w - 1
+                and gain > noise
+                and means[i - w + 1 : i + 1].min() >= best[i] - near * gain
+            ):
+                plateau = max(plateau, float(best[i]))
+            line = start + (1 - fall) * (plateau - start)
+            if mean >= line:
+                continue
+            back = np.flatnonzero(means[i:] >= line)
+            last = i + int(back[0]) - 1 if len(back) else len(means) - 1
+            low = float(np.min(means[i : last + 1]))
+            stretch = Series(series.steps[i : last + w], series.values[i : last + w])
+            return _evidence(
+                M.EPISODE_RETURN, stretch, (plateau - low) / (plateau - start), fall,
+                f"share of the gain lost (windows of {w} points: plateau {plateau:.4g}, "
+                f"low {low:.4g}, start {start:.4g})",
+            )  # fmt: skip
+        return None
 
     return check
 
@@ -502,6 +520,29 @@ def diverging(metric: str, factor: float = 100.0) -> Check:
         )
         if level > factor * calm and rising:
             return _evidence(metric, tail, level / calm, factor, "growth over the calmest fifth")
+        return None
+
+    return check
+
+
+def beyond_returns(metric: str, factor: float = 10.0) -> Check:
+    """``metric`` (a Q value) past ``factor`` times the largest discounted return actually
+    observed (``mc_return``), over a tenth of its points: values no return can justify, even
+    where they came back down since (a Q that ran from 0 to 1e5 against returns of 80 and
+    fell to 7e3)."""
+
+    def check(log: RunLog) -> Evidence | None:
+        q, g = _finite(log, metric), _finite(log, M.MC_RETURN)
+        if q is None or g is None:
+            return None
+        bound = factor * max(float(np.max(np.abs(g.values))), 1e-8)
+        w = max(3, len(q) // 10)
+        medians = _rolling_median(np.abs(q.values), w)
+        worst = int(np.argmax(medians))
+        if medians[worst] > bound:
+            part = Series(q.steps[worst : worst + w], q.values[worst : worst + w])
+            statistic = f"median |Q| of {w} points vs {factor:g}x the largest |return|"
+            return _evidence(metric, part, float(medians[worst]), bound, statistic)
         return None
 
     return check
@@ -797,17 +838,19 @@ def _raise_target_entropy(config: Mapping[str, Any], algo: str | None = None) ->
     return 0.0 if current is None else float(current) + 1.0
 
 
-FAR_BELOW_DEFAULT = 30.0
-"""A step size this many times below its algorithm's default is far too small."""
+FAR_FROM_DEFAULT = 30.0
+"""A step size this many times below or above its algorithm's default is far off."""
 
 
-def _up_to_default(name: str) -> Suggest:
+def _back_to_default(name: str) -> Suggest:
     """The algorithm's default for ``name`` when the run's value is more than
-    :data:`FAR_BELOW_DEFAULT` times below it; otherwise this fix does not apply."""
+    :data:`FAR_FROM_DEFAULT` times below or above it; otherwise this fix does not apply."""
 
     def suggest(config: Mapping[str, Any], algo: str | None = None) -> Any:
         current, default = _number_field(config, name), _default_of(algo, name)
-        if current is None or default is None or current * FAR_BELOW_DEFAULT >= default:
+        if current is None or default is None or current <= 0 or default <= 0:
+            return None
+        if default / FAR_FROM_DEFAULT <= current <= default * FAR_FROM_DEFAULT:
             return None
         return default
 
@@ -997,7 +1040,7 @@ RULES: tuple[Rule, ...] = (
         fix="keep the target net and the replay buffer (sync the target less often)",
         severity=ERROR,
         metric=M.Q_MEAN,
-        check=diverging(M.Q_MEAN),
+        check=either(diverging(M.Q_MEAN), beyond_returns(M.Q_MEAN)),
         fixes=(*KEEP_TARGET, *LOWER_STEP),
     ),
     Rule(
@@ -1060,9 +1103,17 @@ RULES: tuple[Rule, ...] = (
         fix="raise the value-loss weight c_v or the learning rate; check reward scaling",
         severity=WARNING,
         metric=M.EXPLAINED_VARIANCE,
-        # at or below 0: a critic explaining a few percent can still serve an agent that learns
-        check=critic_explains_nothing(0.0),
-        fixes=(Fix("vf_coef", _scaled("vf_coef", 2.0), "raise the value-loss weight c_v"),),
+        # at or below 0 (under 1%: rewards 1000x give 1e-7): a critic explaining a few percent
+        # can still serve an agent that learns
+        check=critic_explains_nothing(0.01),
+        fixes=(
+            Fix(
+                "normalize_rewards",
+                _switch("normalize_rewards", True),
+                "check reward scaling: normalise the rewards",
+            ),
+            Fix("vf_coef", _scaled("vf_coef", 2.0), "raise the value-loss weight c_v"),
+        ),
         lines={M.EXPLAINED_VARIANCE: ((0.0, "explains nothing"),)},
         # where advantages bootstrap from the critic; REINFORCE's baseline only cuts variance.
         # Not rlhf-ppo: once every completion earns the same reward the returns barely vary
@@ -1132,23 +1183,23 @@ RULES: tuple[Rule, ...] = (
         fixes=(
             Fix(
                 "learning_rate",
-                _up_to_default("learning_rate"),
-                "raise the learning rate to its default",
+                _back_to_default("learning_rate"),
+                "set the learning rate back to its default",
             ),
             Fix(
                 "critic_learning_rate",
-                _up_to_default("critic_learning_rate"),
-                "raise the critic's learning rate to its default",
+                _back_to_default("critic_learning_rate"),
+                "set the critic's learning rate back to its default",
             ),
             Fix(
                 "actor_learning_rate",
-                _up_to_default("actor_learning_rate"),
-                "raise the actor's learning rate to its default",
+                _back_to_default("actor_learning_rate"),
+                "set the actor's learning rate back to its default",
             ),
             Fix(
                 "alpha",
-                _up_to_default("alpha"),
-                "raise the step size alpha to its default",
+                _back_to_default("alpha"),
+                "set the step size alpha back to its default",
                 algos=TABULAR,
             ),
             *TRAIN_LONGER,

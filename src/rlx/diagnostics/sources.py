@@ -25,12 +25,22 @@ def read_run(path: str | Path) -> RunLog:
     return read_foreign(path)
 
 
+RETURN_POINTS = 20
+"""Fewer logged returns than this (a tabular run logs one mean per 500 episodes) are too few
+for the rules that judge the return: the run's episodes are read instead."""
+
+
 def read_rlx_run(run_dir: Path) -> RunLog:
-    """An rlx run: its metrics, its episodes (finer than the logged means), config, summary."""
+    """An rlx run: its metrics, config and summary; its episodes (``episodes.csv``) where it
+    logged no return, or too few points of it (:data:`RETURN_POINTS`) while the episodes are
+    more."""
     points = folder.read_metrics(run_dir)
     log = RunLog(run_dir, "rlx", {k: Series.from_pairs(v) for k, v in points.items()})
-    if M.EPISODE_RETURN not in log.metrics:
-        log.metrics.update(episode_series(run_dir))
+    logged = len(points.get(M.EPISODE_RETURN, ()))
+    if logged < RETURN_POINTS:
+        episodes = episode_series(run_dir)
+        if len(episodes.get(M.EPISODE_RETURN, ())) > logged:
+            log.metrics.update(episodes)
     config = folder.read_json_or_empty(run_dir / folder.CONFIG_FILE)
     log.algo, log.env = config.get("algo"), config.get("env")
     log.config = config.get("config", {}) or {}
