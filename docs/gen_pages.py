@@ -478,6 +478,7 @@ CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("align", "eval"),
     ("doctor",),
     ("report",),
+    ("tune",),
     ("recommend",),
     ("play",),
 )
