@@ -304,7 +304,8 @@ def overestimation(margin: float = 0.2, closing: float = 0.1) -> Check:
             return None
         q_on, g_on = _at_steps(q, steps), _at_steps(g, steps)
         gap = Series(steps, q_on - g_on)
-        last_half, g_half, q_half = gap.last(0.5), Series(steps, g_on).last(0.5), q.last(0.5)
+        last_half = gap.last(0.5)
+        q_half, g_half = Series(steps, q_on).last(0.5), Series(steps, g_on).last(0.5)
         level = float(np.median(q_half.values) - np.median(g_half.values))
         scale = float(np.median(np.abs(g_on)))
         sigma = float(np.std(np.diff(last_half.values))) / np.sqrt(2)
