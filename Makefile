@@ -7,6 +7,7 @@ STAMP   := $(VENV)/.installed
 # One torch thread: on this 2-core machine a second thread slows small steps down badly.
 export OMP_NUM_THREADS ?= 1
 export RLX_NUM_THREADS ?= 1
+export NUMBA_NUM_THREADS ?= 1
 
 .PHONY: demo test test-ray test-slow bench lint docs docs-serve setup clean real-model
 

@@ -133,7 +133,9 @@ def threads() -> dict[str, Any]:
     numba = sys.modules.get("numba")
     return {
         "torch": torch.get_num_threads() if torch is not None else None,
-        "numba": numba.get_num_threads() if numba is not None else None,
+        # the configured pool size: get_num_threads() would start numba's pool, which then
+        # refuses any later change of NUMBA_NUM_THREADS in this process
+        "numba": numba.config.NUMBA_NUM_THREADS if numba is not None else None,
         **{name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
     }
 

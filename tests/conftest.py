@@ -19,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("RLX_NUM_THREADS", "1")
+# One thread for every library, set before any of them loads: numba fixes its pool size when
+# the pool first starts and refuses a different NUMBA_NUM_THREADS afterwards, and the
+# benchmark scripts the tests import set it to 1 as they load.
+for _var in ("OMP_NUM_THREADS", "RLX_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 RLX = [sys.executable, "-m", "rlx.cli"]
