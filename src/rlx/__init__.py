@@ -29,8 +29,9 @@ _SUBPACKAGES = frozenset(
     {
         "agents", "callbacks", "core", "diagnostics", "distributed", "games", "llm", "mdp",
         "metrics", "planning", "registry", "runs", "tabular",
-        # a module you call: rlx.tune(...) runs a study, rlx.tune.read_study(...) reads one
-        "tune",
+        # modules you call: rlx.tune(...) runs a study, rlx.tune.read_study(...) reads one;
+        # rlx.heal(run_dir) trains a run's healed child, rlx.heal.HealResult is what it returns
+        "heal", "tune",
     }
 )  # fmt: skip
 # Public functions and classes, loaded on first use too.
@@ -66,6 +67,7 @@ __all__ = [
     "doctor",
     "errors",
     "evaluate",
+    "heal",
     "load",
     "mdp",
     "planning",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 import os
 import re
 import sys
@@ -36,7 +37,7 @@ from rlx.core.env_recipe import (
     recipe_of,
 )
 from rlx.errors import CheckpointError, ConfigError, RLXError, RunError
-from rlx.runs import CONFIG_FILE, RunRecord, read_record
+from rlx.runs import CONFIG_FILE, SUMMARY_FILE, RunRecord, read_record
 from rlx.runs.folder import has_checkpoint, inspect_folder
 
 
@@ -60,6 +61,13 @@ class Plan:
     command: str | None = None
     """what asked for the run (the command line, or the Python call), for config.json's
     history"""
+    resume_from: Path | None = None
+    """with ``resume``: the step checkpoint to continue from instead of the latest (later logs
+    and checkpoints are cut, :class:`rlx.runs.Run`)"""
+    record: dict[str, Any] | None = None
+    """more fields for config.json (a healed run's lineage, :mod:`rlx.heal`)"""
+    history: dict[str, Any] | None = None
+    """more fields for this opening's entry in config.json's history"""
 
 
 def env_label(env: Any) -> str:
@@ -93,6 +101,7 @@ def plan(
     env_kwargs: dict[str, Any] | None = None,
     trust_env_code: bool = False,
     consent: Consent = IN_PYTHON,
+    resume_from: str | Path | int | None = None,
 ) -> Plan:
     """Resolve a run once: the algorithm, the config, the env and where it is written.
 
@@ -104,7 +113,8 @@ def plan(
     (:func:`recorded_env`). ``overwrite`` starts over in a folder holding an rlx run. A
     folder whose run ended before its first checkpoint is started over in, by a new run or a
     resume alike (:attr:`Plan.note` says so). ``consent`` words every refusal for where the
-    user is (Python arguments or command-line flags).
+    user is (Python arguments or command-line flags). ``resume_from`` (with ``resume``): the
+    step checkpoint to continue from, its step or file, instead of the latest.
     """
     spec = registry.get(algo)
     overrides = dict(overrides or {})
@@ -113,8 +123,19 @@ def plan(
             f"{consent.arg('resume')} continues the run and {consent.arg('overwrite')} deletes "
             "it; pass one of them."
         )
+    if resume_from is not None and not resume:
+        raise ConfigError(
+            f"{consent.arg('resume_from', 'CHECKPOINT')} names the checkpoint a resumed run "
+            f"continues from; pass {consent.arg('resume')} too."
+        )
     if resume:
-        return _resume_plan(spec, env, run_dir, overrides, env_kwargs, trust_env_code, consent)
+        planned = _resume_plan(spec, env, run_dir, overrides, env_kwargs, trust_env_code, consent)
+        if resume_from is None or planned.resume is None:
+            return planned
+        from rlx.runs.checkpoints import step_checkpoint
+
+        _, chosen = step_checkpoint(planned.run_dir, resume_from)  # refused before anything runs
+        return dataclasses.replace(planned, resume_from=chosen)
     if env is None:
         raise ConfigError(f"{spec.name} needs an environment ({consent.name_env}).")
     if "data" not in overrides and _takes_a_data_file(spec, env):
@@ -171,8 +192,8 @@ def _resume_plan(
     folder = Path(run_dir)
     if state.kind == "unstarted":
         note = (
-            f"{folder} holds a run that ended before its first checkpoint, so there is nothing "
-            "to resume: starting it over."
+            f"{folder} holds a run that {_how_it_ended(folder)}, so there is nothing to "
+            "resume: starting it over."
         )
         return Plan(spec, config, env, env_label(env), folder, record.preset, None, recipe,
                     overwrite=True, note=note)  # fmt: skip
@@ -195,7 +216,7 @@ def _folder_for_a_new_run(
         )
     if state.kind == "unstarted":
         note = None if overwrite else (
-            f"{folder} holds a run that ended before its first checkpoint; starting over in it."
+            f"{folder} holds a run that {_how_it_ended(folder)}; starting over in it."
         )  # fmt: skip
         return True, note
     if state.kind == "foreign":
@@ -206,6 +227,14 @@ def _folder_for_a_new_run(
             f"not one ({state.reason}); {another}."
         )
     return False, None
+
+
+def _how_it_ended(folder: Path) -> str:
+    """How a run without a checkpoint ended, as far as its folder tells: a run killed (SIGKILL,
+    a power cut) leaves no ``summary.json``."""
+    if (folder / SUMMARY_FILE).exists():
+        return "ended before its first checkpoint"
+    return "was killed before its first checkpoint (it left no summary.json)"
 
 
 def _config(
@@ -399,6 +428,9 @@ def train(
     callbacks: Sequence[Any] = (),
     seeds: Sequence[int] | None = None,
     jobs: int | None = None,
+    resume_from: str | Path | int | None = None,
+    heal: bool = False,
+    heal_max: int = 3,
     **overrides: Any,
 ) -> Any:
     """Train ``algo`` on ``env`` and return the trained agent (with ``seeds``, a
@@ -440,11 +472,24 @@ def train(
             a failed one is recorded and the others go on; ``resume`` continues every seed.
         jobs: with ``seeds``, how many train at once (default: one per seed, up to the CPU
             cores; 1: one after another in this process).
+        resume_from: with ``resume``, the step checkpoint to continue from (its step, or its
+            file in ``run_dir/checkpoints``) instead of the latest: what was logged after it
+            is cut, and the checkpoints written after it are removed once the run has started.
+        heal: when a doctor rule that names a change fires, roll back to the last checkpoint
+            before its evidence, apply the change and go on (:func:`rlx.heal.train_healing`;
+            checkpoints every twentieth of the budget, all kept, unless the config sets a
+            cadence); each rollback is recorded in ``summary.json`` and ``config.json``.
+        heal_max: with ``heal``, the most rollbacks.
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
 
     ``config.json`` keeps the history of the folder: every start, resume and start-over with
     its call, budget, time and rlx version.
     """
+    if heal and (seeds is not None or jobs is not None):
+        raise ConfigError(
+            "heal=True heals one run as it trains; train the seeds of seeds=[...] one call each "
+            "to heal them."
+        )
     if seeds is not None or jobs is not None:
         if seeds is None and not resume:
             raise ConfigError("jobs= runs the seeds of seeds=[...] in parallel; pass seeds too.")
@@ -466,10 +511,20 @@ def train(
         overrides=overrides,
         env_kwargs=env_kwargs,
         trust_env_code=trust_env_code,
+        resume_from=resume_from,
     )
     call = python_call(algo, env, run_dir=run_dir, resume=resume, overwrite=overwrite,
-                       env_kwargs=env_kwargs, **overrides)  # fmt: skip
+                       env_kwargs=env_kwargs, resume_from=resume_from, heal=heal,
+                       **overrides)  # fmt: skip
     planned = dataclasses.replace(planned, command=call)
+    if heal:
+        # rlx.heal trains through plan and train_planned, so it imports this module; this
+        # one reaches it by name when asked, as the package's face reaches every module
+        healing = importlib.import_module("rlx.heal")
+        return healing.train_healing(
+            planned, heal_max=heal_max, progress=progress, tensorboard=tensorboard,
+            wandb=wandb, stop_on=stop_on, callbacks=callbacks, trust_env_code=trust_env_code,
+        )  # fmt: skip
     return train_planned(
         planned,
         progress=progress,
@@ -503,16 +558,23 @@ def train_planned(
     stop_on: tuple[str, ...] | list[str] = (),
     doctor: bool = True,
     callbacks: Sequence[Any] = (),
+    live_doctor: Any = None,
 ) -> Any:
     """Carry out a :class:`Plan`: open the run folder, attach the live doctor and the
-    ``callbacks`` (:mod:`rlx.callbacks`), train."""
+    ``callbacks`` (:mod:`rlx.callbacks`), train. ``live_doctor``: one built by the caller (a
+    :class:`rlx.diagnostics.doctor.LiveDoctor`, such as :mod:`rlx.heal`'s), attached instead of
+    the one ``doctor`` and ``stop_on`` would make."""
     from rlx.core.threads import set_torch_threads
     from rlx.runs import Run
 
     spec, config = planned.spec, planned.config
     set_torch_threads()
     budget = getattr(config, spec.budget_field) or 0  # None: the algorithm sizes itself
-    observers = _live_doctor(spec.name, planned.env_id, config, tuple(stop_on), doctor)
+    observers = (
+        [live_doctor]
+        if live_doctor is not None
+        else _live_doctor(spec.name, planned.env_id, config, tuple(stop_on), doctor)
+    )
     if callbacks:
         from rlx.callbacks import CallbackObserver
 
@@ -532,11 +594,13 @@ def train_planned(
             tensorboard=tensorboard,
             preset=planned.preset,
             observers=observers,
-            record={} if planned.recipe is None else {"env_recipe": planned.recipe.record()},
+            record=_record(planned),
             wandb=wandb,
             writer=is_first_process(),
             overwrite=planned.overwrite,
             command=planned.command,
+            resume_from=planned.resume_from,
+            history=planned.history,
         ) as run,
         user_words(spec),
     ):
@@ -545,6 +609,15 @@ def train_planned(
     if planned.recipe is not None:  # as rlx.load sets it: evaluate(agent) rebuilds this env
         agent.env_recipe = planned.recipe
     return agent
+
+
+def _record(planned: Plan) -> dict[str, Any]:
+    """The fields config.json gets beside the config: how to rebuild the env (a new run; a
+    resumed one keeps its own) and the plan's own."""
+    record = {}
+    if planned.recipe is not None and planned.resume is None:
+        record["env_recipe"] = planned.recipe.record()
+    return {**record, **(planned.record or {})}
 
 
 def _live_doctor(
@@ -607,8 +680,13 @@ def load(
     config = recorded_config(spec, record)
     if checkpoint is None and not has_checkpoint(record.path):
         raise CheckpointError(
-            f"{record.path} holds no checkpoint to load: its run ended before saving one "
-            "(summary.json says how); train it again in the same folder."
+            f"{record.path} holds no checkpoint to load: its run "
+            + (
+                "ended before saving one (summary.json says how)"
+                if (record.path / SUMMARY_FILE).exists()
+                else "was killed before saving one (it left no summary.json)"
+            )
+            + "; train it again in the same folder."
         )
     _, state = load_checkpoint(checkpoint_file(record.path, checkpoint))
     try:

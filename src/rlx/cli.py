@@ -222,6 +222,12 @@ class RunOptions:
     config: str | None = field(default=None, metadata={flags.METAVAR: "FILE"})
     """a config file: YAML (algo, env, config fields; rlx tune writes one as best.yaml) or a
     run folder's config.json; flags given beside it override it"""
+    heal: bool = False
+    """when a doctor rule that names a change fires, roll back to the last checkpoint before
+    its evidence, apply the change and go on (checkpoints every twentieth of the budget, all
+    kept, unless --checkpoint-every-s/--checkpoint-every-steps is given)"""
+    heal_max: int | None = field(default=None, metadata={flags.METAVAR: "N"})
+    """with --heal, the most rollbacks (default 3)"""
 
 
 RUN_OPTIONS = frozenset(f.name for c in (EnvOptions, RunOptions) for f in dataclasses.fields(c))
@@ -342,6 +348,10 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
             given.pop("seed", None)
     if "jobs" in options and "seeds" not in options and not resume:
         parser.error("--jobs sets how many seeds of --seeds train at once; pass --seeds too")
+    if "heal_max" in options and not options.get("heal"):
+        parser.error("--heal-max caps the rollbacks of --heal; pass --heal too")
+    if options.get("heal") and ("seeds" in options or _is_group(options.get("run_dir"))):
+        parser.error("--heal heals one run as it trains; heal the seeds of a group one run each")
     if "seeds" in options or "jobs" in options or _is_group(options.get("run_dir")):
         return _run_group(spec, given, options, f"{prog} {shlex.join(argv)}".strip(), data_file)
     if data_file and not resume and not (given.get("model") and given.get("data")):
@@ -359,13 +369,24 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     )
     planned = dataclasses.replace(planned, command=f"{prog} {shlex.join(argv)}".strip())
     t0 = time.perf_counter()
-    agent = api.train_planned(
-        planned,
-        progress=None if options.get("progress", True) else False,  # None: when interactive
-        tensorboard=options.get("tensorboard", False),
-        wandb=options.get("wandb", False),
-        stop_on=options.get("stop_on", ()),
-    )
+    watching = {
+        "progress": None if options.get("progress", True) else False,  # None: when interactive
+        "tensorboard": options.get("tensorboard", False),
+        "wandb": options.get("wandb", False),
+        "stop_on": options.get("stop_on", ()),
+    }
+    if options.get("heal"):
+        from rlx.heal import train_healing
+
+        heal_max = options.get("heal_max")
+        agent = train_healing(
+            planned,
+            heal_max=3 if heal_max is None else heal_max,
+            trust_env_code=options.get("trust_env_code", False),
+            **watching,
+        )
+    else:
+        agent = api.train_planned(planned, **watching)
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
     model_dir = getattr(agent, "model_dir", None)
     if model_dir is not None:
@@ -706,12 +727,22 @@ class DoctorArgs:
     group: bool = False
     """take the RUN folders as the seeds of one group, and name the seeds that behave
     differently (a folder of rlx train --seeds is a group without it)"""
+    fix: bool = False
+    """heal the run: train a child run (RUN-healed) from the last checkpoint before the
+    findings' evidence with every change they name, and show before and after"""
+    run_dir: str | None = field(default=None, metadata={flags.METAVAR: "DIR"})
+    """with --fix, the child run's folder (default RUN-healed beside RUN)"""
+    trust_env_code: bool = False
+    """with --fix, let the run's env be rebuilt from code its config.json names (an entry
+    point): only for a folder you trust"""
 
 
 def _doctor(argv: list[str]) -> int:
     args = flags.parse(DoctorArgs, argv, "rlx doctor")
     if not args.runs:
         raise ConfigError("rlx doctor needs at least one RUN (a run folder or a log file).")
+    if args.fix or args.run_dir is not None or args.trust_env_code:
+        return _doctor_fix(args)
     from rlx.diagnostics.doctor import doctor
     from rlx.diagnostics.group_doctor import doctor_group
 
@@ -725,6 +756,27 @@ def _doctor(argv: list[str]) -> int:
     else:
         print("\n\n".join(str(d) for d in diagnoses))
     return 1 if args.strict and any(d.errors for d in diagnoses) else 0
+
+
+def _doctor_fix(args: DoctorArgs) -> int:
+    """``rlx doctor RUN --fix``: the run's diagnosis, then its healed child beside it."""
+    if not args.fix:
+        given = "--run-dir" if args.run_dir is not None else "--trust-env-code"
+        raise ConfigError(f"{given} goes with --fix (it is for the healed child run); add --fix.")
+    if len(args.runs) > 1 or args.group:
+        raise ConfigError("rlx doctor --fix heals one run at a time; give one RUN folder.")
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+    from rlx.diagnostics.doctor import doctor
+    from rlx.heal import heal
+
+    run = args.runs[0]
+    if not args.json:
+        print(doctor(run), end="\n\n", flush=True)
+    result = heal(
+        run, args.run_dir, trust_env_code=args.trust_env_code, consent=ON_THE_COMMAND_LINE
+    )
+    print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result)
+    return 0
 
 
 # ---------------------------------------------------------------------------- rlx report

@@ -4,7 +4,11 @@ An algorithm's config inherits the groups its training loop reads and adds only 
 hyperparameters:
 
 - :class:`RunFields`: the budget, the seed, the env copies, the evaluations (during training,
-  :mod:`rlx.core.training_evaluation`, and after it) and the device (every deep agent);
+  :mod:`rlx.core.training_evaluation`, and after it), the device and the checkpoints (every
+  deep agent);
+- :class:`CheckpointFields`: when the run folder gets a checkpoint and how many stay
+  (:class:`rlx.runs.checkpoints.CheckpointCadence` reads them from any config that has them,
+  so another family's config takes them by inheriting this group);
 - :class:`ReplayFields`: the off-policy loop's vector env, replay buffer, rhythm of updates,
   logs and checkpoints (DQN, SAC, TD3);
 - :class:`RunnerFields`: Ray env runners, checked as plain data (PPO, A2C, DQN).
@@ -38,8 +42,31 @@ class CheckedFields:
 
 
 @dataclass(frozen=True)
-class RunFields(CheckedFields):
-    """What every deep agent's run takes."""
+class CheckpointFields(CheckedFields):
+    """When a run writes a checkpoint, and how many it keeps."""
+
+    checkpoint_every_s: float | None = None
+    """seconds of wall time between checkpoints (None: 30, unless checkpoint_every_steps is
+    set; 0: at every log)"""
+    checkpoint_every_steps: int | None = None
+    """steps between checkpoints, counted as the run logs them (env steps for the deep
+    agents); None: by time only"""
+    checkpoints_kept: int = 3
+    """the newest step checkpoints kept (0: all; checkpoints/best.pt is always kept)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.checkpoint_every_s is not None:
+            at_least(self, "checkpoint_every_s", 0)
+        if self.checkpoint_every_steps is not None:
+            at_least(self, "checkpoint_every_steps", 1)
+        at_least(self, "checkpoints_kept", 0)
+
+
+@dataclass(frozen=True)
+class _RunBasics(CheckedFields):
+    """The budget, the seed, the env copies, the evaluations and the device: the first
+    fields of :class:`RunFields`, ahead of the checkpoint fields in ``--help``."""
 
     total_steps: int = 100_000
     """env steps to train for (transitions, over all env copies)"""
@@ -68,7 +95,14 @@ class RunFields(CheckedFields):
         check_evaluation_fields(self)
 
 
-def check_evaluation_fields(config: RunFields) -> None:
+@dataclass(frozen=True)
+class RunFields(CheckpointFields, _RunBasics):
+    """What every deep agent's run takes: what to run, for how long and where, then when to
+    checkpoint. (A dataclass lists a base's fields before its subclass's, the last base's
+    first: so the checkpoint fields follow the others.)"""
+
+
+def check_evaluation_fields(config: _RunBasics) -> None:
     """``eval_every`` >= 0 (None or 0: off) with ``eval_episodes`` >= 1 to evaluate, and
     ``stop_at_return`` only where something evaluates."""
     name = type(config).__name__
@@ -145,6 +179,7 @@ class RunnerFields(CheckedFields):
 
 __all__ = [
     "CheckedFields",
+    "CheckpointFields",
     "ReplayFields",
     "RunFields",
     "RunnerFields",

@@ -108,6 +108,7 @@ class Diagnosis:
             "env": self.log.env,
             "metrics": sorted(self.log.metrics),
             "sandbox": self.log.summary.get("sandbox"),
+            "healed": healed_lines(self.log.summary),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -116,6 +117,7 @@ class Diagnosis:
         sandbox = sandbox_line(self.log.summary.get("sandbox"))
         if sandbox:
             head += f"\n{sandbox}"
+        head += "".join(f"\nhealed: {line}" for line in healed_lines(self.log.summary))
         if self.healthy:
             return f"{head}\nno findings {checked_what(self.log)}."
         lines = [head]
@@ -141,6 +143,63 @@ def sandbox_line(record: Any) -> str:
     return f"sandbox: UNISOLATED, allowed by allow_unisolated (on: {on}; missing: " + (
         "; ".join(str(m) for m in missing) + ")"
     )
+
+
+def healed_lines(summary: Mapping[str, Any]) -> list[str]:
+    """A healed run's lineage from its ``summary.json`` (:mod:`rlx.heal`), one line each: the
+    parent it was healed from (``healed_from``), and each rollback while it trained
+    (``heal``). Read as data a folder may hold in any shape: what is not a mapping is skipped."""
+    lines = []
+    origin = summary.get("healed_from")
+    if isinstance(origin, Mapping):
+        start = (
+            f"its checkpoint at step {origin.get('step')} ({origin.get('checkpoint')})"
+            if origin.get("checkpoint")
+            else "scratch"
+        )
+        words = [f"{_change_words(c)} ({', '.join(map(str, c.get('rules') or []))})"
+                 for c in _changes(origin)]  # fmt: skip
+        lines.append(
+            f"a child of {origin.get('parent')} from {start}, with "
+            + ("; ".join(words) or "no change")
+        )
+    for entry in summary.get("heal") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        start = (
+            f"its checkpoint at step {entry.get('from_step')}"
+            if entry.get("checkpoint")
+            else "scratch"
+        )
+        when = "as it trained" if entry.get("when") == "live" else "at its end"
+        rules = ", ".join(map(str, entry.get("rules") or []))
+        lines.append(
+            f"at step {entry.get('step')} ({when}) {rules}: back to {start} with "
+            + "; ".join(_change_words(c) for c in _changes(entry))
+        )
+    return lines
+
+
+def heal_markers(summary: Mapping[str, Any]) -> list[tuple[float, str]]:
+    """``(step, label)`` where a healed run changed course: each rollback's checkpoint step,
+    and the step a child of ``rlx doctor --fix`` started from (for the report's curves)."""
+    marks = []
+    entries = [summary.get("healed_from"), *(summary.get("heal") or [])]
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        step = entry.get("from_step", entry.get("step"))
+        if isinstance(step, (int, float)) and not isinstance(step, bool):
+            marks.append((float(step), "; ".join(_change_words(c) for c in _changes(entry))))
+    return marks
+
+
+def _changes(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in entry.get("changes") or [] if isinstance(c, Mapping)]
+
+
+def _change_words(change: Mapping[str, Any]) -> str:
+    return f"{change.get('field')} {change.get('from')!r} -> {change.get('to')!r}"
 
 
 def applicable(rule: Rule, log: RunLog) -> bool:

@@ -30,7 +30,14 @@ from typing import Any
 import numpy as np
 
 from rlx import metrics as M
-from rlx.diagnostics.doctor import Diagnosis, Finding, applicable, applicable_metrics, doctor
+from rlx.diagnostics.doctor import (
+    Diagnosis,
+    Finding,
+    applicable,
+    applicable_metrics,
+    doctor,
+    heal_markers,
+)
 from rlx.diagnostics.rules import RULES
 from rlx.diagnostics.series import RunLog, Series
 from rlx.diagnostics.sources import episode_series
@@ -375,8 +382,25 @@ def learning_curve_svg(runs: Sequence[ReportedRun]) -> tuple[str, list[str]]:
         notes.append("diamonds: evaluation return (mean ± std) of " + ", ".join(evaluated))
     if any(_number(run.log.summary.get("best_eval_step")) is not None for run in runs):
         notes.append("ringed: the best evaluation, kept as checkpoints/best.pt")
+    healed = [run.label for run in runs if _draw_heal_markers(ax, run)]
+    if healed:
+        notes.append(
+            "dash-dotted: where a heal went on from a checkpoint with a doctor's fix (rlx heal) "
+            "in " + ", ".join(healed)
+        )
     ax.set_xlabel("step")
     return _finish(fig, ax), notes
+
+
+def _draw_heal_markers(ax: Any, run: ReportedRun) -> bool:
+    """A vertical dash-dotted line, labelled with the change, at each step a healed run went
+    on from (:func:`rlx.diagnostics.doctor.heal_markers`); whether there was one."""
+    marks = heal_markers(run.log.summary)
+    for i, (step, label) in enumerate(marks):
+        ax.axvline(step, color=run.color, ls="-.", lw=1.2, gid=f"heal-{_plot_id(run.label)}-{i}")
+        ax.annotate(label, xy=(step, 0.98), xycoords=("data", "axes fraction"), rotation=90,
+                    ha="right", va="top", fontsize=7, color=run.color)  # fmt: skip
+    return bool(marks)
 
 
 def _plot_returns(ax: Any, run: ReportedRun) -> str | None:

@@ -10,6 +10,12 @@ old checkpoint or the new one, never half of one.
 :func:`checkpoint_file` turns what ``rlx.load(run_dir, checkpoint=...)`` takes (None,
 ``"latest"``, ``"best"`` or a file) into the file to read.
 
+When a run writes one is its :class:`CheckpointCadence`: every ``every_s`` seconds of wall time
+(30 by default) and/or every ``every_steps`` steps, the newest ``keep`` kept. A config says so
+with the fields of :class:`rlx.core.fields.CheckpointFields` (``checkpoint_every_s``,
+``checkpoint_every_steps``, ``checkpoints_kept``), read by :meth:`CheckpointCadence.of`; a
+config without them gets the defaults.
+
 States are dicts of tensors, numpy arrays, numbers, strings and nested dicts/lists of those.
 A state with tensors is written by ``torch.save``; numpy arrays in it are stored as tensors and
 come back as numpy arrays, and files load with ``torch.load(weights_only=True)``. A state
@@ -26,6 +32,7 @@ import re
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +48,39 @@ _NAME = re.compile(r"^step_(\d+)\.pt$")
 _NUMPY_TAG = "__numpy__"
 _STRUCTURE = "structure.json"  # the member that marks a torch-free checkpoint
 _ARRAY_TAG = "__array__"
+DEFAULT_EVERY_S = 30.0
+"""Seconds of wall time between checkpoints when a config sets no cadence."""
+DEFAULT_KEPT = 3
+"""Step checkpoints kept (the newest) when a config does not say."""
+
+
+@dataclass(frozen=True)
+class CheckpointCadence:
+    """When a run writes a checkpoint: once ``every_s`` seconds of wall time or ``every_steps``
+    steps (as the run counts them: env steps, episodes' steps, iterations, optimizer steps)
+    have passed since the last one, whichever comes first; None turns that clock off. Only
+    the newest ``keep`` step checkpoints stay (0: all); ``best.pt`` is never pruned."""
+
+    every_s: float | None = DEFAULT_EVERY_S
+    every_steps: int | None = None
+    keep: int = DEFAULT_KEPT
+
+    @classmethod
+    def of(cls, config: Any, default_s: float = DEFAULT_EVERY_S) -> CheckpointCadence:
+        """The cadence a config asks for (``checkpoint_every_s``, ``checkpoint_every_steps``,
+        ``checkpoints_kept``): without a cadence of its own, every ``default_s`` seconds."""
+        every_s = getattr(config, "checkpoint_every_s", None)
+        every_steps = getattr(config, "checkpoint_every_steps", None)
+        keep = getattr(config, "checkpoints_kept", DEFAULT_KEPT)
+        if every_s is None and every_steps is None:
+            every_s = default_s
+        return cls(every_s, every_steps, keep)
+
+    def due(self, seconds: float, steps: float) -> bool:
+        """Whether a checkpoint is due ``seconds`` and ``steps`` after the last one."""
+        by_time = self.every_s is not None and seconds >= self.every_s
+        by_steps = self.every_steps is not None and steps >= self.every_steps
+        return by_time or by_steps
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
@@ -92,6 +132,52 @@ def checkpoint_file(run_dir: str | Path, checkpoint: str | Path | None = None) -
     return inside if not path.exists() and inside.is_file() else path
 
 
+def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """A run's step checkpoints, ``(step, file)`` from the oldest to the newest."""
+    return _list_checkpoints(Path(run_dir) / CHECKPOINT_DIR)
+
+
+def step_checkpoint(run_dir: str | Path, checkpoint: str | Path | int) -> tuple[int, Path]:
+    """``(step, file)`` of one of a run's step checkpoints, named by its step, its file name
+    (``step_000000001024.pt``) or its path; CheckpointError naming the steps it has when the
+    run has no such checkpoint (``best.pt`` and files of other folders are not among them)."""
+    found = list_checkpoints(run_dir)
+    for step, path in found:
+        if isinstance(checkpoint, int) and not isinstance(checkpoint, bool):
+            if checkpoint == step:
+                return step, path
+            continue
+        given = Path(checkpoint)
+        bare = given.parent == Path(".")
+        if given.name == path.name and (bare or given.resolve() == path.resolve()):
+            return step, path
+    steps = ", ".join(str(step) for step, _ in found) or "none"
+    raise CheckpointError(
+        f"{run_dir} has no step checkpoint {checkpoint}; its checkpoints are at steps {steps}."
+    )
+
+
+def checkpoints_after(run_dir: str | Path, step: int) -> list[Path]:
+    """What a run continued from the checkpoint of ``step`` no longer holds: the step
+    checkpoints written after it, and ``best.pt`` when it was written after it too (an
+    unreadable ``best.pt`` is left where it is)."""
+    later = [path for s, path in list_checkpoints(run_dir) if s > step]
+    best = best_checkpoint(run_dir)
+    if best is not None:
+        try:
+            best_step, _ = _read(best)
+        except Exception:  # unreadable: loading it fails with its own message
+            best_step = step
+        if best_step > step:
+            later.append(best)
+    return later
+
+
+def point_latest(checkpoint: Path) -> None:
+    """Point the run's ``checkpoints/latest`` at ``checkpoint`` (a file in that folder)."""
+    _point_latest(checkpoint)
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The newest checkpoint of a run, or None when it has none."""
     folder = Path(run_dir) / CHECKPOINT_DIR
@@ -109,8 +195,9 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
         found = latest_checkpoint(path)
         if found is None:
             raise CheckpointError(
-                f"{path} has no checkpoint (looked in {path / CHECKPOINT_DIR}); "
-                "train with --run-dir first, or give a checkpoint file."
+                f"{path} has no checkpoint (nothing in {path / CHECKPOINT_DIR}): its run has not "
+                "saved one, or ended (or was killed) before its first; train it again in the "
+                "same folder, or give a checkpoint file."
             )
         path = found
     if not path.is_file():

@@ -31,12 +31,17 @@ from typing import Any, Protocol
 
 from rlx.errors import RLXError, RunError, TrainingError
 from rlx.runs.checkpoints import (
+    CheckpointCadence,
+    checkpoints_after,
     latest_checkpoint,
     load_checkpoint,
+    point_latest,
     save_best_checkpoint,
     save_checkpoint,
+    step_checkpoint,
 )
 from rlx.runs.folder import (
+    CHECKPOINT_DIR,
     CONFIG_FILE,
     EPISODES_FILE,
     METRICS_FILE,
@@ -53,8 +58,11 @@ from rlx.runs.logger import MetricLogger, ProgressBar
 from rlx.version import VERSION
 
 CHECKPOINT_EVERY_S = 30.0
-HISTORY_KINDS = ("start", "resume", "overwrite")
-"""How a run was opened, as ``config.json``'s ``history`` records it."""
+"""Seconds between checkpoints of a run whose config sets no cadence
+(:class:`rlx.runs.checkpoints.CheckpointCadence`)."""
+HISTORY_KINDS = ("start", "resume", "overwrite", "heal")
+"""How a run was opened, as ``config.json``'s ``history`` records it (``heal``: continued from
+a checkpoint with a doctor's fix applied, :mod:`rlx.heal`)."""
 RESUME_REWRITES = (CONFIG_FILE, SUMMARY_FILE, METRICS_FILE, EPISODES_FILE)
 """The files a resume rewrites before it trains (kept aside until it has started)."""
 
@@ -102,6 +110,11 @@ class Run:
         total: the training budget for the progress bar (in ``unit``).
         resume: the record of the run to continue from its latest checkpoint (read once by
             the caller with :func:`rlx.runs.folder.read_record`), or None for a new run.
+        resume_from: with ``resume``, continue from this step checkpoint of the folder (its
+            step, file name or path) instead of the latest: the metrics and episodes logged
+            after its step are cut, as a resume cuts those after the latest, and the
+            checkpoints written after it (``best.pt`` too, when later) go once the run has
+            started (put back if it is refused before).
         overwrite: start over in a folder that holds an rlx run: its files are set aside,
             deleted once the new run has started (its first checkpoint, or its end) and put
             back if the new run is refused before it starts.
@@ -114,7 +127,10 @@ class Run:
         writer: False for a process that trains alongside the one writing the folder (the
             ranks other than 0 of a data-parallel run): it reads a resumed checkpoint, logs
             to nowhere and writes no file.
-        record: more fields for ``config.json`` (e.g. how to rebuild the env).
+        record: more fields for ``config.json`` (e.g. how to rebuild the env); a resumed
+            run adds them to its record.
+        history: more fields for this opening's entry in ``config.json``'s ``history`` (a
+            ``kind`` among :data:`HISTORY_KINDS` replaces the one the run would write).
         wandb: also log to Weights & Biases (``RUN_DIR/wandb``, offline unless ``WANDB_MODE``
             says otherwise), with the same metric names.
     """
@@ -138,6 +154,8 @@ class Run:
         wandb: bool = False,
         overwrite: bool = False,
         command: str | None = None,
+        resume_from: str | Path | int | None = None,
+        history: Mapping[str, Any] | None = None,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -154,6 +172,9 @@ class Run:
         self._signals: dict[int, Any] = {}
         self._interrupts = 0
         self._last_checkpoint_t = time.monotonic()
+        self._last_checkpoint_step = 0
+        self._resume_from = resume_from
+        self._history_extra = dict(history or {})
         self._summary_written = False
         self._summary_fields: dict[str, Any] = {}
         self._created: list[Path] = []  # folders this run made, removed if it never starts
@@ -194,14 +215,26 @@ class Run:
                 raise RunError(
                     f"{self.dir} holds a {resume.algo!r} run; cannot resume it as {self.algo!r}."
                 )
-            step, state = load_checkpoint(self.dir)
-            self.last_step = step
+            chosen = None
+            if self._resume_from is not None:
+                _, chosen = step_checkpoint(self.dir, self._resume_from)
+            step, state = load_checkpoint(chosen if chosen is not None else self.dir)
+            self.last_step = self._last_checkpoint_step = step
             self.resumed_step, self.resumed_state = step, state
             if not self.writer:
                 return 0.0
             self._writing = True
-            self._set_aside(RESUME_REWRITES, copy=True)
+            later = checkpoints_after(self.dir, step) if chosen is not None else []
+            latest = self.dir / CHECKPOINT_DIR / "latest"
+            if later and latest.is_symlink():
+                later.append(latest)
+            self._set_aside(
+                RESUME_REWRITES, copy=True, moved=[str(p.relative_to(self.dir)) for p in later]
+            )
+            if later:
+                point_latest(chosen)
             wall = _truncate_logs_after(self.dir, step)
+            self._record.update(self._extra_record)
             self._record["config"] = _fields(self.config)
             self._record["history"] = [*_history(self._record), self._history_entry("resume")]
             write_json_atomic(config_path, self._record)
@@ -254,7 +287,8 @@ class Run:
         }
 
     def _history_entry(self, kind: str) -> dict[str, Any]:
-        """One start, resume or start-over of this folder, for ``config.json``'s history."""
+        """One start, resume or start-over of this folder, for ``config.json``'s history
+        (with the fields the opener gave, ``history``)."""
         return {
             "kind": kind,
             "command": self.command,
@@ -262,11 +296,14 @@ class Run:
             "unit": self.unit,
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "rlx": VERSION,
+            **self._history_extra,
         }
 
-    def _set_aside(self, names: Sequence[str], *, copy: bool) -> None:
+    def _set_aside(self, names: Sequence[str], *, copy: bool, moved: Sequence[str] = ()) -> None:
         """Keep the run files ``names`` in PREVIOUS_DIR (moved, or copied where the run only
-        rewrites them), to put back if this run is refused before it starts."""
+        rewrites them), and move the files ``moved`` there too (paths inside the folder, such
+        as checkpoints a rollback leaves behind), to put back if this run is refused before
+        it starts."""
         aside = self.dir / PREVIOUS_DIR
         shutil.rmtree(aside, ignore_errors=True)  # left by a run killed before it started
         aside.mkdir()
@@ -278,7 +315,10 @@ class Run:
                 shutil.copy2(source, aside / name)
             else:
                 os.replace(source, aside / name)
-        self._aside = tuple(names)
+        for name in moved:
+            (aside / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.dir / name, aside / name)
+        self._aside = (*names, *moved)
 
     def _discard_aside(self) -> None:
         """The new run has started: what it replaced goes."""
@@ -435,18 +475,30 @@ class Run:
             self.progress.update(completed, self.logger.latest)
 
     # ------------------------------------------------------------------ checkpoints
+    @property
+    def cadence(self) -> CheckpointCadence:
+        """When this run checkpoints: its config's cadence, read each time (a config completed
+        during training may set it), every ``CHECKPOINT_EVERY_S`` seconds without one."""
+        return CheckpointCadence.of(self.config, default_s=CHECKPOINT_EVERY_S)
+
     def checkpoint_due(self) -> bool:
-        """True every ``CHECKPOINT_EVERY_S`` seconds of wall time, and when a stop is asked."""
-        return self.stop_requested or (
-            time.monotonic() - self._last_checkpoint_t >= CHECKPOINT_EVERY_S
-        )
+        """True when the cadence says so (every ``checkpoint_every_s`` seconds of wall time,
+        or every ``checkpoint_every_steps`` steps since the last checkpoint, counted to the
+        step last logged), and when a stop is asked."""
+        if self.stop_requested:
+            return True
+        since = self.last_step - self._last_checkpoint_step
+        return self.cadence.due(time.monotonic() - self._last_checkpoint_t, since)
 
     def save_checkpoint(self, step: int, state: dict[str, Any]) -> Path:
-        """Write the checkpoint of ``step`` (a non-writer only notes the time)."""
-        path = save_checkpoint(self.dir, step, state) if self.writer else self.dir
+        """Write the checkpoint of ``step``, keeping the newest ``checkpoints_kept`` (a
+        non-writer only notes the time)."""
+        keep = self.cadence.keep
+        path = save_checkpoint(self.dir, step, state, keep=keep) if self.writer else self.dir
         self._checkpointed = True
         self._discard_aside()
         self._last_checkpoint_t = time.monotonic()
+        self._last_checkpoint_step = step
         self.last_step = step
         return path
 

@@ -1,0 +1,810 @@
+"""The doctor acting on its findings: heal a run after it ended, or while it trains.
+
+``rlx.heal(run_dir)`` and ``rlx doctor RUN --fix [--run-dir CHILD]``: every finding of the
+run that names a change (a config field and the value to try, :class:`Finding`) is applied at
+once to a child run, ``RUN-healed`` beside the parent by default. The child continues from the
+parent's last good checkpoint: the latest one written before the findings' evidence begins at
+which their rules, run on the metrics as they stood then, are silent (from scratch when there
+is none); it trains for the rest of the parent's budget. The result (:class:`HealResult`) puts
+before and after side by side: each finding cleared or not, the metric that carried its
+evidence over the same steps, and the return (the final evaluation when both runs have one,
+else the last training episodes). Two findings that name one field with different values: the
+smaller value is taken (a smaller step, fewer epochs, a narrower clip: the safer way), and the
+result says so. The child's ``config.json`` records its parent, the checkpoint and the
+changes (``healed_from``, and a ``heal`` entry in its history); ``rlx doctor CHILD`` shows it.
+
+``rlx.train(..., heal=True, heal_max=3)`` and ``rlx train ... --heal [--heal-max N]``
+(:func:`train_healing`) do the same within one run: the live doctor watches the rules whose fix
+this config can take; when one fires the run stops (checkpoint saved), rolls back to the last
+good checkpoint before the evidence, takes the change and goes on, at most ``heal_max`` times.
+Each rollback (where the rule fired, the checkpoint used, the finding, the change) goes into
+``summary.json`` and ``config.json`` (``heal``, and a ``heal`` entry in its history), ``rlx
+doctor`` shows a "healed" block and the report marks it on the curves. A run that heals
+checkpoints every twentieth of its budget and keeps them all, unless its config sets a
+cadence (``checkpoint_every_s``, ``checkpoint_every_steps``, ``checkpoints_kept``): a rollback
+needs a checkpoint from before the evidence.
+
+This module trains through :func:`rlx.api.plan` and :func:`rlx.api.train_planned`; a run
+folder's files are read and written by :mod:`rlx.runs`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import sys
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlx import api, registry
+from rlx.core.env_recipe import IN_PYTHON, Consent
+from rlx.diagnostics.doctor import Diagnosis, Finding, LiveDoctor, check_rule_ids, diagnose, doctor
+from rlx.diagnostics.group_doctor import (
+    EVAL_SOURCE,
+    SOURCE_WORDS,
+    final_eval_return,
+    training_returns,
+)
+from rlx.diagnostics.rules import MIN_POINTS, RULES
+from rlx.diagnostics.series import RunLog
+from rlx.diagnostics.sources import read_run
+from rlx.errors import ConfigError, RLXError, RunError
+from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
+from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
+from rlx.runs.folder import CHECKPOINT_DIR, inspect_folder, read_summary
+from rlx.runs.group import is_group_folder
+
+HEAL_CHECKPOINTS = 20
+"""A run that heals checkpoints this many times over its budget (unless its config sets a
+cadence), so that a rollback finds one before a finding's evidence."""
+CHILD_SUFFIX = "-healed"
+"""The child run of ``rlx doctor RUN --fix`` is ``RUN-healed`` unless named."""
+
+
+# ============================================================================ the changes
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One config field a heal changes: from ``current`` to ``value``, because ``rules`` named
+    it; ``note`` says how a conflict between them was settled."""
+
+    field: str
+    current: Any
+    value: Any
+    rules: tuple[str, ...]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "from": self.current,
+            "to": self.value,
+            "rules": list(self.rules),
+            "note": self.note,
+        }
+
+    def __str__(self) -> str:
+        return f"{self.field} {self.current!r} -> {self.value!r} ({', '.join(self.rules)})"
+
+
+def merged_changes(findings: Iterable[Finding]) -> list[Change]:
+    """The changes the findings name, one per field. Findings that name one field with
+    different values: the smaller number is taken (a lower learning rate, fewer epochs, a
+    narrower clip range: the safer step), else the first finding's value (errors come
+    first); the change's note says which and why."""
+    by_field: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.field is not None and finding.suggested is not None:
+            by_field.setdefault(finding.field, []).append(finding)
+    changes = []
+    for name, named in by_field.items():
+        rules = tuple(f.rule.id for f in named)
+        values = list(dict.fromkeys(_hashable(f.suggested) for f in named))
+        if len(values) == 1:
+            changes.append(Change(name, named[0].current, named[0].suggested, rules))
+            continue
+        asked = ", ".join(f"{f.rule.id} {f.suggested!r}" for f in named)
+        if all(_is_number(f.suggested) for f in named):
+            chosen = min(named, key=lambda f: f.suggested)
+            why = "the smaller is the safer step"
+        else:
+            chosen = named[0]
+            why = f"{chosen.rule.id} ({chosen.severity}) comes first"
+        note = f"{name}: {asked}; took {chosen.suggested!r} ({why})"
+        changes.append(Change(name, named[0].current, chosen.suggested, rules, note))
+    return changes
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def fixable_rules(algo: str, config: Mapping[str, Any], exclude: Iterable[str] = ()) -> list[str]:
+    """The live rules whose fix ``config`` can take (a field it has, a value to try, and not
+    the budget: :func:`applicable_findings`)."""
+    left_out, budget = set(exclude), registry.get(algo).budget_field
+    return [
+        rule.id
+        for rule in RULES
+        if rule.live
+        and rule.id not in left_out
+        and rule.advice(config, algo).field not in (None, budget)
+    ]
+
+
+def applicable_findings(
+    findings: Iterable[Finding], budget_field: str
+) -> tuple[list[Finding], list[str]]:
+    """The findings a heal applies (those that name a field and a value), and one line for
+    each it leaves out because it changes the budget (``train longer``): a heal trains for the
+    rest of the run's budget, so that before and after compare; resuming the run with a larger
+    budget is how to train longer."""
+    applied, skipped = [], []
+    for finding in findings:
+        if finding.field is None or finding.suggested is None:
+            continue
+        if finding.field == budget_field:
+            skipped.append(
+                f"{finding.rule.id}: {finding.field} {finding.current!r} -> "
+                f"{finding.suggested!r} not applied (a heal keeps the budget; resume the run with "
+                f"{finding.field}={finding.suggested!r} to train longer)"
+            )
+            continue
+        applied.append(finding)
+    return applied, skipped
+
+
+# ============================================================================ the checkpoint
+def log_until(log: RunLog, step: float) -> RunLog:
+    """``log`` as it stood at ``step``: every series cut after it."""
+    metrics = {name: series.window(-math.inf, step) for name, series in log.metrics.items()}
+    return dataclasses.replace(log, metrics=metrics)
+
+
+def last_good_checkpoint(
+    run_dir: str | Path, log: RunLog, findings: Sequence[Finding]
+) -> tuple[int, Path] | None:
+    """``(step, file)`` of the latest step checkpoint written before every finding's evidence
+    begins at which the doctor could vouch for the run: the findings' rules, run on ``log`` as
+    it stood then, had enough points to judge (:data:`MIN_POINTS` of each evidence metric)
+    and found nothing. None when no checkpoint is that early: a run that went wrong from its
+    start is started over."""
+    if not findings:
+        return None
+    begins = min(f.evidence.step_start for f in findings)
+    rules = [f.rule for f in findings]
+    metrics = {f.evidence.metric for f in findings}
+    for step, path in reversed(list_checkpoints(run_dir)):
+        if step >= begins:
+            continue
+        then = log_until(log, step)
+        judged = all(len(then.metrics.get(m, ())) >= MIN_POINTS for m in metrics)
+        if judged and not diagnose(then, rules).findings:
+            return step, path
+    return None
+
+
+# ============================================================================ the live doctor
+class HealingDoctor(LiveDoctor):
+    """The live doctor of a run that heals: as :class:`LiveDoctor`, and ``summary.json`` also
+    gets the run's rollbacks (``heal``) and, for the child of ``rlx doctor --fix``, its
+    lineage (``healed_from``)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        heals: Sequence[Mapping[str, Any]] = (),
+        healed_from: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.heals, self.healed_from = list(heals), healed_from
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        if self.heals:
+            out["heal"] = self.heals
+        if self.healed_from is not None:
+            out["healed_from"] = dict(self.healed_from)
+        return out
+
+
+# ============================================================================ rlx.heal(run_dir)
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One finding of the parent, before and after: its metric's median over the steps its
+    evidence covered, in the parent and in the child, and whether the child still has it."""
+
+    rule: str
+    symptom: str
+    metric: str
+    steps: tuple[float, float]
+    before: float
+    after: float
+    cleared: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "symptom": self.symptom,
+            "metric": self.metric,
+            "steps": list(self.steps),
+            "before": _finite_or_none(self.before),
+            "after": _finite_or_none(self.after),
+            "cleared": self.cleared,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class HealResult:
+    """What :func:`heal` did: the child run (None when nothing named a change), where it
+    started, the changes, and before and after side by side."""
+
+    parent: Path
+    child: Path | None
+    checkpoint: str | None = None
+    """the parent's checkpoint the child continued from (relative to the parent), or None:
+    from scratch"""
+    checkpoint_step: int = 0
+    changes: tuple[Change, ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
+    new_findings: tuple[str, ...] = ()
+    """rules that fire on the child and did not on the parent"""
+    skipped: tuple[str, ...] = ()
+    """changes the findings name that the heal left out, and why"""
+    return_measure: str | None = None
+    return_before: float | None = None
+    return_after: float | None = None
+    reason: str | None = None
+    """why there is no child"""
+
+    @property
+    def cleared(self) -> bool:
+        """Every finding of the parent is gone from the child."""
+        return self.child is not None and all(o.cleared for o in self.outcomes)
+
+    @property
+    def better(self) -> bool | None:
+        """Whether the child's return beats the parent's (None: not both known)."""
+        if self.return_before is None or self.return_after is None:
+            return None
+        return self.return_after > self.return_before
+
+    def to_dict(self) -> dict[str, Any]:
+        """``rlx doctor RUN --fix --json``."""
+        return {
+            "parent": str(self.parent),
+            "child": None if self.child is None else str(self.child),
+            "checkpoint": self.checkpoint,
+            "checkpoint_step": self.checkpoint_step,
+            "changes": [c.to_dict() for c in self.changes],
+            "findings": [o.to_dict() for o in self.outcomes],
+            "new_findings": list(self.new_findings),
+            "return": {
+                "measure": self.return_measure,
+                "before": self.return_before,
+                "after": self.return_after,
+            },
+            "cleared": self.cleared,
+            "skipped": list(self.skipped),
+            "reason": self.reason,
+        }
+
+    def __str__(self) -> str:
+        if self.child is None:
+            lines = [f"rlx doctor --fix: nothing to heal in {self.parent}: {self.reason}."]
+            return "\n".join([*lines, *(f"  left out: {line}" for line in self.skipped)])
+        start = (
+            f"its checkpoint at step {self.checkpoint_step} ({self.checkpoint})"
+            if self.checkpoint is not None
+            else "scratch (no checkpoint before the evidence that the doctor could vouch for)"
+        )
+        lines = [
+            f"rlx doctor --fix: {self.parent} healed into {self.child}",
+            f"  from {start}, trained for the rest of its budget",
+        ]
+        for change in self.changes:
+            lines.append(f"  change: {change}")
+            if change.note:
+                lines.append(f"    conflict: {change.note}")
+        lines += [f"  left out: {line}" for line in self.skipped]
+        rows = [("", "before", "after", "")]
+        for o in self.outcomes:
+            what = f"{o.rule}: {o.metric}, steps {o.steps[0]:.0f}-{o.steps[1]:.0f}"
+            rows.append((what, _number(o.before), _number(o.after),
+                         "cleared" if o.cleared else "still there"))  # fmt: skip
+        if self.return_measure is not None:
+            verdict = {True: "better", False: "not better", None: ""}[self.better]
+            rows.append(("return", _number(self.return_before), _number(self.return_after),
+                         verdict))  # fmt: skip
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        for row in rows:
+            cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].rjust(widths[2]),
+                     row[3]]  # fmt: skip
+            lines.append(("  " + "  ".join(cells)).rstrip())
+        lines.append("  (a finding: its metric's median over the steps of its evidence)")
+        if self.return_measure is not None:
+            lines.append(f"  (return: {self.return_measure})")
+        if self.new_findings:
+            lines.append(f"  new in the child: {', '.join(self.new_findings)}")
+        lines.append(f"  see both: rlx report {self.parent} {self.child}")
+        return "\n".join(lines)
+
+
+def heal(
+    run_dir: str | Path,
+    child_dir: str | Path | None = None,
+    *,
+    trust_env_code: bool = False,
+    progress: bool | None = None,
+    consent: Consent = IN_PYTHON,
+) -> HealResult:
+    """Train a child of the run in ``run_dir`` with every change its findings name (what ``rlx
+    doctor RUN --fix`` does), and compare the two.
+
+    Args:
+        run_dir: an rlx run folder.
+        child_dir: the child's folder (default ``RUN-healed`` beside the run); it must not hold
+            a run yet.
+        trust_env_code: let the run's recorded env be rebuilt from code its ``config.json``
+            names (an entry point), as ``rlx.train(resume=True)`` needs.
+        progress: show the child's progress bar (None: when stderr is a terminal).
+        consent: words the errors for where the user is (Python or the command line).
+
+    Returns:
+        :class:`HealResult`; ``print`` it for the side-by-side table. Its ``child`` is None
+        when no finding names a change the run's config can take.
+    """
+    parent = Path(run_dir)
+    if is_group_folder(parent):
+        raise ConfigError(
+            f"{parent} is a seed group; heal one of its seeds' folders (e.g. {parent}/seed-0)."
+        )
+    try:
+        record = read_record(parent)
+    except RunError as exc:
+        raise RunError(f"only an rlx run folder can be healed: {exc}") from exc
+    diagnosis = doctor(parent)
+    if not diagnosis.findings:
+        return HealResult(parent, None, reason="the doctor has no finding")
+    spec = _algorithm(record)
+    applied, skipped = applicable_findings(diagnosis.findings, spec.budget_field)
+    changes = merged_changes(applied)
+    if not changes:
+        why = "no finding names a config field of this run to change, but its budget"
+        if not skipped:
+            why = "no finding names a config field of this run to change"
+        return HealResult(parent, None, skipped=tuple(skipped), reason=why)
+    child = Path(child_dir) if child_dir is not None else default_child(parent)
+    _check_child(parent, child, consent)
+    chosen = last_good_checkpoint(parent, diagnosis.log, applied)
+    lineage = {
+        "parent": str(parent),
+        "checkpoint": None if chosen is None else str(chosen[1].relative_to(parent)),
+        "step": 0 if chosen is None else chosen[0],
+        "changes": [c.to_dict() for c in changes],
+        "findings": [f.to_dict() for f in applied],
+    }
+    planned = _child_plan(record, parent, child, chosen, changes, trust_env_code, consent)
+    history = {
+        "kind": "heal",
+        "parent": lineage["parent"],
+        "checkpoint": lineage["checkpoint"],
+        "changes": lineage["changes"],
+    }
+    command = " ".join(sys.argv) if consent.flags else f"rlx.heal({str(parent)!r})"
+    planned = dataclasses.replace(
+        planned, command=command, record={"healed_from": lineage}, history=history
+    )
+    fields = _fields(planned.config)
+    live = HealingDoctor(
+        planned.spec.name, planned.env_id, fields, printer=_to_stderr, healed_from=lineage
+    )
+    try:
+        api.train_planned(planned, progress=progress, live_doctor=live)
+    except BaseException:
+        if not (child / SUMMARY_FILE).exists():  # refused before it trained: leave nothing
+            shutil.rmtree(child, ignore_errors=True)
+        raise
+    result = compare(diagnosis, doctor(child), changes, chosen)
+    return dataclasses.replace(result, skipped=tuple(skipped))
+
+
+def _algorithm(record: Any) -> Any:
+    """The registered algorithm of a run's record; RunError naming the file when rlx does not
+    know it."""
+    try:
+        return registry.get(record.algo)
+    except ConfigError as exc:
+        raise RunError(
+            f"{record.path / CONFIG_FILE} names an algorithm rlx cannot heal: {exc}"
+        ) from exc
+
+
+def default_child(parent: Path) -> Path:
+    """``RUN-healed`` beside ``RUN``."""
+    name = parent.name or parent.resolve().name
+    base = parent if parent.name else parent.resolve()
+    return base.with_name(name + CHILD_SUFFIX)
+
+
+def _check_child(parent: Path, child: Path, consent: Consent) -> None:
+    another = f"choose another folder for it ({consent.arg('run_dir', 'DIR')})"
+    if child.resolve() == parent.resolve():
+        raise ConfigError(f"the healed run needs a folder of its own, not {parent}; {another}.")
+    state = inspect_folder(child)
+    if state.kind == "run":
+        raise RunError(
+            f"{child} already holds a run (a heal done before?); see it with rlx doctor "
+            f"{child}, or {another}."
+        )
+    if state.kind != "new":
+        raise RunError(f"{child} is not empty; {another}.")
+
+
+def _child_plan(
+    record: Any,
+    parent: Path,
+    child: Path,
+    chosen: tuple[int, Path] | None,
+    changes: Sequence[Change],
+    trust_env_code: bool,
+    consent: Consent,
+) -> api.Plan:
+    """The child's plan: the parent's run continued in ``child`` from ``chosen`` (its files up
+    to there copied in), or started over from the parent's config, with ``changes``."""
+    overrides = {c.field: c.value for c in changes}
+    spec = _algorithm(record)
+    if chosen is None:
+        config = api.recorded_config(spec, record)
+        env, recipe = api.recorded_env(record, trust_env_code=trust_env_code, consent=consent)
+        fields = {**_fields(config), **overrides}
+        planned = api.plan(
+            spec.name,
+            env,
+            run_dir=child,
+            overrides=fields,
+            trust_env_code=trust_env_code,
+            consent=consent,
+        )
+        return planned if recipe is None else dataclasses.replace(planned, recipe=recipe)
+    step, checkpoint = chosen
+    created = not child.exists()
+    try:
+        (child / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+        for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE):
+            if (parent / name).is_file():
+                shutil.copy2(parent / name, child / name)
+        shutil.copy2(checkpoint, child / CHECKPOINT_DIR / checkpoint.name)
+        best = parent / CHECKPOINT_DIR / "best.pt"
+        if best.is_file() and best not in checkpoints_after(parent, step):
+            shutil.copy2(best, child / CHECKPOINT_DIR / best.name)
+        return api.plan(
+            spec.name,
+            None,
+            run_dir=child,
+            resume=True,
+            resume_from=checkpoint.name,
+            overrides=overrides,
+            trust_env_code=trust_env_code,
+            consent=consent,
+        )
+    except BaseException:
+        if created:
+            shutil.rmtree(child, ignore_errors=True)
+        raise
+
+
+def compare(
+    before: Diagnosis,
+    after: Diagnosis,
+    changes: Sequence[Change],
+    chosen: tuple[int, Path] | None,
+) -> HealResult:
+    """Before and after side by side: each finding of ``before`` cleared or not in ``after``,
+    its metric over the steps of its evidence in both, and the two runs' returns."""
+    still = {f.rule.id for f in after.findings}
+    outcomes = []
+    for f in before.findings:
+        metric, steps = f.evidence.metric, (f.evidence.step_start, f.evidence.step_end)
+        outcomes.append(
+            Outcome(
+                f.rule.id,
+                f.rule.symptom,
+                metric,
+                steps,
+                _median_between(before.log, metric, *steps),
+                _median_between(after.log, metric, *steps),
+                f.rule.id not in still,
+            )
+        )
+    had = {f.rule.id for f in before.findings}
+    start = 0 if chosen is None else chosen[0]
+    measure, return_before, return_after = compared_returns(before.log, after.log, start)
+    parent = before.log.source
+    return HealResult(
+        parent,
+        after.log.source,
+        checkpoint=None if chosen is None else str(chosen[1].relative_to(parent)),
+        checkpoint_step=0 if chosen is None else chosen[0],
+        changes=tuple(changes),
+        outcomes=tuple(outcomes),
+        new_findings=tuple(rule for rule in still if rule not in had),
+        return_measure=measure,
+        return_before=return_before,
+        return_after=return_after,
+    )
+
+
+def compared_returns(
+    before: RunLog, after: RunLog, start: float
+) -> tuple[str, float | None, float | None]:
+    """The two runs' returns, and in what words: the final evaluation's mean return when both
+    have one; else the mean return of the training episodes in the second half of the steps
+    the heal trained again (from ``start``, the step the child went on from, to the end): where
+    the changed run ended up, over many episodes, where the last few of a small budget would
+    be a coin toss (both runs share what came before ``start``)."""
+    evaluated = final_eval_return(before), final_eval_return(after)
+    if None not in evaluated:
+        return SOURCE_WORDS[EVAL_SOURCE], *evaluated
+    series = [training_returns(log) for log in (before, after)]
+    ends = [float(s.steps[-1]) for s in series if s is not None and len(s)]
+    if not ends:
+        return "the mean return of the training episodes", None, None
+    end = min(ends)
+    middle = start + (end - start) / 2
+    means = []
+    for returns in series:
+        part = None if returns is None else returns.window(middle, math.inf).values
+        means.append(float(np.mean(part)) if part is not None and len(part) else None)
+    words = (
+        f"the mean return of the training episodes over steps {middle:.0f}-{end:.0f}, the "
+        "second half of what the heal trained again"
+    )
+    return words, means[0], means[1]
+
+
+def _median_between(log: RunLog, metric: str, start: float, end: float) -> float:
+    """The median of ``metric`` between two steps (NaN where the run has no point there)."""
+    series = log.get(metric)
+    if series is None:
+        return math.nan
+    values = series.finite().window(start, end).values
+    return float(np.median(values)) if len(values) else math.nan
+
+
+# ============================================================================ rlx train --heal
+def train_healing(
+    planned: api.Plan,
+    *,
+    heal_max: int = 3,
+    progress: bool | None = None,
+    tensorboard: bool = False,
+    wandb: bool = False,
+    stop_on: Sequence[str] = (),
+    callbacks: Sequence[Any] = (),
+    trust_env_code: bool = False,
+) -> Any:
+    """Train ``planned`` and heal it as it goes (``rlx.train(..., heal=True)``), at most
+    ``heal_max`` times:
+
+    - **while it trains**: when a live rule whose fix the config can take fires, the run stops
+      with its checkpoint saved, goes back to its last good checkpoint before the evidence
+      (:func:`last_good_checkpoint`; from scratch when there is none), takes the change and
+      trains on. Each rule does this once: a rule that fires again after its own fix is left
+      to the end (its fix did not hold from there, and stopping again would spend the budget);
+    - **at its end**: the findings of the whole run (every rule, those that judge a whole run
+      too) that name a change are healed as ``rlx doctor --fix`` heals them, every change at
+      once, from the last good checkpoint before their evidence; the run trains on to the end
+      of its budget and is judged again.
+
+    Rules in ``stop_on`` end the run as without healing; so do a callback returning False and
+    Ctrl-C. Returns the agent of the last stretch."""
+    if isinstance(heal_max, bool) or not isinstance(heal_max, int) or heal_max < 0:
+        raise ConfigError(
+            f"heal_max={heal_max!r} is the most rollbacks a healing run makes: a whole number >= 0."
+        )
+    user_stops = check_rule_ids(tuple(stop_on))
+    planned = with_heal_checkpoints(planned)
+    heals: list[dict[str, Any]] = []
+    if planned.resume is not None:  # a healed run resumed: its rollbacks so far
+        heals = [h for h in planned.resume.extra.get("heal", []) if isinstance(h, dict)]
+    healed = 0
+    while True:
+        fields = _fields(planned.config)
+        done = {rule for entry in heals if entry.get("when") == "live" for rule in entry["rules"]}
+        watched = (
+            fixable_rules(planned.spec.name, fields, {*user_stops, *done})
+            if healed < heal_max
+            else []
+        )
+        live = HealingDoctor(
+            planned.spec.name,
+            planned.env_id,
+            fields,
+            stop_on=(*user_stops, *watched),
+            printer=_to_stderr,
+            heals=heals,
+        )
+        if heals:
+            planned = dataclasses.replace(planned, record={**(planned.record or {}), "heal": heals})
+        agent = api.train_planned(
+            planned,
+            progress=progress,
+            tensorboard=tensorboard,
+            wandb=wandb,
+            callbacks=callbacks,
+            live_doctor=live,
+        )
+        summary = read_summary(planned.run_dir)
+        step = int(summary.get("steps") or 0)
+        if live.stop is not None:
+            if live.stop.rule.id in user_stops or live.stop.field is None:
+                return agent
+            findings, when = [live.stop], "live"
+        elif summary.get("status") == "completed" and healed < heal_max:
+            final = [f for f in doctor(planned.run_dir).findings if f.rule.id not in user_stops]
+            findings, skipped = applicable_findings(final, planned.spec.budget_field)
+            for line in skipped:
+                _to_stderr(f"rlx heal: {line}")
+            when = "end"
+            if not findings:
+                return agent
+        else:
+            return agent
+        try:
+            heal_entry, planned = _rolled_back(planned, findings, step, when, trust_env_code)
+        except RLXError as exc:
+            _to_stderr(
+                f"rlx heal: cannot apply {'; '.join(f.change() for f in findings)} ({exc}); the "
+                f"run ended at step {step} with its checkpoint saved."
+            )
+            return agent
+        heals.append(heal_entry)
+        healed += 1
+        start = (
+            f"its checkpoint at step {heal_entry['from_step']}"
+            if heal_entry["checkpoint"]
+            else "scratch (no checkpoint before the evidence that the doctor could vouch for)"
+        )
+        changes = "; ".join(
+            f"{c['field']} {c['from']!r} -> {c['to']!r}" for c in heal_entry["changes"]
+        )
+        where = "at step" if when == "live" else "at the end, step"
+        _to_stderr(
+            f"rlx heal: {', '.join(heal_entry['rules'])} {where} {step}: back to {start} with "
+            f"{changes} ({healed} of at most {heal_max})"
+        )
+
+
+def with_heal_checkpoints(planned: api.Plan) -> api.Plan:
+    """``planned`` with checkpoints every :data:`HEAL_CHECKPOINTS`-th of its budget, all kept,
+    where its config has those fields and sets no cadence (nor a number kept) of its own."""
+    config = planned.config
+    changes: dict[str, Any] = {}
+    if (
+        hasattr(config, "checkpoint_every_steps")
+        and config.checkpoint_every_steps is None
+        and getattr(config, "checkpoint_every_s", None) is None
+    ):
+        budget = getattr(config, planned.spec.budget_field, None)
+        if _is_number(budget) and budget > 0:
+            changes["checkpoint_every_steps"] = max(1, int(budget) // HEAL_CHECKPOINTS)
+    if getattr(config, "checkpoints_kept", None) == DEFAULT_KEPT:
+        changes["checkpoints_kept"] = 0
+    if not changes:
+        return planned
+    shown = ", ".join(f"{name}={value}" for name, value in changes.items())
+    _to_stderr(f"rlx heal: {shown}, so that a rollback finds a checkpoint before the evidence")
+    with api.user_words(planned.spec):
+        return dataclasses.replace(planned, config=dataclasses.replace(config, **changes))
+
+
+def _rolled_back(
+    planned: api.Plan,
+    findings: Sequence[Finding],
+    step: int,
+    when: str,
+    trust_env_code: bool,
+) -> tuple[dict[str, Any], api.Plan]:
+    """The record of one rollback (``when``: ``live`` for a rule that stopped the run, ``end``
+    for the findings of the whole run), and the plan that continues the run from its last
+    good checkpoint (or starts it over) with the findings' changes."""
+    run_dir = planned.run_dir
+    chosen = last_good_checkpoint(run_dir, read_run(run_dir), findings)
+    changes = merged_changes(findings)
+    heal_entry = {
+        "step": step,
+        "when": when,
+        "rules": [f.rule.id for f in findings],
+        "checkpoint": None if chosen is None else chosen[1].name,
+        "from_step": 0 if chosen is None else chosen[0],
+        "changes": [c.to_dict() for c in changes],
+        "findings": [f.to_dict() for f in findings],
+    }
+    overrides = {c.field: c.value for c in changes}
+    name = planned.spec.name
+    if chosen is None:
+        fields = {**_fields(planned.config), **overrides}
+        new = api.plan(
+            name,
+            planned.env,
+            run_dir=run_dir,
+            overwrite=True,
+            overrides=fields,
+            trust_env_code=trust_env_code,
+        )
+        new = dataclasses.replace(new, recipe=planned.recipe)
+    else:
+        new = api.plan(
+            name,
+            planned.env,
+            run_dir=run_dir,
+            resume=True,
+            resume_from=chosen[1].name,
+            overrides=overrides,
+            trust_env_code=trust_env_code,
+        )
+    history = {
+        "kind": "heal",
+        "rolled_back_at": step,
+        "checkpoint": heal_entry["checkpoint"],
+        "rules": heal_entry["rules"],
+        "changes": heal_entry["changes"],
+    }
+    return heal_entry, dataclasses.replace(new, command=planned.command, history=history)
+
+
+# ============================================================================ helpers
+def _fields(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# ============================================================================ rlx.heal(...)
+class _CallableModule(types.ModuleType):
+    """``rlx.heal`` is this module and its function at once: ``rlx.heal(run_dir)`` calls
+    :func:`heal`, ``rlx.heal.train_healing`` is reachable too (as ``rlx.tune``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> HealResult:
+        return heal(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = [
+    "CHILD_SUFFIX",
+    "HEAL_CHECKPOINTS",
+    "Change",
+    "HealResult",
+    "HealingDoctor",
+    "Outcome",
+    "compare",
+    "default_child",
+    "fixable_rules",
+    "heal",
+    "last_good_checkpoint",
+    "log_until",
+    "merged_changes",
+    "train_healing",
+    "with_heal_checkpoints",
+]
