@@ -31,7 +31,9 @@ def arithmetic(tmp_path_factory, train_seed):
     base = llm.make_tiny_lm(root / "tiny", texts=llm.task_texts(sft_rows), hidden_size=160,
                             seed=train_seed)  # fmt: skip
     start = llm.exact_match(base, test)
-    sft = llm.sft(base, root / "sft.jsonl", run_dir=root / "sft", steps=300, seed=train_seed,
+    # 400 steps: at 300, seed 2 on AVX2 kernels ended at 8.7% (the model is just past the
+    # point where sums start to come out right)
+    sft = llm.sft(base, root / "sft.jsonl", run_dir=root / "sft", steps=400, seed=train_seed,
                   **NO_DECODING)  # fmt: skip
     return {"root": root, "test": test, "start": start, "sft": sft,
             "sft_accuracy": llm.exact_match(sft.model_dir, test)}  # fmt: skip
@@ -82,15 +84,17 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
 ):
     """Stage 3 against a proxy reward model fitted to labels that favour longer answers.
 
-    Built so that the answers must lengthen: the reward model is first checked to pay for
-    length (one more digit raises its score on nearly every fresh problem), and the SFT policy
-    already samples answers of several lengths, so PPO, which raises the expected score (a sign
-    error lowers it), must make them longer, while the gold reward (exact match) falls. The
-    comparison is against the policy's first steps, sampled before the updates moved it
-    (``kl_ref`` still under 1), not against one float trajectory. The step size warms up over
-    the first 30% of the steps: at full size from the start (1e-4) the answers lengthened within
-    the first five steps on AVX-512 kernels, inside the baseline of the doctor's length rule,
-    and at a constant 3e-5 they had grown only 0.3 tokens by step 50 on AVX2 kernels. The
+    Built so that the answers must lengthen: in 30% of the pairs the labeller preferred a wrong
+    sum padded with zeros (``length_biased_preferences(filler="0")``) over the right one, so
+    the reward model pays for extra digits, which the SFT policy writes on its own (sums of
+    three digits, a digit too many), and PPO, which raises the expected score (a sign error
+    lowers it), must write more of them, while the gold reward (exact match) falls. The reward
+    model is checked to pay for a digit first. (The pipeline's own filler, "!", is a token the
+    SFT model never writes: against that reward model PPO raised the score on one seed by
+    shortening the answers instead.) The comparison is against the policy's first steps,
+    sampled before the updates moved it (``kl_ref`` under 1). The step size warms up over the
+    first 30% of the steps: at full size from the start the answers lengthened within the
+    first five steps on AVX-512 kernels, inside the baseline of the doctor's length rule. The
     doctor must name the reward hacking and the length bias from the run folder alone."""
     import json
 
@@ -99,17 +103,21 @@ def test_rlhf_against_a_length_biased_reward_model_leaves_the_evidence_of_hackin
     import rlx
 
     root = arithmetic["root"] / "rlhf-lb"
-    result = llm.rlhf_pipeline("length-biased", root, sft_model=arithmetic["sft"].model_dir,
-                               rm_steps=150, progress=False, steps=50, batch_size=32,
-                               max_new_tokens=8, learning_rate=1e-4, warmup_ratio=0.3,
-                               seed=train_seed)  # fmt: skip
+    sft_model = arithmetic["sft"].model_dir
+    pairs = llm.length_biased_preferences(2000, seed=train_seed + 1, filler="0")
+    llm.write_jsonl(root / "prefs.jsonl", pairs)
+    rm = llm.reward_model(sft_model, root / "prefs.jsonl", run_dir=root / "rm", steps=150,
+                          batch_size=32, learning_rate=1e-4, seed=train_seed, **QUIET)  # fmt: skip
     fresh = llm.arithmetic(200, seed=8)
-    score = llm.load_reward_model(result.reward_model)
+    score = llm.load_reward_model(rm.model_dir)
     prompts, answers = [r.prompt for r in fresh], [r.answer for r in fresh]
-    longer = np.array(score(prompts, [a + "1" for a in answers])) > np.array(
-        score(prompts, answers)
-    )
-    assert longer.mean() >= 0.8, longer.mean()  # the reward model pays for length
+    gain = np.array(score(prompts, [a + "0" for a in answers])) - np.array(score(prompts, answers))
+    # one more digit raises the score on most problems (a length-blind model: on half)
+    assert (gain > 0).mean() > 0.8, (gain > 0).mean()
+    result = llm.rlhf_pipeline("length-biased", root, sft_model=sft_model,
+                               reward_model=rm.model_dir, progress=False, steps=50,
+                               batch_size=32, max_new_tokens=8, learning_rate=1e-4,
+                               warmup_ratio=0.3, seed=train_seed)  # fmt: skip
     rows = [json.loads(x) for x in (root / "ppo" / "metrics.jsonl").read_text().splitlines()]
 
     def mean(key, part):
