@@ -38,12 +38,14 @@ ALPHA = "alpha"  # SAC entropy temperature
 
 # optimisation
 GRAD_NORM = "grad_norm"
+EPISODES = "episodes"  # episodes finished so far (tabular agents, whose budget is episodes)
+EPOCH = "epoch"  # passes over the training data so far, fractional (language-model stages)
 GRADIENT_STEPS = "gradient_steps"  # gradient steps taken so far (off-policy agents)
 LR = "lr"
 LOSS = "loss"
 
 # board games (AlphaZero, MuZero): one row per iteration of self-play and training; the arena
-# adds vs_<opponent>_win|draw|loss (rlx.games.evaluation.arena_metrics)
+# adds vs_<opponent>_win|draw|loss (arena_metric, read by rlx.games.evaluation.arena_metrics)
 GAME_LENGTH = "game_length"  # mean plies of the iteration's self-play games
 FIRST_PLAYER_WIN = "first_player_win"  # share of those games the first player won
 DRAW = "draw"  # share of those games drawn
@@ -67,6 +69,8 @@ RESPONSE_LENGTH = "response_length"
 # Pearson correlation, within a step's completions, of the (unnormalised) reward-model score
 # with the completion's length: how much the reward model pays for length itself
 REWARD_LENGTH_CORR = "reward_length_corr"
+# GRPO: the standard deviation of the rewards within each prompt's group, averaged over the
+# groups (what the group-relative advantage divides by; 0 in a group gives it no signal)
 GROUP_REWARD_STD = "group_reward_std"
 FRAC_ZERO_STD_GROUPS = "frac_zero_std_groups"
 CHOSEN_REWARD = "chosen_reward"
@@ -75,11 +79,39 @@ REWARD_MARGIN = "reward_margin"
 PAIR_ACCURACY = "pair_accuracy"
 TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts by argmax (SFT)
 EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
+BETA = "beta"  # the KL coefficient in force (RLHF-PPO's adaptive controller moves it)
+GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO)
+UPDATE_S = "update_s"  # seconds of the step spent scoring and in gradient steps (GRPO)
 
 ALL_METRICS: frozenset[str] = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)
 )
-"""Every shared metric name."""
+"""Every shared metric name (the arena's rates are :func:`arena_metric`'s)."""
+
+ARENA_OUTCOMES = ("win", "draw", "loss")
+
+
+def arena_metric(opponent: str, outcome: str) -> str:
+    """The name of the share of arena games against ``opponent`` that ended in ``outcome``
+    (``win``, ``draw``, ``loss``, from the agent's side): ``vs_<opponent>_<outcome>``, the
+    opponent's name without hyphens."""
+    return f"vs_{opponent.replace('-', '')}_{outcome}"
+
+
+REWARD_PREFIX = "reward/"
+"""GRPO logs each reward function's mean score as ``reward/<its name>`` (TRL's names)."""
+
+
+def reward_component(name: str) -> str:
+    """The name under which the reward function ``name``'s mean score is logged."""
+    return f"{REWARD_PREFIX}{name}"
+
+
+def is_arena_metric(name: str) -> bool:
+    """Whether ``name`` is one of :func:`arena_metric`'s."""
+    head, _, outcome = name.rpartition("_")
+    return head.startswith("vs_") and len(head) > 3 and outcome in ARENA_OUTCOMES
+
 
 EVALUATION_PREFIX = "eval_"
 """Evaluation figures are named ``eval_*`` (deep agents' evaluation episodes, the held-out

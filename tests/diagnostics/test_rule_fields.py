@@ -63,6 +63,22 @@ def llm_files(tmp_path_factory):
     return root, model
 
 
+def names_outside_rlx_metrics(metrics: set[str]) -> list[str]:
+    """Logged names that are no constant of :mod:`rlx.metrics` (an evaluation's name is
+    ``EVALUATION_PREFIX`` + one, an arena's :func:`rlx.metrics.arena_metric`'s, a reward
+    function's :func:`rlx.metrics.reward_component`'s): one name for one idea, defined in one
+    place."""
+    from rlx import metrics as M
+
+    return sorted(
+        name
+        for name in metrics
+        if name.removeprefix(M.EVALUATION_PREFIX) not in M.ALL_METRICS
+        and not M.is_arena_metric(name)
+        and not name.startswith(M.REWARD_PREFIX)
+    )
+
+
 def logged_metrics(run_dir) -> set[str]:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return {key for row in rows for key in row} - {"step", "wall_s"}
@@ -152,6 +168,7 @@ def test_every_rule_on_an_agent_names_a_field_of_its_config(algo, tmp_path):
     agent = rlx.train(algo, env, run_dir=tmp_path / algo, seed=0, doctor=False, **settings)
     metrics = logged_metrics(tmp_path / algo)
     assert metrics, f"{algo} logged nothing"
+    assert names_outside_rlx_metrics(metrics) == []
     for config in variants(algo, dataclasses.asdict(agent.config)):
         assert rules_without_a_field(algo, metrics, config) == []
         assert fixes_that_do_not_fit(algo, metrics, config) == []
@@ -166,6 +183,7 @@ def test_every_rule_on_a_language_model_stage_names_a_field_of_its_config(
     rlx.train(algo, root / data, model=str(model), run_dir=tmp_path / algo, doctor=False,
               progress=False, **settings)  # fmt: skip
     metrics = logged_metrics(tmp_path / algo)
+    assert names_outside_rlx_metrics(metrics) == []
     config = json.loads((tmp_path / algo / "config.json").read_text())["config"]
     assert rules_without_a_field(algo, metrics, config) == []
     assert fixes_that_do_not_fit(algo, metrics, config) == []

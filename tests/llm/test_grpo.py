@@ -98,7 +98,7 @@ def test_a_short_run_logs_the_grpo_metrics(tiny, tmp_path):
                       batch_size=2, group_size=4, max_new_tokens=4, progress=False)  # fmt: skip
     rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for key in ("reward", "reward_std", "frac_zero_std_groups", "kl_ref", "clip_fraction",
+    for key in ("reward", "group_reward_std", "frac_zero_std_groups", "kl_ref", "clip_fraction",
                 "response_length", "entropy", "generation_s", "update_s"):  # fmt: skip
         assert key in rows[0]
     assert (result.model_dir / "config.json").is_file()
@@ -278,7 +278,7 @@ def test_a_packed_step_trains_the_same_weights_as_separate_rows(tiny):
         torch.manual_seed(7)  # the same samples both times
         metrics = G.grpo_step(m, frozen_copy(model), tokenizer, optimizer, rows,
                               longer_is_better, config, packing)  # fmt: skip
-        assert metrics["reward_std"] > 0 and math.isfinite(metrics["policy_loss"])
+        assert metrics["group_reward_std"] > 0 and math.isfinite(metrics["policy_loss"])
         weights.append([p.detach().clone() for p in m.parameters()])
     for a, b in zip(*weights, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rlx import metrics as M
 from rlx.errors import ConfigError
 from rlx.games.arena import MatchResult, Player, RandomPlayer, play_match
 from rlx.games.base import Game
@@ -62,8 +63,7 @@ def arena_metrics(results: dict[str, MatchResult]) -> dict[str, float]:
     """``vs_<name>_win|draw|loss`` rates of :func:`arena`'s results."""
     out: dict[str, float] = {}
     for name, r in results.items():
-        key = name.replace("-", "")
-        out[f"vs_{key}_win"] = r.win_rate
-        out[f"vs_{key}_draw"] = r.draw_rate
-        out[f"vs_{key}_loss"] = r.loss_rate
+        out[M.arena_metric(name, "win")] = r.win_rate
+        out[M.arena_metric(name, "draw")] = r.draw_rate
+        out[M.arena_metric(name, "loss")] = r.loss_rate
     return out

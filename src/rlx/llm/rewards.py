@@ -35,6 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx.errors import ConfigError, RLXError
 from rlx.llm.chat import completion_text
 from rlx.llm.tasks import gold_reward
@@ -42,8 +43,9 @@ from rlx.llm.tasks import gold_reward
 RewardFunction = Callable[..., list[Any]]
 """``fn(prompts, completions, **columns) -> list[float | None]``, one score per completion."""
 
-REWARD_PREFIX = "reward/"
-"""Each reward function's mean score is logged as ``reward/<its name>``."""
+REWARD_PREFIX = M.REWARD_PREFIX
+"""Each reward function's mean score is logged as ``reward/<its name>``
+(:func:`rlx.metrics.reward_component`)."""
 
 
 class RewardFunctionError(RLXError):
@@ -278,7 +280,7 @@ class RewardSet:
             seen = [v for v in values if v is not None]
             total += weight * torch.tensor([0.0 if v is None else v for v in values])
             # 0 when it had no opinion of any sample, its share of the total then
-            metrics[f"{REWARD_PREFIX}{name}"] = sum(seen) / len(seen) if seen else 0.0
+            metrics[M.reward_component(name)] = sum(seen) / len(seen) if seen else 0.0
         return total, metrics
 
 

@@ -114,7 +114,7 @@ def _train(algo: str, config: TabularTrainConfig, env: Any, run: Any) -> Tabular
                 M.EPISODE_LENGTH: float(np.mean(batch.lengths)),
                 M.EPSILON: batch.epsilon,
                 M.TD_ERROR: batch.td_error,
-                "episodes": learner.episodes_done,
+                M.EPISODES: learner.episodes_done,
             },
         )
         run.update_progress(learner.episodes_done)
@@ -125,7 +125,7 @@ def _train(algo: str, config: TabularTrainConfig, env: Any, run: Any) -> Tabular
     run.finish(
         learner.steps_done,
         {
-            "episodes": learner.episodes_done,
+            M.EPISODES: learner.episodes_done,
             "train_return_last100": float(np.mean(recent)) if len(recent) else None,
         },
     )

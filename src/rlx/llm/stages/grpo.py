@@ -12,7 +12,7 @@ completions), plus a KL penalty to the frozen start model:
 
 averaged per sequence then over sequences (``loss_aggregation="sequence"``) or over all tokens
 (``"token"``). A group whose rewards are all equal has zero advantage and gives no gradient:
-``frac_zero_std_groups`` counts them. Logged per step: ``reward`` (mean) and ``reward_std``,
+``frac_zero_std_groups`` counts them. Logged per step: ``reward`` (mean) and ``group_reward_std``,
 ``frac_zero_std_groups``, ``kl_ref``, ``clip_fraction``, ``approx_kl``, ``response_length``,
 ``entropy``, ``generation_s`` and ``update_s``; held out, ``exact_match`` when the rows have
 answers.
@@ -457,7 +457,8 @@ def grpo_step(
     if config.length_normalize:
         rewards = rewards / lengths.clamp(min=1)
     advantages = group_advantages(rewards, G, config.scale_rewards)
-    zero_spread = (rewards.view(-1, G).std(dim=1, unbiased=False) < 1e-6).float().mean()
+    spread = rewards.view(-1, G).std(dim=1, unbiased=False)  # each group's std
+    zero_spread = (spread < 1e-6).float().mean()
 
     logps, mask = completion_scorer(
         tokenizer, prompts, completions, config.device, packing, config.temperature
@@ -491,11 +492,11 @@ def grpo_step(
     out.update(
         {
             M.REWARD: float(rewards.mean()),
-            "reward_std": float(rewards.std(unbiased=False)),
+            M.GROUP_REWARD_STD: float(spread.mean()),
             M.FRAC_ZERO_STD_GROUPS: float(zero_spread),
             M.RESPONSE_LENGTH: float(lengths.mean()),
-            "generation_s": generation_s,
-            "update_s": time.perf_counter() - t0 - generation_s,
+            M.GENERATION_S: generation_s,
+            M.UPDATE_S: time.perf_counter() - t0 - generation_s,
         }
     )
     out.update(reward_metrics)  # each function's mean score, as reward/<name>

@@ -472,9 +472,9 @@ def collect(
         kl = (k3(ref_logp - old_logp) * mask).sum(-1)
     metrics = {
         M.REWARD: float((rm_scores.to(penalty.device) - beta * penalty).mean()),
-        "rm_score": float(scores.mean()),
+        M.RM_SCORE: float(scores.mean()),
         M.KL_REF: float(kl.mean()),
-        "beta": beta,
+        M.BETA: beta,
         M.RESPONSE_LENGTH: float(lengths.mean()),
         M.REWARD_LENGTH_CORR: pearson(scores.float().numpy(), lengths.numpy()),
         # how much of the returns' variance the value head predicted before this update
