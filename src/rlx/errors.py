@@ -21,6 +21,11 @@ class EnvError(RLXError):
     """An environment or MDP cannot be used as asked (unknown id, wrong space, no model)."""
 
 
+class RenderError(EnvError):
+    """An env cannot draw the frames a video needs (no ``rgb_array`` render mode, or the
+    library that draws them is not installed)."""
+
+
 class MDPError(EnvError):
     """The five-tuple (S, A, P, R, gamma) is malformed: shapes, probabilities, gamma."""
 

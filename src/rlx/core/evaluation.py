@@ -10,15 +10,20 @@ vector env and choose all their actions in one batched call per step.
 An agent evaluated on another env than its own is checked first (:func:`check_spaces`): an env
 whose observation or action space differs from the one it trained on is an EnvError naming
 both, never a shape error from deep inside a network.
+
+``video=True`` (or a ``.gif`` file) also records the agent (:mod:`rlx.core.video`): into
+``RUN_DIR/videos/eval-step<N>.gif`` of the run folder it was loaded from by default.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rlx.core.masks import takes_masks
 from rlx.errors import ConfigError, EnvError, RLXError
 
 MAX_EVAL_ENVS = 16
@@ -37,13 +42,15 @@ class EvalStats:
     std_length: float
     episodes: int
     returns: tuple[float, ...]
+    video: Path | None = None
+    """the clip recorded beside the episodes (``video=``), if one was"""
 
     def __str__(self) -> str:
         return (
             f"return {self.mean_return:.3f} +/- {self.std_return:.3f}, "
             f"length {self.mean_length:.1f} +/- {self.std_length:.1f} "
             f"over {self.episodes} episodes"
-        )
+        ) + ("" if self.video is None else f"; video {self.video}")
 
 
 def evaluate(
@@ -55,6 +62,8 @@ def evaluate(
     deterministic: bool = True,
     max_steps: int | None = None,
     trust_env_code: bool = False,
+    video: bool | str | Path | None = None,
+    video_options: Any = None,
 ) -> EvalStats:
     """Run ``episodes`` episodes with ``agent.act(obs, deterministic)``.
 
@@ -71,6 +80,11 @@ def evaluate(
     ``max_episode_steps``, else 10,000). An agent with ``act_batch`` is evaluated on a vector
     env (episodes split evenly over its copies, so short episodes are not over-counted);
     episodes then end by the env's own time limit.
+
+    ``video`` records ``video_options.episodes`` more episodes from ``seed``
+    (:class:`rlx.core.video.VideoOptions`) on the env made to draw its frames, first, so that
+    an env that cannot draw stops the evaluation before it runs (RenderError): True writes
+    ``RUN_DIR/videos/eval-step<N>.gif`` of the agent's run folder, a path writes that GIF.
     """
     if episodes < 1:
         raise ConfigError(f"episodes={episodes} must be >= 1.")
@@ -88,6 +102,13 @@ def evaluate(
     from rlx.core.envs import gridworld_from_id, is_gridworld_id
     from rlx.mdp import TabularMDP
 
+    clip = None
+    target = _video_target(agent, video)
+    if target is not None:
+        from rlx.core.video import VideoOptions, record_episodes
+
+        options = video_options or VideoOptions()
+        clip = record_episodes(agent, env, target, options, seed=seed, deterministic=deterministic)
     if isinstance(env, str) and is_gridworld_id(env):
         env = gridworld_from_id(env)
     if isinstance(env, TabularMDP):
@@ -98,8 +119,22 @@ def evaluate(
         returns, lengths = _rollouts_gym(agent, env, episodes, seed, deterministic)
     r, n = np.asarray(returns, dtype=float), np.asarray(lengths, dtype=float)
     return EvalStats(
-        float(r.mean()), float(r.std()), float(n.mean()), float(n.std()), episodes, tuple(r)
+        float(r.mean()), float(r.std()), float(n.mean()), float(n.std()), episodes, tuple(r),
+        video=None if clip is None else clip.path,
+    )  # fmt: skip
+
+
+def _video_target(agent: Any, video: Any) -> Path | None:
+    """The GIF ``video=`` asks for; True: the clip of the agent's checkpoint in its run folder
+    (:func:`rlx.runs.folder.video_file`)."""
+    from rlx.core.video import video_target
+    from rlx.runs.folder import video_file
+
+    run_dir = getattr(agent, "run_dir", None)
+    default = (
+        None if run_dir is None else video_file(run_dir, getattr(agent, "checkpoint_step", None))
     )
+    return video_target(video, default)
 
 
 def trained_env(agent: Any, trust_env_code: bool = False) -> Any:
@@ -247,20 +282,6 @@ def _rollouts_mdp(agent, mdp, episodes, seed, deterministic, max_steps):
         returns.append(total)
         lengths.append(t)
     return returns, lengths
-
-
-def takes_masks(act: Any) -> bool:
-    """Whether an agent's ``act`` / ``act_batch`` takes ``action_mask=`` (rlx's agents do; a
-    user's own agent may not, and then acts without the env's masks)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(act).parameters
-    except (TypeError, ValueError):
-        return False
-    return "action_mask" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
 
 
 def _rollouts_gym(agent, env, episodes, seed, deterministic):

@@ -115,6 +115,20 @@ def legal_or_all(masks: np.ndarray) -> np.ndarray:
     return masks | ~masks.any(axis=-1, keepdims=True)
 
 
+def takes_masks(act: Any) -> bool:
+    """Whether an agent's ``act`` / ``act_batch`` takes ``action_mask=`` (rlx's agents do; a
+    user's own agent may not, and then acts without the env's masks)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(act).parameters
+    except (TypeError, ValueError):
+        return False
+    return "action_mask" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
 __all__ = [
     "MASK_KEY",
     "MASK_METHOD",
@@ -125,4 +139,5 @@ __all__ = [
     "masks_from_infos",
     "masks_from_method",
     "single_env_mask",
+    "takes_masks",
 ]

@@ -10,17 +10,25 @@ The page needs no network: plots are inline SVG (crisp, and their text stays sea
 the CSS is inline, and nothing is fetched. Every run goes through :func:`~rlx.diagnostics.
 doctor.doctor`, so another library's logs (TensorBoard, SB3, TRL) get a report as well.
 
+A run folder that holds a clip of its agent (``rlx eval RUN_DIR --video``: an episode, or a
+board game's replay) shows its newest one under the learning curve, inlined into the page as
+a base64 ``data:`` URI, so the page stays one file; a clip too big to inline
+(``MAX_INLINE_VIDEO_BYTES``) is linked by its path relative to the page instead.
+
 Hooks the tests and the browser check rely on: ``<section id="findings">`` holds one element
 ``class="finding severity-<severity>" data-rule="<rule id>"`` per finding; every plot is a
-``<figure class="plot" data-metric="<metric>">`` with a ``<figcaption>``.
+``<figure class="plot" data-metric="<metric>">`` with a ``<figcaption>``; every clip a
+``<figure class="video" data-run="<label>">``.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -42,8 +50,12 @@ from rlx.diagnostics.rules import RULES
 from rlx.diagnostics.series import RunLog, Series
 from rlx.diagnostics.sources import episode_series
 from rlx.errors import ConfigError
+from rlx.runs.folder import newest_video
 
 REPORT_FILE = "report.html"
+MAX_INLINE_VIDEO_BYTES = 8 * 1024 * 1024
+"""A bigger clip is linked instead of inlined, so that the page does not grow past what a
+browser opens at once."""
 MAX_PLOT_POINTS = 2000
 """Longer series are thinned to this many points for plotting (min/max per bucket, so spikes
 survive): the page stays small and the SVG quick to draw."""
@@ -107,7 +119,7 @@ def report(
         for i, (label, diagnosis) in enumerate(zip(labels, diagnoses, strict=True))
     ]
     path = Path(out) if out is not None else _default_out(reported)
-    page = render_html(reported, title or _default_title(reported))
+    page = render_html(reported, title or _default_title(reported), page=path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return path
@@ -150,12 +162,14 @@ def run_labels(logs: Sequence[RunLog]) -> list[str]:
 
 
 # ============================================================================ page
-def render_html(runs: Sequence[ReportedRun], title: str) -> str:
-    """The whole page: header, findings, learning curve, diagnostics, config."""
+def render_html(runs: Sequence[ReportedRun], title: str, page: Path | None = None) -> str:
+    """The whole page: header, findings, learning curve, the agent's clips, diagnostics,
+    config. ``page``: where it is written (a clip too big to inline is linked from there)."""
     sections = [
         _header_html(runs, title),
         _findings_html(runs),
         _learning_curve_html(runs),
+        _videos_html(runs, page),
         _diagnostics_html(runs),
         _config_html(runs),
     ]
@@ -184,7 +198,8 @@ h1 { font-size: 1.5rem; margin-bottom: .3rem; } h2 { border-bottom: 1px solid #d
               margin: .3rem 0; }
 .finding dt { font-weight: bold; color: #555; } .finding dd { margin: 0; }
 .no-findings { color: #2e7d32; }
-figure.plot { margin: 1rem 0; } figure.plot svg, figure.plot img { max-width: 100%; height: auto; }
+figure.plot, figure.video { margin: 1rem 0; } figure.video img { max-width: 100%; }
+figure.plot svg, figure.plot img { max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: .85rem; }
 table { border-collapse: collapse; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .2rem .6rem; text-align: left; vertical-align: top; }
@@ -270,6 +285,33 @@ def _learning_curve_html(runs: Sequence[ReportedRun]) -> str:
         + _figure_html(M.EPISODE_RETURN, svg, caption)
         + "\n</section>"
     )
+
+
+def _videos_html(runs: Sequence[ReportedRun], page: Path | None) -> str:
+    """The newest clip of every run folder that has one (none: no section)."""
+    figures = []
+    for run in runs:
+        source = run.log.source
+        clip = newest_video(source) if source.is_dir() else None
+        if clip is None:
+            continue
+        size = clip.stat().st_size
+        if size <= MAX_INLINE_VIDEO_BYTES:
+            src = "data:image/gif;base64," + base64.b64encode(clip.read_bytes()).decode("ascii")
+            where = f"{clip.parent.name}/{clip.name}"
+        else:
+            base = (page or Path(REPORT_FILE)).resolve().parent
+            src = Path(os.path.relpath(clip.resolve(), base)).as_posix()
+            where = f"{src}, linked: {size / 2**20:.0f} MiB is too big to inline"
+        figures.append(
+            f'<figure class="video" data-run="{_e(run.label)}">\n'
+            f'<img src="{_e(src)}" alt="{_e(run.label)}: the agent ({_e(clip.name)})">\n'
+            f"<figcaption>{_e(run.label)}: the agent, from {_e(where)} (rlx eval --video)."
+            "</figcaption>\n</figure>"
+        )
+    if not figures:
+        return ""
+    return '<section id="videos">\n<h2>The agent</h2>\n' + "\n".join(figures) + "\n</section>"
 
 
 def _diagnostics_html(runs: Sequence[ReportedRun]) -> str:

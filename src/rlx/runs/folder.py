@@ -10,6 +10,7 @@ RUN_DIR/checkpoints/    step-numbered checkpoints written atomically; `latest` i
 RUN_DIR/model/          language-model runs: the final model as a Hugging Face folder
 RUN_DIR/tensorboard/    TensorBoard event files (--tensorboard)
 RUN_DIR/report.html     `rlx report`
+RUN_DIR/videos/         `rlx eval --video`: eval-step<N>.gif, a clip of the agent at step N
 ```
 
 This module is the one place that knows these names. The doctor, the reports, the CLI and
@@ -38,6 +39,7 @@ CHECKPOINT_DIR = "checkpoints"
 MODEL_DIR = "model"
 TENSORBOARD_DIR = "tensorboard"
 REPORT_FILE = "report.html"
+VIDEO_DIR = "videos"
 WANDB_DIR = "wandb"
 ADAPTER_DIR = "adapter"
 PREVIOUS_DIR = ".rlx-previous"
@@ -45,7 +47,7 @@ PREVIOUS_DIR = ".rlx-previous"
 started, so that a run refused at the start leaves the folder as it was."""
 RUN_FILES = (
     CONFIG_FILE, METRICS_FILE, EPISODES_FILE, SUMMARY_FILE, CHECKPOINT_DIR, MODEL_DIR,
-    ADAPTER_DIR, TENSORBOARD_DIR, WANDB_DIR, REPORT_FILE,
+    ADAPTER_DIR, TENSORBOARD_DIR, WANDB_DIR, REPORT_FILE, VIDEO_DIR,
 )  # fmt: skip
 """Every file and folder an rlx run writes: what starting over in a run folder replaces."""
 EPISODE_COLUMNS = ("step", "wall_s", "return", "length")
@@ -104,6 +106,21 @@ def has_checkpoint(run_dir: str | Path) -> bool:
     """Whether a run folder holds a checkpoint file (a temporary one being written is none)."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     return folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())
+
+
+def video_file(run_dir: str | Path, step: int | None) -> Path:
+    """Where ``rlx eval --video`` writes the clip of a run's agent at checkpoint ``step``
+    (``eval.gif`` when the step is not known): named by the step, so that a clip of a later
+    checkpoint sits beside the earlier ones instead of replacing them."""
+    name = "eval.gif" if step is None else f"eval-step{int(step)}.gif"
+    return Path(run_dir) / VIDEO_DIR / name
+
+
+def newest_video(run_dir: str | Path) -> Path | None:
+    """The clip of a run folder written last (what the report shows), or None."""
+    folder = Path(run_dir) / VIDEO_DIR
+    clips = [p for p in folder.glob("*.gif") if p.is_file()] if folder.is_dir() else []
+    return max(clips, key=lambda p: (p.stat().st_mtime_ns, p.name), default=None)
 
 
 def is_run_folder(path: str | Path) -> bool:
