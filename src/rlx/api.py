@@ -688,7 +688,7 @@ def load(
             )
             + "; train it again in the same folder."
         )
-    _, state = load_checkpoint(checkpoint_file(record.path, checkpoint))
+    step, state = load_checkpoint(checkpoint_file(record.path, checkpoint))
     try:
         agent = spec.load(config, record.env, state)
     except RLXError:
@@ -699,6 +699,7 @@ def load(
             f"({type(exc).__name__}: {exc}); it may be damaged or come from another rlx version."
         ) from exc
     agent.run_dir = record.path
+    agent.checkpoint_step = step  # names its clips (rlx eval --video)
     recipe = recorded_recipe(record)
     agent.env_recipe = dataclasses.replace(recipe, trusted=trust_env_code)
     return agent
@@ -720,25 +721,29 @@ class RunEvaluation:
     games: dict[str, Any] | None = None
     exact_match: float | None = None
     data: str | None = None
+    video: Path | None = None
+    """the clip written (``video=``): episodes, or a board game's replay"""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as one JSON object (``rlx eval --json``)."""
+        video = {} if self.video is None else {"video": str(self.video)}
         if self.games is not None:
             opponents = {name: {"games": r.games, "win": r.win_rate, "draw": r.draw_rate,
                                 "loss": r.loss_rate} for name, r in self.games.items()}  # fmt: skip
-            return {"game": self.game, "opponents": opponents}
+            return {"game": self.game, "opponents": opponents, **video}
         if self.exact_match is not None:
             return {"exact_match": self.exact_match, "data": self.data}
         stats = self.stats
         return {"mean": stats.mean_return, "std": stats.std_return, "episodes": stats.episodes,
-                "mean_length": stats.mean_length, "env": self.env}  # fmt: skip
+                "mean_length": stats.mean_length, "env": self.env, **video}  # fmt: skip
 
     def __str__(self) -> str:
         if self.games is not None:
             return "\n".join(
-                f"{self.run_dir} against {name} over {result.games} games: {result}"
-                for name, result in self.games.items()
-            )
+                [f"{self.run_dir} against {name} over {result.games} games: {result}"
+                 for name, result in self.games.items()]
+                + ([] if self.video is None else [f"replay: {self.video}"])
+            )  # fmt: skip
         if self.exact_match is not None:
             return f"{self.run_dir}: exact match {self.exact_match:.3f} on {self.data}"
         return f"{self.run_dir}: {self.stats}"
@@ -754,12 +759,19 @@ def evaluate_run(
     data: str | Path | None = None,
     trust_env_code: bool = False,
     consent: Consent = IN_PYTHON,
+    video: bool | str | Path | None = None,
+    video_options: Any = None,
 ) -> RunEvaluation:
     """Evaluate the agent of a run folder (its latest checkpoint) as what it is: ``episodes``
     deterministic episodes on its env (rebuilt from the recipe ``config.json`` records, or
     ``env`` with ``env_kwargs``), as many games against the run's arena opponents for a board
     game, or exact match on ``data`` (rows ``{prompt, answer}``) for a language model.
-    ``consent`` words the errors for where the user is."""
+    ``consent`` words the errors for where the user is.
+
+    ``video`` (True, or a ``.gif`` file) also records the agent, by
+    ``video_options`` (:class:`rlx.core.video.VideoOptions`): episodes drawn by its env, or
+    the boards of a board game's replay (:mod:`rlx.games.replay`); True writes
+    ``RUN_DIR/videos/eval-step<N>.gif``."""
     from rlx.core.agent import GameAgent, TextAgent
     from rlx.core.evaluation import evaluate
 
@@ -773,9 +785,19 @@ def evaluate_run(
     if isinstance(agent, GameAgent):
         from rlx.games.evaluation import arena
 
+        replay = None
+        if video is not None and video is not False:
+            from rlx.games.replay import record_replay
+
+            replay = record_replay(agent, video, video_options, seed=seed).path
         games = arena(agent.game, agent, agent.config.eval_opponents, episodes, seed)
-        return RunEvaluation(folder, game=agent.game.name, games=games)
+        return RunEvaluation(folder, game=agent.game.name, games=games, video=replay)
     if isinstance(agent, TextAgent):
+        if video is not None and video is not False:
+            raise ConfigError(
+                f"{folder} holds a language model, which has no video "
+                f"({consent.arg('video')}): evaluate it without one."
+            )
         if data is None:
             raise ConfigError(
                 f"{folder} holds a language model: give its data ({consent.arg('data', 'FILE')}, "
@@ -793,8 +815,10 @@ def evaluate_run(
             trust_env_code, consent, source=f"the run folder {folder}"
         )
         made = recipe.as_env
-    stats = evaluate(agent, made, episodes=episodes, seed=seed)
-    return RunEvaluation(folder, stats=stats, env=recipe.record())
+    stats = evaluate(
+        agent, made, episodes=episodes, seed=seed, video=video, video_options=video_options
+    )
+    return RunEvaluation(folder, stats=stats, env=recipe.record(), video=stats.video)
 
 
 def _takes_a_data_file(spec: registry.Algorithm, env: Any) -> bool:

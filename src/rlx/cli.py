@@ -969,13 +969,32 @@ class EvalArgs:
     """a language model's {prompt, answer} rows (JSONL)"""
     json: bool = False
     """print one JSON object (for scripts) instead of a sentence"""
+    video: str | None = field(default=None, metadata={flags.METAVAR: "PATH", flags.BARE: ""})
+    """also record the agent as an animated GIF: --video alone writes
+    RUN_DIR/videos/eval-step<N>.gif (N the checkpoint's step), --video PATH that file; a board
+    game's run records a replay of its boards (default: no video)"""
+    video_episodes: int = 1
+    """episodes (games) in the video"""
+    video_frame_skip: int = 2
+    """keep every Nth frame of the env in the video"""
+    video_scale: float = 0.5
+    """factor of the env's frame size in the video"""
+    video_max_frames: int = 300
+    """the most frames in the video"""
+    video_opponent: str = "self"
+    """whom a board-game agent plays in its replay: self, random, mcts-K or solver"""
 
 
 def _eval(argv: list[str]) -> int:
     args = flags.parse(EvalArgs, argv, "rlx eval")
     from rlx.api import evaluate_run
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+    from rlx.core.video import VideoOptions
 
+    options = VideoOptions(
+        args.video_episodes, args.video_frame_skip, args.video_scale, args.video_max_frames,
+        args.video_opponent,
+    )  # fmt: skip
     result = evaluate_run(
         args.run_dir,
         episodes=args.episodes,
@@ -985,6 +1004,8 @@ def _eval(argv: list[str]) -> int:
         data=args.data,
         trust_env_code=args.trust_env_code,
         consent=ON_THE_COMMAND_LINE,
+        video=True if args.video == "" else args.video,
+        video_options=options,
     )
     print(json.dumps(result.to_dict(), default=float) if args.json else result)
     return 0
@@ -1006,13 +1027,15 @@ class PlayArgs:
     """let the agent move first (you play O)"""
     seed: int = 0
     """seed of the agent's choices"""
+    video: str | None = field(default=None, metadata={flags.METAVAR: "PATH"})
+    """write the game's boards to this animated GIF when it ends"""
 
 
 def _play(argv: list[str]) -> int:
     args = flags.parse(PlayArgs, argv, "rlx play")
     from rlx.games.play import play
 
-    play(args.game, args.agent, human_first=not args.second, seed=args.seed)
+    play(args.game, args.agent, human_first=not args.second, seed=args.seed, video=args.video)
     return 0  # a game played to its end, or given up on purpose; Ctrl-C is 130 (main)
 
 

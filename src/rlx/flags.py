@@ -8,7 +8,8 @@ each field into one flag:
 - the type, from the annotation: ``int`` (also ``1e4``, ``10_000`` and ``100k``), ``float``,
   ``str``, ``Path``, ``bool`` as ``--flag`` / ``--no-flag``, ``X | None`` (``none`` for None),
   ``tuple[X, ...]`` as several values, ``Literal[...]`` as a choice; any other type is read as
-  JSON;
+  JSON; a field with :data:`BARE` metadata may also be given without a value (``--video``
+  alone, or ``--video PATH``);
 - the help: the string literal under the field (its attribute docstring, read from the class
   source with :mod:`ast`, as tyro and Sphinx read it), or the line of the class docstring's
   ``Attributes:`` section, then the default.
@@ -55,6 +56,9 @@ METAVAR = "rlx.flags.metavar"
 """Field metadata key: the placeholder of the value in ``--help``."""
 HIDDEN = "rlx.flags.hidden"
 """Field metadata key: the flag works but ``--help`` does not show it (a deprecated name)."""
+BARE = "rlx.flags.bare"
+"""Field metadata key: the value of the flag given without one (``--video`` alone), beside
+``--video PATH``."""
 MULTIPLIERS = {"k": 1_000, "K": 1_000, "M": 1_000_000}
 """Suffixes a whole number may carry: ``100k`` is 100000, ``2M`` is 2000000."""
 
@@ -406,6 +410,8 @@ def _add_field(target: Any, field: dataclasses.Field, kind: Kind, text: str) -> 
         return
     if kind.many:
         options["repeatable"] = bool(field.metadata.get(REPEATABLE))
+    if BARE in field.metadata and not kind.many:
+        options.update(nargs="?", const=field.metadata[BARE])
     metavar = field.metadata.get(METAVAR, kind.metavar)
     target.add_argument(*names, dest=field.name, metavar=metavar, required=required, **options)
 
@@ -442,6 +448,7 @@ def parse(cls: type, argv: Sequence[str], prog: str, **kwargs: Any) -> Any:
 
 __all__ = [
     "ALIASES",
+    "BARE",
     "HIDDEN",
     "METAVAR",
     "POSITIONAL",

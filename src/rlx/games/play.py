@@ -3,7 +3,8 @@
 The board is drawn after every move; a move that is not a number or not legal is answered
 with the legal moves, and the person is asked again. ``q`` (or the end of input) gives up on
 purpose: :func:`play` returns None, and ``rlx play`` exits 0 as after a game played to its end.
-Only Ctrl-C ends ``rlx play`` with 130.
+Only Ctrl-C ends ``rlx play`` with 130. ``video=`` (``rlx play --video PATH``) draws the
+boards of the game, played to its end or given up, into a GIF (:mod:`rlx.games.replay`).
 """
 
 from __future__ import annotations
@@ -66,12 +67,18 @@ def play(
     seed: int = 0,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
+    video: str | Path | None = None,
 ) -> int | None:
     """Play one game in the terminal; the result from the person's side (+1 won, 0 draw, -1
-    lost), or None when they quit."""
+    lost), or None when they quit. ``video``: a ``.gif`` file the game's boards are drawn
+    into once it ends."""
+    from rlx.core.video import video_target
+
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    target = video_target(video, None)  # a bad file name stops before the game, not after
     game = make(game_name)
     opponent = load_opponent(game, agent, seed)
+    states, moves = [game.initial_state()], [None]
 
     def say(text: str) -> None:
         print(text, file=stdout, flush=True)
@@ -92,12 +99,28 @@ def play(
             move = read_move(game, state, ask, say)
             if move is None:
                 say("you gave up.")
+                _write_video(game, states, moves, target, human, say)
                 return None
         else:
             move = int(opponent(state))
             say(f"the agent plays {game.action_to_string(move)}")
         state = game.apply(state, move)
+        states.append(state)
+        moves.append(move)
     say(game.render(state))
     outcome = int(state.result) * human
     say({1: "you won.", 0: "a draw.", -1: "you lost."}[outcome])
+    _write_video(game, states, moves, target, human, say)
     return outcome
+
+
+def _write_video(
+    game: Game, states: list[GameState], moves: list[int | None], target: Path | None,
+    human: int, say: Callable[[str], None],
+) -> None:  # fmt: skip
+    if target is None:
+        return
+    from rlx.games.replay import write_replay
+
+    names = ("you", "the agent") if human == 1 else ("the agent", "you")
+    say(f"the game's boards: {write_replay(game, states, moves, target, names).path}")
