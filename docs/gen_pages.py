@@ -596,3 +596,11 @@ if __name__ == "__main__":
         sys.exit("usage: python docs/gen_pages.py benchmarks")
     BENCHMARKS_PAGE.write_text(benchmarks_page())
     print(f"wrote {BENCHMARKS_PAGE}")
+    # rlx recommend's measured figures travel inside the package (an installed rlx has no
+    # benchmarks folder): the same result files, as one small table
+    from rlx.diagnostics import recommend
+
+    measured = Path(recommend.__file__).with_name(recommend.MEASURED_FILE)
+    table = recommend.measured_speed(RESULTS)
+    measured.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {measured}")

@@ -245,3 +245,22 @@ def test_the_table_stays_and_a_measured_alternative_is_named(tmp_path):
     assert "60 s for dqn, 10.0x sooner" in note and "bench_policy_gradient.json" in note
     assert measured_alternative("CartPole-v1", "ppo", tmp_path) == ""  # ppo is the faster one
     assert measured_alternative("Pendulum-v1", "dqn", tmp_path) == ""
+
+
+def test_the_packaged_measured_figures_are_the_result_files():
+    """An installed rlx has no benchmarks folder: rlx recommend reads the package's copy of the
+    measured figures, which must be what benchmarks/results holds (rewritten by
+    ``python docs/gen_pages.py benchmarks``); and no module reaches outside the package."""
+    from rlx.diagnostics import recommend
+    from tests.conftest import ROOT
+
+    packaged = recommend.packaged_measured_speed()
+    assert packaged == recommend.measured_speed(ROOT / "benchmarks" / "results")
+    assert packaged, "no benchmark measured a time to a goal"
+    for env, algos in packaged.items():
+        for algo in algos:
+            assert recommend.measured_alternative(env, algo) == recommend.measured_alternative(
+                env, algo, ROOT / "benchmarks" / "results"
+            )
+    source = Path(recommend.__file__).read_text()
+    assert "parents[" not in source

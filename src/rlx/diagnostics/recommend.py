@@ -573,33 +573,60 @@ def _answer(
 
 # ---------------------------------------------------------------------------- measured speed
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
-"""Where the benchmarks write their result files (in a source checkout of rlx)."""
+MEASURED_FILE = "measured_speed.json"
+"""The package's copy of what rlx's benchmarks measured (:func:`measured_speed` of the result
+files in ``benchmarks/results``, rewritten by ``python docs/gen_pages.py benchmarks`` after
+``make bench``): an installed rlx has no benchmarks folder, and a test fails when this copy
+differs from the result files."""
 MEASURED_MARGIN = 1.5
 """An alternative is named when it reached the env's goal this many times sooner."""
 
 
-def measured_alternative(env_id: str | None, method: str, results: Path = RESULTS) -> str:
-    """A sentence naming an algorithm that rlx's own benchmark measured reaching ``env_id``'s
-    goal at least :data:`MEASURED_MARGIN` times sooner than ``method``, with the figures and
-    the result file; "" when no result file says so (or none is installed).
-
-    The table's rule stays the recommendation: this says where measurement disagrees. A result
-    file counts when its ``figures`` hold ``env``, ``goal`` and ``rlx_median_seconds_to_goal``
-    (algorithm -> seconds; the benchmarks of ``benchmarks/`` write them).
-    """
-    if not env_id or not results.is_dir():
-        return ""
-    seconds: dict[str, tuple[float, str, str]] = {}
+def measured_speed(results: Path) -> dict[str, dict[str, list[Any]]]:
+    """``env -> algorithm -> [seconds, goal, result file]`` from the result files in
+    ``results``: a file counts when its ``figures`` hold ``env``, ``goal`` and
+    ``rlx_median_seconds_to_goal`` (algorithm -> seconds; the benchmarks of ``benchmarks/``
+    write them). A later file (by name) wins for one env and algorithm."""
+    table: dict[str, dict[str, list[Any]]] = {}
     for path in sorted(results.glob("*.json")):
         try:
             figures = json.loads(path.read_text()).get("figures", {})
-            if figures.get("env") != env_id:
-                continue
+            env = str(figures["env"])
             for algo, value in figures["rlx_median_seconds_to_goal"].items():
-                seconds[str(algo)] = (float(value), str(figures["goal"]), path.name)
+                entry = [float(value), str(figures["goal"]), path.name]
+                table.setdefault(env, {})[str(algo)] = entry
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
+    return table
+
+
+def packaged_measured_speed() -> dict[str, dict[str, list[Any]]]:
+    """The table of :data:`MEASURED_FILE` shipped inside the package (empty when missing)."""
+    from importlib import resources
+
+    try:
+        text = resources.files("rlx.diagnostics").joinpath(MEASURED_FILE).read_text()
+        return json.loads(text)
+    except (OSError, ValueError):
+        return {}
+
+
+def measured_alternative(env_id: str | None, method: str, results: Path | None = None) -> str:
+    """A sentence naming an algorithm that rlx's own benchmark measured reaching ``env_id``'s
+    goal at least :data:`MEASURED_MARGIN` times sooner than ``method``, with the figures and
+    the result file; "" when nothing measured says so.
+
+    The table's rule stays the recommendation: this says where measurement disagrees. The
+    figures come from the package's copy (:data:`MEASURED_FILE`), or from the result files in
+    ``results`` when given (:func:`measured_speed`).
+    """
+    if not env_id:
+        return ""
+    table = measured_speed(results) if results is not None else packaged_measured_speed()
+    seconds = {
+        algo: (float(entry[0]), str(entry[1]), str(entry[2]))
+        for algo, entry in table.get(env_id, {}).items()
+    }
     if method not in seconds:
         return ""
     own, goal, own_file = seconds[method]
