@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import shutil
 import sys
 import types
@@ -385,6 +386,7 @@ def heal(
         return HealResult(parent, None, skipped=tuple(skipped), reason=why)
     child = Path(child_dir) if child_dir is not None else default_child(parent)
     _check_child(parent, child, consent)
+    existed = child.exists()
     chosen = last_good_checkpoint(parent, diagnosis.log, applied)
     lineage = {
         "parent": str(parent),
@@ -393,7 +395,6 @@ def heal(
         "changes": [c.to_dict() for c in changes],
         "findings": [f.to_dict() for f in applied],
     }
-    planned = _child_plan(record, parent, child, chosen, changes, trust_env_code, consent)
     history = {
         "kind": "heal",
         "parent": lineage["parent"],
@@ -401,18 +402,19 @@ def heal(
         "changes": lineage["changes"],
     }
     command = " ".join(sys.argv) if consent.flags else f"rlx.heal({str(parent)!r})"
-    planned = dataclasses.replace(
-        planned, command=command, record={"healed_from": lineage}, history=history
-    )
-    fields = _fields(planned.config)
-    live = HealingDoctor(
-        planned.spec.name, planned.env_id, fields, printer=_to_stderr, healed_from=lineage
-    )
     try:
+        planned = _child_plan(record, parent, child, chosen, changes, trust_env_code, consent)
+        planned = dataclasses.replace(
+            planned, command=command, record={"healed_from": lineage}, history=history
+        )
+        fields = _fields(planned.config)
+        live = HealingDoctor(
+            planned.spec.name, planned.env_id, fields, printer=_to_stderr, healed_from=lineage
+        )
         api.train_planned(planned, progress=progress, live_doctor=live)
     except BaseException:
         if not (child / SUMMARY_FILE).exists():  # refused before it trained: leave nothing
-            shutil.rmtree(child, ignore_errors=True)
+            _undo_child(child, existed)
         raise
     result = compare(diagnosis, doctor(child), changes, chosen)
     return dataclasses.replace(result, skipped=tuple(skipped))
@@ -430,16 +432,24 @@ def _algorithm(record: Any) -> Any:
 
 
 def default_child(parent: Path) -> Path:
-    """``RUN-healed`` beside ``RUN``."""
-    name = parent.name or parent.resolve().name
-    base = parent if parent.name else parent.resolve()
-    return base.with_name(name + CHILD_SUFFIX)
+    """``RUN-healed`` beside ``RUN`` (``RUN`` resolved when it ends in ``.`` or ``..``)."""
+    base = parent if parent.name not in ("", ".", "..") else parent.resolve()
+    return base.with_name(base.name + CHILD_SUFFIX)
 
 
 def _check_child(parent: Path, child: Path, consent: Consent) -> None:
+    """A ConfigError or RunError unless ``child`` is a new folder of its own: absent or empty,
+    not the parent nor inside it, and not a symbolic link (whose writes would land where it
+    points, a place the user did not name)."""
     another = f"choose another folder for it ({consent.arg('run_dir', 'DIR')})"
     if child.resolve() == parent.resolve():
         raise ConfigError(f"the healed run needs a folder of its own, not {parent}; {another}.")
+    if child.resolve().is_relative_to(parent.resolve()):
+        raise ConfigError(
+            f"the healed run needs a folder of its own, not one inside {parent}; {another}."
+        )
+    if child.is_symlink():
+        raise RunError(f"{child} is a symbolic link (to {os.readlink(child)}); {another}.")
     state = inspect_folder(child)
     if state.kind == "run":
         raise RunError(
@@ -477,30 +487,39 @@ def _child_plan(
         )
         return planned if recipe is None else dataclasses.replace(planned, recipe=recipe)
     step, checkpoint = chosen
-    created = not child.exists()
-    try:
-        (child / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
-        for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE):
-            if (parent / name).is_file():
-                shutil.copy2(parent / name, child / name)
-        shutil.copy2(checkpoint, child / CHECKPOINT_DIR / checkpoint.name)
-        best = parent / CHECKPOINT_DIR / "best.pt"
-        if best.is_file() and best not in checkpoints_after(parent, step):
-            shutil.copy2(best, child / CHECKPOINT_DIR / best.name)
-        return api.plan(
-            spec.name,
-            None,
-            run_dir=child,
-            resume=True,
-            resume_from=checkpoint.name,
-            overrides=overrides,
-            trust_env_code=trust_env_code,
-            consent=consent,
-        )
-    except BaseException:
-        if created:
-            shutil.rmtree(child, ignore_errors=True)
-        raise
+    # the env's consent asked of the parent, before a file is copied (nothing is built here)
+    api.recorded_env(record, trust_env_code=trust_env_code, consent=consent)
+    (child / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE):
+        if (parent / name).is_file():
+            shutil.copy2(parent / name, child / name)
+    shutil.copy2(checkpoint, child / CHECKPOINT_DIR / checkpoint.name)
+    best = parent / CHECKPOINT_DIR / "best.pt"
+    if best.is_file() and best not in checkpoints_after(parent, step):
+        shutil.copy2(best, child / CHECKPOINT_DIR / best.name)
+    return api.plan(
+        spec.name,
+        None,
+        run_dir=child,
+        resume=True,
+        resume_from=checkpoint.name,
+        overrides=overrides,
+        trust_env_code=trust_env_code,
+        consent=consent,
+    )
+
+
+def _undo_child(child: Path, existed: bool) -> None:
+    """Leave the child's folder as it was before a heal that was refused: removed when the
+    heal made it, emptied when it was an empty folder already (:func:`_check_child`)."""
+    if not existed:
+        shutil.rmtree(child, ignore_errors=True)
+        return
+    for path in child.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def compare(
@@ -615,12 +634,19 @@ def train_healing(
     user_stops = check_rule_ids(tuple(stop_on))
     planned = with_heal_checkpoints(planned)
     heals: list[dict[str, Any]] = []
-    if planned.resume is not None:  # a healed run resumed: its rollbacks so far
-        heals = [h for h in planned.resume.extra.get("heal", []) if isinstance(h, dict)]
+    if planned.resume is not None:  # a healed run resumed: its rollbacks so far (as data)
+        recorded = planned.resume.extra.get("heal")
+        heals = [h for h in recorded if isinstance(h, dict)] if isinstance(recorded, list) else []
     healed = 0
     while True:
         fields = _fields(planned.config)
-        done = {rule for entry in heals if entry.get("when") == "live" for rule in entry["rules"]}
+        done = {
+            rule
+            for entry in heals
+            if entry.get("when") == "live" and isinstance(entry.get("rules"), list)
+            for rule in entry["rules"]
+            if isinstance(rule, str)
+        }
         watched = (
             fixable_rules(planned.spec.name, fields, {*user_stops, *done})
             if healed < heal_max

@@ -10,6 +10,7 @@ metrics of a run in progress.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,10 +146,18 @@ def sandbox_line(record: Any) -> str:
     )
 
 
+MAX_HEALS_SHOWN = 50
+"""A run's rollbacks the doctor lists and the report marks, at most (a healing run makes
+``heal_max``, 3 by default; a folder can claim any number)."""
+MAX_LABEL = 200
+"""Characters of a rollback's changes shown on the report's curve."""
+
+
 def healed_lines(summary: Mapping[str, Any]) -> list[str]:
     """A healed run's lineage from its ``summary.json`` (:mod:`rlx.heal`), one line each: the
     parent it was healed from (``healed_from``), and each rollback while it trained
-    (``heal``). Read as data a folder may hold in any shape: what is not a mapping is skipped."""
+    (``heal``), the first :data:`MAX_HEALS_SHOWN`. Read as data a folder may hold in any
+    shape: what is not a mapping (nor a list where one is read) is skipped."""
     lines = []
     origin = summary.get("healed_from")
     if isinstance(origin, Mapping):
@@ -157,26 +166,27 @@ def healed_lines(summary: Mapping[str, Any]) -> list[str]:
             if origin.get("checkpoint")
             else "scratch"
         )
-        words = [f"{_change_words(c)} ({', '.join(map(str, c.get('rules') or []))})"
+        words = [f"{_change_words(c)} ({', '.join(_strings(c.get('rules')))})"
                  for c in _changes(origin)]  # fmt: skip
         lines.append(
             f"a child of {origin.get('parent')} from {start}, with "
             + ("; ".join(words) or "no change")
         )
-    for entry in summary.get("heal") or []:
-        if not isinstance(entry, Mapping):
-            continue
+    heals = _entries(summary.get("heal"))
+    for entry in heals[:MAX_HEALS_SHOWN]:
         start = (
             f"its checkpoint at step {entry.get('from_step')}"
             if entry.get("checkpoint")
             else "scratch"
         )
         when = "as it trained" if entry.get("when") == "live" else "at its end"
-        rules = ", ".join(map(str, entry.get("rules") or []))
+        rules = ", ".join(_strings(entry.get("rules")))
         lines.append(
             f"at step {entry.get('step')} ({when}) {rules}: back to {start} with "
             + "; ".join(_change_words(c) for c in _changes(entry))
         )
+    if len(heals) > MAX_HEALS_SHOWN:
+        lines.append(f"... and {len(heals) - MAX_HEALS_SHOWN} more rollbacks (summary.json)")
     return lines
 
 
@@ -184,18 +194,29 @@ def heal_markers(summary: Mapping[str, Any]) -> list[tuple[float, str]]:
     """``(step, label)`` where a healed run changed course: each rollback's checkpoint step,
     and the step a child of ``rlx doctor --fix`` started from (for the report's curves)."""
     marks = []
-    entries = [summary.get("healed_from"), *(summary.get("heal") or [])]
-    for entry in entries:
-        if not isinstance(entry, Mapping):
-            continue
+    entries = _entries([summary.get("healed_from"), *_entries(summary.get("heal"))])
+    for entry in entries[: MAX_HEALS_SHOWN + 1]:
         step = entry.get("from_step", entry.get("step"))
         if isinstance(step, (int, float)) and not isinstance(step, bool):
-            marks.append((float(step), "; ".join(_change_words(c) for c in _changes(entry))))
+            if isinstance(step, int) and abs(step) > 2**1000:  # no float holds it
+                continue
+            if math.isfinite(step):
+                label = "; ".join(_change_words(c) for c in _changes(entry))
+                marks.append((float(step), label[:MAX_LABEL]))
     return marks
 
 
+def _entries(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings of a list a folder holds (none when it holds no list)."""
+    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
 def _changes(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [c for c in entry.get("changes") or [] if isinstance(c, Mapping)]
+    return _entries(entry.get("changes"))
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _change_words(change: Mapping[str, Any]) -> str:

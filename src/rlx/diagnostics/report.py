@@ -436,12 +436,14 @@ def learning_curve_svg(runs: Sequence[ReportedRun]) -> tuple[str, list[str]]:
 
 def _draw_heal_markers(ax: Any, run: ReportedRun) -> bool:
     """A vertical dash-dotted line, labelled with the change, at each step a healed run went
-    on from (:func:`rlx.diagnostics.doctor.heal_markers`); whether there was one."""
+    on from (:func:`rlx.diagnostics.doctor.heal_markers`); whether there was one. The label is
+    the folder's text, drawn as it is (``parse_math=False``: a ``$`` in it is no mathtext)."""
     marks = heal_markers(run.log.summary)
     for i, (step, label) in enumerate(marks):
         ax.axvline(step, color=run.color, ls="-.", lw=1.2, gid=f"heal-{_plot_id(run.label)}-{i}")
         ax.annotate(label, xy=(step, 0.98), xycoords=("data", "axes fraction"), rotation=90,
-                    ha="right", va="top", fontsize=7, color=run.color)  # fmt: skip
+                    ha="right", va="top", fontsize=7, color=run.color,
+                    parse_math=False)  # fmt: skip
     return bool(marks)
 
 

@@ -141,9 +141,13 @@ def step_checkpoint(run_dir: str | Path, checkpoint: str | Path | int) -> tuple[
     """``(step, file)`` of one of a run's step checkpoints, named by its step, its file name
     (``step_000000001024.pt``) or its path; CheckpointError naming the steps it has when the
     run has no such checkpoint (``best.pt`` and files of other folders are not among them)."""
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, (str, Path, int)):
+        raise CheckpointError(
+            f"{checkpoint!r} names no checkpoint: give a step checkpoint's step, file name or path."
+        )
     found = list_checkpoints(run_dir)
     for step, path in found:
-        if isinstance(checkpoint, int) and not isinstance(checkpoint, bool):
+        if isinstance(checkpoint, int):
             if checkpoint == step:
                 return step, path
             continue
@@ -299,9 +303,13 @@ def _point_latest(target: Path) -> None:
 
 
 def _list_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """The step checkpoints in ``folder``: files named ``step_<N>.pt`` (a folder or anything
+    else not a file by that name is none: nothing reads, copies or prunes it)."""
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name)) and p.is_file()
+    ]
     return sorted(found)
 
 

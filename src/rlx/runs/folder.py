@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -156,7 +157,9 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[float, float]]]:
     """Metric name -> ``[(step, value), ...]`` from ``metrics.jsonl``, in file order.
 
     Only numeric values are kept (``step`` and ``wall_s`` are not metrics); a line torn by a
-    crash is skipped, everything before it counts.
+    crash is skipped, everything before it counts. A number too large for a float is infinite
+    (a line with one too long for Python to read is skipped); a line that is JSON but not an
+    object is a RunError naming it, as is one without a numeric ``step``.
     """
     path = Path(run_dir) / METRICS_FILE
     points: dict[str, list[tuple[float, float]]] = {}
@@ -168,16 +171,26 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[float, float]]]:
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
+            except ValueError:  # torn, or an integer of more digits than Python converts
                 continue
+            if not isinstance(row, dict):
+                raise RunError(f"{path}, line {number}: not a JSON object.")
             step = row.get("step")
             if not isinstance(step, (int, float)):
                 raise RunError(f"{path}, line {number}: no numeric 'step'.")
             for key, value in row.items():
                 if key in ("step", "wall_s") or not isinstance(value, (int, float)):
                     continue
-                points.setdefault(key, []).append((float(step), float(value)))
+                points.setdefault(key, []).append((as_float(step), as_float(value)))
     return points
+
+
+def as_float(value: int | float) -> float:
+    """``value`` as a float: an integer too large for one is infinite (with its sign)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def read_episodes(run_dir: str | Path) -> list[tuple[float, float, float]]:

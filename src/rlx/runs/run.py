@@ -50,6 +50,7 @@ from rlx.runs.folder import (
     SUMMARY_FILE,
     TENSORBOARD_DIR,
     RunRecord,
+    as_float,
     inspect_folder,
     read_json_or_empty,
     write_json_atomic,
@@ -215,6 +216,8 @@ class Run:
                 raise RunError(
                     f"{self.dir} holds a {resume.algo!r} run; cannot resume it as {self.algo!r}."
                 )
+            if self.writer:
+                _refuse_links(self.dir)
             chosen = None
             if self._resume_from is not None:
                 _, chosen = step_checkpoint(self.dir, self._resume_from)
@@ -305,8 +308,9 @@ class Run:
         as checkpoints a rollback leaves behind), to put back if this run is refused before
         it starts."""
         aside = self.dir / PREVIOUS_DIR
-        shutil.rmtree(aside, ignore_errors=True)  # left by a run killed before it started
+        _remove(aside)  # left by a run killed before it started (a link: the link only)
         aside.mkdir()
+        self._aside = ()  # what is aside so far: put back if what follows fails
         for name in names:
             source = self.dir / name
             if not (source.exists() or source.is_symlink()):
@@ -315,9 +319,11 @@ class Run:
                 shutil.copy2(source, aside / name)
             else:
                 os.replace(source, aside / name)
+            self._aside = (*self._aside, name)
         for name in moved:
             (aside / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.dir / name, aside / name)
+            self._aside = (*self._aside, name)
         self._aside = (*names, *moved)
 
     def _discard_aside(self) -> None:
@@ -332,7 +338,8 @@ class Run:
         if not self._writing:
             return
         if not self._aside:
-            self._remove_new_folder()
+            if self.resumed_step is None:  # a resume changes nothing before it sets files aside
+                self._remove_new_folder()
             return
         aside = self.dir / PREVIOUS_DIR
         for name in self._aside:
@@ -557,11 +564,16 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
         for line in metrics.read_text().splitlines():
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a crash
-            if row.get("step", 0) <= step:
+            except ValueError:
+                continue  # a line cut short by a crash (or not rlx's: too long a number)
+            logged = row.get("step", 0) if isinstance(row, dict) else None
+            if not _real(logged):
+                continue  # not a row rlx wrote
+            if logged <= step:
                 kept.append(line)
-                wall = max(wall, float(row.get("wall_s", 0.0)))
+                wall_s = row.get("wall_s", 0.0)
+                if _real(wall_s) and math.isfinite(as_float(wall_s)):
+                    wall = max(wall, float(wall_s))
         metrics.write_text("".join(k + "\n" for k in kept))
     episodes = run_dir / EPISODES_FILE
     if episodes.exists():
@@ -573,6 +585,24 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
 
 def _fields(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _refuse_links(run_dir: Path) -> None:
+    """RunError when one of a run's files (or folders) is a symbolic link: a resume writes to
+    them (appends to the logs, prunes and writes checkpoints, ...), and a link would take
+    those writes outside the run folder."""
+    for name in RUN_FILES:
+        path = run_dir / name
+        if path.is_symlink():
+            raise RunError(
+                f"{path} is a symbolic link (to {os.readlink(path)}); resuming writes to a run's "
+                "files, and rlx writes only inside the run folder: replace the link with a copy "
+                "of what it points to, then resume."
+            )
 
 
 def _history(record: Mapping[str, Any]) -> list[dict[str, Any]]:
