@@ -50,7 +50,7 @@ class CheckpointFields(CheckedFields):
     set; 0: at every log)"""
     checkpoint_every_steps: int | None = None
     """steps between checkpoints, counted as the run logs them (env steps for the deep
-    agents); None: by time only"""
+    agents, optimizer steps for the language-model stages); None: by time only"""
     checkpoints_kept: int = 3
     """the newest step checkpoints kept (0: all; checkpoints/best.pt is always kept)"""
 

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from rlx.core.checks import at_least, positive
+from rlx.core.fields import CheckedFields, CheckpointFields
 from rlx.core.threads import set_torch_threads
 from rlx.errors import ConfigError
 from rlx.runs import MODEL_DIR, Run
@@ -37,9 +38,9 @@ from rlx.runs import MODEL_DIR, Run
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class StageConfig:
-    """Fields every language-model stage takes. ``None`` means "chosen from the model and the
-    data"; the chosen value is written into the run's ``config.json``."""
+class _StageBasics(CheckedFields):
+    """The fields of :class:`StageConfig` ahead of the checkpoint fields in ``--help``: the
+    model, the data, the optimisation, the device and LoRA."""
 
     model: str = ""
     """the model folder to start from: a local Hugging Face causal LM (nothing is downloaded)"""
@@ -60,7 +61,10 @@ class StageConfig:
     grad_accum: int = 1
     """micro-batches per optimizer step (same gradient, less memory); must divide batch_size"""
     learning_rate: float | None = None
-    """AdamW step size (None: from the model size, see `default_learning_rate`)"""
+    """AdamW step size (None: from the model size, see `default_learning_rate`; with LoRA
+    ten times that, as adapters train at about ten times full fine-tuning's step size: 1e-4
+    to 2e-4 in the LoRA paper (Hu et al. 2021) and peft's and TRL's LoRA examples against
+    1e-5 to 2e-5 for full fine-tuning, and TRL's "LoRA Without Regret" guide)"""
     warmup_ratio: float = 0.05
     """share of the steps with a linear learning-rate warm-up; linear decay to 0 after it"""
     weight_decay: float = 0.0
@@ -102,6 +106,7 @@ class StageConfig:
     all-linear)"""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         name = type(self).__name__
         at_least(self, "batch_size", 1)
         at_least(self, "grad_accum", 1)
@@ -129,15 +134,34 @@ class StageConfig:
             )
 
 
-def default_learning_rate(num_params: int, scale: float = 1.0) -> float:
+@dataclass(frozen=True)
+class StageConfig(CheckpointFields, _StageBasics):
+    """Fields every language-model stage takes. ``None`` means "chosen from the model and the
+    data"; the chosen value is written into the run's ``config.json``. The checkpoint fields
+    (:class:`rlx.core.fields.CheckpointFields`) count optimizer steps."""
+
+
+LORA_LR_FACTOR = 10.0
+"""How much larger the default step size is when a LoRA adapter trains than when every weight
+does. An adapter's update ``(alpha / r) B A`` starts from ``B = 0`` and moves in a rank-``r``
+subspace, so at full fine-tuning's step size it barely moves within a run; LoRA practice
+trains it at about ten times that step size: the LoRA paper (Hu et al., 2021) trains GPT-2's
+adapters at 2e-4, peft's and TRL's LoRA examples use 1e-4 to 2e-4 where full fine-tuning
+uses 1e-5 to 2e-5, and Schulman et al.'s "LoRA Without Regret" (2025, reproduced in TRL's
+guide of that name) finds LoRA's best step size about ten times full fine-tuning's."""
+
+
+def default_learning_rate(num_params: int, scale: float = 1.0, lora: bool = False) -> float:
     """The step size a stage uses when none is given: ``scale`` times 1e-3 below 10M
     parameters (tiny models trained from scratch), 1e-4 below 100M, 1e-5 above (fine-tuning
-    pretrained models, as TRL's defaults of 1e-5 to 2e-5 do)."""
+    pretrained models, as TRL's defaults of 1e-5 to 2e-5 do); ``LORA_LR_FACTOR`` (10) times
+    that when ``lora`` (a LoRA adapter trains, the base is frozen)."""
+    factor = LORA_LR_FACTOR if lora else 1.0
     if num_params < 10_000_000:
-        return 1e-3 * scale
+        return 1e-3 * scale * factor
     if num_params < 100_000_000:
-        return 1e-4 * scale
-    return 1e-5 * scale
+        return 1e-4 * scale * factor
+    return 1e-5 * scale * factor
 
 
 def resolve_epochs(config: StageConfig, train_rows: int, target_rows: int) -> float:
@@ -425,8 +449,9 @@ def train_loop(
     Each step draws ``batch_size`` rows, splits them into ``grad_accum`` micro-batches and
     accumulates ``d/dtheta [sum_micro loss_micro / sum_batch units]``: the gradient of the
     batch's mean loss. Metrics are logged per step, the held-out evaluation every
-    ``eval_every`` steps; a checkpoint (model, optimizer, sampler, RNG) every 30 s, on
-    Ctrl-C, and at the end, where the model is also saved to ``RUN_DIR/model``. With
+    ``eval_every`` steps; a checkpoint (trainable weights, optimizer, sampler, RNG) at the
+    config's cadence (``checkpoint_every_s``, ``checkpoint_every_steps``), on Ctrl-C, and at
+    the end, where the model is also saved to ``RUN_DIR/model``. With
     ``parallel`` each process computes its shard of every micro-batch and the gradients are
     summed over the processes before the step (only the writing process saves files).
     """
@@ -592,16 +617,22 @@ def complete_config(
     target_rows: int,
 ) -> Any:
     """Fill ``epochs``, ``steps`` and ``learning_rate`` left at None (from the data size and
-    the model size) and write the completed config into the run's ``config.json``."""
+    the model size, and whether an adapter trains: :func:`trains_adapter`) and write the
+    completed config into the run's ``config.json``."""
     if config.steps is None:
         config = dataclasses.replace(config, epochs=resolve_epochs(config, train_rows, target_rows))
-    config = dataclasses.replace(
-        config,
-        steps=resolve_steps(config, train_rows),
-        learning_rate=config.learning_rate or default_learning_rate(num_params, lr_scale),
-    )
+    lr = config.learning_rate or default_learning_rate(num_params, lr_scale, trains_adapter(config))
+    config = dataclasses.replace(config, steps=resolve_steps(config, train_rows), learning_rate=lr)
     run.record_config(config, total=config.steps)
     return config
+
+
+def trains_adapter(config: StageConfig) -> bool:
+    """Whether a stage trains a LoRA adapter on a frozen base: ``lora=True``, or ``model`` an
+    adapter folder (whose adapter keeps training, :func:`rlx.llm.lora.load_for_training`)."""
+    from rlx.llm.lora import is_adapter_folder
+
+    return bool(config.lora) or bool(config.model and is_adapter_folder(config.model))
 
 
 @dataclass(frozen=True)
