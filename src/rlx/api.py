@@ -761,8 +761,10 @@ def evaluate_run(
     consent: Consent = IN_PYTHON,
     video: bool | str | Path | None = None,
     video_options: Any = None,
+    checkpoint: str | Path | None = None,
 ) -> RunEvaluation:
-    """Evaluate the agent of a run folder (its latest checkpoint) as what it is: ``episodes``
+    """Evaluate the agent of a run folder (its latest checkpoint, or ``checkpoint``: ``"best"``,
+    the best evaluation's, or a checkpoint file, as :func:`load` takes) as what it is: ``episodes``
     deterministic episodes on its env (rebuilt from the recipe ``config.json`` records, or
     ``env`` with ``env_kwargs``), as many games against the run's arena opponents for a board
     game, or exact match on ``data`` (rows ``{prompt, answer}``) for a language model.
@@ -780,7 +782,7 @@ def evaluate_run(
             f"evaluating takes a whole number >= 1 of episodes ({consent.arg('episodes', 'N')}), "
             f"not {episodes!r}."
         )
-    agent = load(run_dir, trust_env_code=trust_env_code)
+    agent = load(run_dir, checkpoint, trust_env_code=trust_env_code)
     folder = agent.run_dir
     if isinstance(agent, GameAgent):
         from rlx.games.evaluation import arena

@@ -946,9 +946,10 @@ def _recommend(argv: list[str]) -> int:
 # ---------------------------------------------------------------------------- rlx eval
 @dataclasses.dataclass(frozen=True)
 class EvalArgs:
-    """Evaluate the agent of a run folder (its latest checkpoint): episodes in the env it was
-    trained on (rebuilt from the recipe config.json records), games against the run's
-    opponents for a board game, exact match on --data for a language model."""
+    """Evaluate the agent of a run folder (its latest checkpoint, or --checkpoint best):
+    episodes in the env it was trained on (rebuilt from the recipe config.json records), games
+    against the run's opponents for a board game, exact match on --data for a language
+    model."""
 
     run_dir: str = flags.positional("RUN_DIR")
     """the run folder written by `rlx train` or `rlx align`"""
@@ -967,6 +968,9 @@ class EvalArgs:
     a Gymnasium spec that is not the registered one): only for a folder you trust"""
     data: str | None = field(default=None, metadata={flags.METAVAR: "FILE"})
     """a language model's {prompt, answer} rows (JSONL)"""
+    checkpoint: str | None = field(default=None, metadata={flags.METAVAR: "CHECKPOINT"})
+    """which checkpoint: latest, best (the best evaluation during training, kept as
+    checkpoints/best.pt) or a checkpoint file (default: latest)"""
     json: bool = False
     """print one JSON object (for scripts) instead of a sentence"""
     video: str | None = field(default=None, metadata={flags.METAVAR: "PATH", flags.BARE: ""})
@@ -1006,6 +1010,7 @@ def _eval(argv: list[str]) -> int:
         consent=ON_THE_COMMAND_LINE,
         video=True if args.video == "" else args.video,
         video_options=options,
+        checkpoint=args.checkpoint,
     )
     print(json.dumps(result.to_dict(), default=float) if args.json else result)
     return 0

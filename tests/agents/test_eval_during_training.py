@@ -115,6 +115,12 @@ def test_dqn_on_cartpole_keeps_the_best_evaluation_and_stops_at_the_target(
         best, "CartPole-v1", episodes=5, seed=train_seed + TRAINING_EVAL_SEED_OFFSET
     )
     assert again.mean_return == pytest.approx(best_mean)
+    # and from the command line: rlx eval --checkpoint best evaluates that policy
+    capsys.readouterr()
+    seed = str(train_seed + TRAINING_EVAL_SEED_OFFSET)
+    argv = ["eval", str(run_dir), "--checkpoint", "best", "--episodes", "5", "--seed", seed]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean"] == pytest.approx(best_mean)
 
 
 # ---------------------------------------------------------------------------- invariants
@@ -179,11 +185,15 @@ def test_the_report_draws_the_evaluations_and_rings_the_best(tmp_path):
     assert 'data-metric="eval_return_std"' not in page  # drawn as the diamonds' error bars
 
 
-def test_a_run_without_evaluations_has_no_best_checkpoint(tmp_path):
+def test_a_run_without_evaluations_has_no_best_checkpoint(tmp_path, capsys):
     env, config = SHORT["ppo"]
     rlx.train("ppo", env, run_dir=tmp_path / "r", progress=False, eval_episodes=0, **config)
     with pytest.raises(CheckpointError, match="no best checkpoint"):
         rlx.load(tmp_path / "r", checkpoint="best")
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "r"), "--checkpoint", "best"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no best checkpoint" in err[0] and "--eval-every N" in err[0]
 
 
 # ---------------------------------------------------------------------------- callbacks

@@ -38,13 +38,15 @@ class LoadedModel:
 
     @classmethod
     def from_checkpoint(cls, config: Any, state: dict[str, Any]) -> LoadedModel:
-        """The start model of ``config.model`` with the checkpoint's weights."""
+        """The start model of ``config.model`` with the checkpoint's weights (with LoRA the
+        checkpoint holds the adapter alone, on the base rebuilt from ``config.model``)."""
         from rlx.llm.lora import load_for_training, merged
+        from rlx.llm.training import load_model_state
 
         # the trained structure, LoRA included, on the CPU whatever device it trained on
         on_cpu = dataclasses.replace(config, device="cpu", gradient_checkpointing=False)
         model, tokenizer = load_for_training(on_cpu)
-        model.load_state_dict(state["model"])
+        load_model_state(model, state["model"])
         return cls(merged(model).eval(), tokenizer, config)
 
     @property

@@ -94,7 +94,8 @@ class _StageBasics(CheckedFields):
     long sequences, one more forward pass of compute"""
     lora: bool = False
     """train a LoRA adapter (peft) instead of every weight; the reference of DPO, GRPO and
-    RLHF-PPO is then the same model with the adapter disabled"""
+    RLHF-PPO is then the same model with the adapter disabled, and checkpoints hold the
+    adapter alone (the frozen base is rebuilt from `model`)"""
     lora_r: int = 16
     """LoRA rank"""
     lora_alpha: int = 32
@@ -565,12 +566,57 @@ def _evaluate(stage: Stage) -> dict[str, float]:
 def training_state(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: EpochSampler
 ) -> dict[str, Any]:
+    """What a checkpoint holds: the weights that train (:func:`model_state`), the optimizer's
+    state (it only ever holds the trainable parameters), the sampler and the RNG."""
     return {
-        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "model": model_state(model),
         "optimizer": optimizer.state_dict(),
         "sampler": sampler.state_dict(),
         "torch_rng": torch.get_rng_state(),
     }
+
+
+def model_state(model: torch.nn.Module) -> dict[str, Tensor]:
+    """The model's part of a checkpoint: its whole state dict when every weight trains; with
+    frozen weights (a LoRA adapter on a frozen base) the trainable ones alone, since the
+    frozen base is rebuilt from the model folder the run's config names on resume and on
+    ``rlx.load``: a checkpoint the size of the adapter, not of the model."""
+    state = model.state_dict()
+    named = list(model.named_parameters(remove_duplicate=False))
+    if all(p.requires_grad for _, p in named):
+        return {k: v.detach().cpu() for k, v in state.items()}
+    trainable = {name for name, p in named if p.requires_grad}
+    return {k: v.detach().cpu() for k, v in state.items() if k in trainable}
+
+
+def load_model_state(model: torch.nn.Module, weights: Mapping[str, Tensor]) -> None:
+    """Load a checkpoint's :func:`model_state` into a model built from the run's config: every
+    weight, or the trainable ones with the frozen ones as built. CheckpointError when the
+    checkpoint lacks a trainable weight, holds one the model has not, or holds one of another
+    shape (a checkpoint of another model or LoRA setting)."""
+    from rlx.errors import CheckpointError
+
+    advice = ("it was written for another model or LoRA setting than the run's config builds; "
+              "load it with the run's own model, lora and lora_* fields")  # fmt: skip
+    try:
+        missing, unexpected = model.load_state_dict(dict(weights), strict=False)
+    except RuntimeError as exc:  # a weight of another shape (another size, another rank)
+        first = str(exc).strip().splitlines()[-1].strip().rstrip(".")
+        raise CheckpointError(
+            f"the checkpoint does not fit the model ({first}): {advice}."
+        ) from exc
+    trainable = {n for n, p in model.named_parameters(remove_duplicate=False) if p.requires_grad}
+    lacking = sorted(set(missing) & trainable)
+    if lacking:
+        raise CheckpointError(
+            f"the checkpoint lacks {len(lacking)} trainable weights of the model "
+            f"({', '.join(lacking[:3])}, ...): {advice}."
+        )
+    if unexpected:
+        raise CheckpointError(
+            f"the checkpoint holds {len(unexpected)} weights the model has not "
+            f"({', '.join(sorted(unexpected)[:3])}, ...): {advice}."
+        )
 
 
 def restore_state(
@@ -579,7 +625,9 @@ def restore_state(
     optimizer: torch.optim.Optimizer,
     sampler: EpochSampler,
 ) -> None:
-    model.load_state_dict(state["model"])
+    """Put a :func:`training_state` back into a model built from the run's config (its
+    frozen base, if any, from the model folder), its optimizer and its sampler."""
+    load_model_state(model, state["model"])
     optimizer.load_state_dict(state["optimizer"])
     sampler.load_state_dict(state["sampler"])
     torch.set_rng_state(state["torch_rng"])
@@ -704,6 +752,9 @@ def run_stage(
     ``lr_scale`` scales :func:`default_learning_rate`; ``target_rows`` sizes the default
     number of passes (:func:`resolve_epochs`)."""
     set_torch_threads(config.num_threads)
+    # dropout (LoRA's lora_dropout, a model's own) draws from torch's stream: seeded, a run
+    # is reproducible, and a resumed one, which restores the stream, continues it exactly
+    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
     config = resolved(config)
     prepared = prepare(config, data)
     config = complete_config(

@@ -48,6 +48,7 @@ from rlx.llm.training import (
     Stage,
     StageConfig,
     StageResult,
+    load_model_state,
     run_stage,
     split_rows,
     stage_entry,
@@ -403,7 +404,7 @@ def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = Non
 
 def load(config: RewardModelConfig, data_id: str, state: dict) -> RewardScorer:
     module, tokenizer = reward_module(config)
-    module.load_state_dict(state["model"])
+    load_model_state(module, state["model"])  # with LoRA: the adapter and head alone
     if config.lora:
         module = ScalarHeadRewardModel(module.adapted.merge_and_unload())
     return RewardScorer(
