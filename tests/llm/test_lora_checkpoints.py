@@ -130,6 +130,33 @@ def test_a_lora_checkpoint_holds_the_adapter_alone_and_loads(tiny, tmp_path):
                                    forward_logits(merged, batch))  # fmt: skip
 
 
+def test_lora_reward_model_and_rlhf_runs_load_from_their_adapter_checkpoints(tiny, tmp_path):
+    """The reward model's checkpoint holds its adapter and trained head, RLHF-PPO's the
+    policy's adapter and the value head; rlx.load answers as the saved model folders do."""
+    prefs = tiny["root"] / "prefs.jsonl"
+    llm.write_jsonl(prefs, llm.arithmetic_preferences(32, seed=2))
+    rm = llm.reward_model(tiny["model"], prefs, run_dir=tmp_path / "rm", steps=2, lora=True,
+                          lora_r=2, batch_size=8, eval_every=100, progress=False)  # fmt: skip
+    weights = latest(rm.run_dir)["state"]["model"]
+    assert all(".lora_" in k or "score" in k for k in weights), sorted(weights)
+    prompts, completions = ["12+34=", "12+34=", "5+5="], ["46", "47", "10"]
+    from_checkpoint = rlx.load(rm.run_dir)(prompts, completions)
+    from_folder = llm.load_reward_model(rm.model_dir)(prompts, completions)
+    torch.testing.assert_close(torch.tensor(from_checkpoint), torch.tensor(from_folder))
+    ppo = llm.rlhf(tiny["model"], tiny["root"] / "prompts.jsonl", reward_model="exact-match",
+                   run_dir=tmp_path / "ppo", steps=2, lora=True, lora_r=2, batch_size=2,
+                   max_new_tokens=3, eval_every=100, eval_exact_match=False,
+                   progress=False)  # fmt: skip
+    weights = latest(ppo.run_dir)["state"]["model"]
+    assert all(".lora_" in k or k.startswith("value_head.") for k in weights), sorted(weights)
+    agent = rlx.load(ppo.run_dir)
+    merged, tokenizer = load_model(ppo.model_dir, device="cpu")
+    batch = pad_batch(encode(tokenizer, tiny["sft_rows"][:8], 32), tokenizer.pad_token_id)
+    with torch.no_grad():
+        torch.testing.assert_close(forward_logits(agent.model, batch),
+                                   forward_logits(merged, batch))  # fmt: skip
+
+
 def test_a_checkpoint_of_another_model_is_refused_in_one_sentence(tiny, tmp_path):
     lora = llm.sft(tiny["model"], tiny["root"] / "sft.jsonl", run_dir=tmp_path / "lora",
                    steps=1, lora=True, lora_r=2, **SFT_FAST)  # fmt: skip
