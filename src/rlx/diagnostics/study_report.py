@@ -44,7 +44,7 @@ STUDY_CSS = """
 .states span { margin-right: 1.2em; }
 tr.state-pruned td { background: #fff8e1; } tr.state-failed td { background: #fdecea; }
 tr.best td { background: #e8f5e9; font-weight: 600; }
-td.config { font-size: .8rem; } td.finding { font-size: .8rem; max-width: 22rem; }
+td.config { font-size: .8rem; } td.pruned-by { font-size: .8rem; max-width: 22rem; }
 pre.yaml { background: #f6f8fa; padding: .5rem 1rem; font-size: .8rem; overflow-x: auto; }
 """
 
@@ -238,7 +238,7 @@ def _trials_html(result: Any, page_dir: Path) -> str:
         )
         rows.append(
             f'<tr class="{css}" data-trial="{t.number}"{attrs}><td>{t.number}</td>'
-            f'<td>{_e(how)}</td><td>{_e(value)}</td><td class="finding">{finding}</td>'
+            f'<td>{_e(how)}</td><td>{_e(value)}</td><td class="pruned-by">{finding}</td>'
             f'<td class="config">{_e(config)}</td><td>{link}</td></tr>'
         )
     same = ", ".join(f"{k}={_short(v)}" for k, v in shared.items())

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rlx import metrics as M
 from rlx.core.checks import at_least, positive
 from rlx.core.fields import CheckedFields, CheckpointFields
 from rlx.core.threads import set_torch_threads
@@ -501,14 +502,14 @@ def _steps(
             stage, sampler.next(), config.grad_accum, with_precision, parallel
         )
         if config.max_grad_norm is not None:
-            metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
+            metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
                 params, config.max_grad_norm, foreach=True
             )
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        metrics["lr"] = step_lr
-        metrics["epoch"] = sampler.epoch + sampler.position / len(stage.units)
+        metrics[M.LR] = step_lr
+        metrics[M.EPOCH] = sampler.epoch + sampler.position / len(stage.units)
         if step % eval_every == 0 or step == steps:
             last_eval = _evaluate(stage)
             metrics.update(last_eval)
