@@ -195,3 +195,21 @@ def test_value_iteration_benchmark_gives_both_the_same_input():
     import bench_value_iteration as bench
 
     assert unequal(bench.like_for_like([1_000, 10_000])) == []
+
+
+def test_generation_benchmark_samples_alike(tmp_path):
+    """rlx's sampler and generate (both caches) get the same prompts, G, new tokens, sampling
+    settings, eos and pad ids, dtype and threads, read on a tiny model built in code."""
+    import bench_generation as bench
+
+    model, tokenizer = bench.tiny_model(tmp_path / "tiny")
+    rows = bench.like_for_like(model, tokenizer, 12, bench.PROMPTS, bench.G)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    for cache in ("dynamic", "static"):
+        assert settings[f"{cache}: sequences"] == (len(bench.PROMPTS) * bench.G,) * 2
+        assert settings[f"{cache}: new tokens (max)"] == (12, 12)
+        assert settings[f"{cache}: top-k"] == ("off", "off")  # generate's default is 50
+        assert settings[f"{cache}: logits processors"] == ([], [])
+        eos = tokenizer.eos_token_id
+        assert settings[f"{cache}: eos logit masked (every row N tokens)"] == (eos, eos)
