@@ -79,6 +79,35 @@ def test_every_deep_agent_takes_the_cadence_fields_with_one_sentence_errors():
         rlx.train("ppo", "CartPole-v1", checkpoints_kept=-1)
 
 
+def test_every_algorithm_takes_the_cadence_fields():
+    from rlx import registry
+
+    cadence = {"checkpoint_every_s", "checkpoint_every_steps", "checkpoints_kept"}
+    for name in registry.BUILTINS:
+        assert cadence <= set(registry.get(name).config.__dataclass_fields__), name
+
+
+def test_a_tabular_learner_checkpoints_every_n_env_steps(tmp_path):
+    run_dir = tmp_path / "q"
+    rlx.train("q-learning", "FrozenLake-v1", run_dir=run_dir, episodes=3000, progress=False,
+              checkpoint_every_steps=1, checkpoints_kept=0)  # fmt: skip
+    logged = rows(run_dir)
+    # a checkpoint at every logged chunk of episodes (each past the cadence), and the last
+    assert len(logged) > 1 and steps_of(run_dir) == logged
+    assert rlx.load(run_dir, checkpoint=f"step_{logged[0]:012d}.pt").Q is not None
+    with pytest.raises(ConfigError, match=r"checkpoints_kept=-1 must be >= 0\.$"):
+        rlx.train("q-learning", "FrozenLake-v1", run_dir=tmp_path / "bad", checkpoints_kept=-1)
+
+
+def test_a_board_game_checkpoints_every_n_iterations_and_keeps_n(tmp_path):
+    run_dir = tmp_path / "az"
+    rlx.train("alphazero", "tictactoe", run_dir=run_dir, iterations=4, games_per_iteration=2,
+              simulations=4, eval_simulations=4, batch_size=8, eval_games=2, eval_every=4,
+              train_steps_per_iteration=1, checkpoint_every_steps=1, checkpoints_kept=2,
+              progress=False)  # fmt: skip
+    assert steps_of(run_dir) == [3, 4]
+
+
 def test_the_checkpoint_flags_follow_the_run_fields_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["train", "ppo", "--help"])

@@ -47,7 +47,7 @@ from torch import nn
 from rlx import metrics as M
 from rlx.core.checks import at_least, check_runner_fields, in_range, positive
 from rlx.core.devices import check_device, resolve_device
-from rlx.core.fields import CheckedFields
+from rlx.core.fields import CheckedFields, CheckpointFields
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.threads import set_torch_threads
 from rlx.errors import CheckpointError, ConfigError
@@ -60,9 +60,8 @@ from rlx.games.search import SearchConfig, choose, search, visit_policy
 
 # ============================================================================ config
 @dataclass(frozen=True)
-class SelfPlayFields(CheckedFields):
-    """What the self-play loop reads, for AlphaZero and MuZero alike (their configs inherit it
-    and redeclare a default where theirs differs)."""
+class _SelfPlayBasics(CheckedFields):
+    """The fields of :class:`SelfPlayFields` ahead of the checkpoint fields in ``--help``."""
 
     iterations: int = 30
     """self-play + training rounds (the budget)"""
@@ -165,6 +164,13 @@ class SelfPlayFields(CheckedFields):
     def keeps_trees(self) -> bool:
         """Whether a move's search continues the subtree of the move before (tree reuse)."""
         return False
+
+
+@dataclass(frozen=True)
+class SelfPlayFields(CheckpointFields, _SelfPlayBasics):
+    """What the self-play loop reads, for AlphaZero and MuZero alike (their configs inherit it
+    and redeclare a default where theirs differs), then when to checkpoint (steps: iterations).
+    (A dataclass lists the last base's fields first, so the checkpoint fields follow.)"""
 
 
 def learning_rate_at(config: SelfPlayFields, iteration: int) -> float:

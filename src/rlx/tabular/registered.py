@@ -8,6 +8,7 @@ running 1,000), so a resumed run ends exactly where an uninterrupted one would.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from rlx import metrics as M
 from rlx import registry
+from rlx.core.fields import CheckpointFields
 from rlx.errors import ConfigError
 from rlx.tabular import TabularConfig, TabularLearner
 
@@ -29,20 +31,25 @@ def chunk_episodes(budget: int) -> int:
 
 
 @dataclass(frozen=True)
-class TabularTrainConfig(TabularConfig):
-    """A tabular learner's config, plus an optional budget in env steps."""
+class TabularTrainConfig(CheckpointFields, TabularConfig):
+    """A tabular learner's config, the run's checkpoint cadence (steps: env steps), plus an
+    optional budget in env steps."""
 
     total_steps: int | None = None
     """stop once this many env steps are done, too (None: only the episode budget)"""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        # both chains by name: TabularConfig (the learner's own, usable alone) ends its checks
+        # without calling on, so the checkpoint fields' checks would be skipped by super()
+        TabularConfig.__post_init__(self)
+        CheckpointFields.__post_init__(self)
         if self.total_steps is not None and self.total_steps < 1:
             raise ConfigError(f"total_steps={self.total_steps} must be >= 1 (or None).")
 
     def learner_config(self) -> TabularConfig:
-        fields = {k: v for k, v in self.__dict__.items() if k != "total_steps"}
-        return TabularConfig(**fields)
+        """The learner's own fields (the run's budget and checkpoint cadence are the loop's)."""
+        names = {f.name for f in dataclasses.fields(TabularConfig)}
+        return TabularConfig(**{k: v for k, v in self.__dict__.items() if k in names})
 
 
 class TabularAgent:
