@@ -124,6 +124,10 @@ def machine() -> dict[str, Any]:
     if torch is not None:
         with contextlib.suppress(AttributeError):  # an old torch has no such call
             info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    with contextlib.suppress(OSError, AttributeError):  # not every OS keeps one
+        # whether the machine was quiet: the run queue over the last 1, 5 and 15 minutes
+        # when the record was written (above the core count: something else ran beside it)
+        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return info
 
 

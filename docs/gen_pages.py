@@ -440,6 +440,12 @@ def _record_line(record: dict[str, Any]) -> str:
         parts.append(f"commit `{git['commit'][:10]}`"
                      + (f" with {dirty} changed files" if git.get("dirty") else ""))  # fmt: skip
     parts.append(where)
+    load = machine.get("load_average")
+    if isinstance(load, list) and len(load) == 3:
+        cores = cpu.get("cores") if isinstance(cpu, dict) else machine.get("cores")
+        busy = isinstance(cores, int) and max(load) > cores
+        parts.append(f"load average {load[0]}, {load[1]}, {load[2]} at the end"
+                     + (" (the machine was shared)" if busy else ""))  # fmt: skip
     threads = record.get("threads") or {}
     torch_threads = threads.get("torch") if threads else record.get("torch_threads")
     if torch_threads:
