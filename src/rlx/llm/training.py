@@ -473,7 +473,7 @@ def train_loop(
     run.save_checkpoint(step, training_state(model, optimizer, sampler))
     if not last_eval:  # resumed at the end: evaluate what was trained
         last_eval = _evaluate(stage)
-    if run.writer:
+    if run.writer or _sharded(model):  # a sharded model: gathered by all, written by rank 0
         stage.save_model(run.dir / MODEL_DIR)
     return last_eval
 
@@ -502,9 +502,10 @@ def _steps(
             stage, sampler.next(), config.grad_accum, with_precision, parallel
         )
         if config.max_grad_norm is not None:
-            metrics[M.GRAD_NORM] = torch.nn.utils.clip_grad_norm_(
-                params, config.max_grad_norm, foreach=True
-            )
+            norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm, foreach=True)
+            if hasattr(norm, "full_tensor"):  # FSDP: a DTensor
+                norm = norm.full_tensor()
+            metrics[M.GRAD_NORM] = norm
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
@@ -514,7 +515,12 @@ def _steps(
             last_eval = _evaluate(stage)
             metrics.update(last_eval)
         run.log(step, metrics)
-        if run.checkpoint_due():
+        due = run.checkpoint_due()
+        if _sharded(model):  # gathering a sharded checkpoint is a collective: all or none
+            from rlx.distributed.fsdp import agree
+
+            due = agree(due)
+        if due:
             run.save_checkpoint(step, training_state(model, optimizer, sampler))
     return step, last_eval
 
@@ -547,7 +553,8 @@ def accumulate_gradients(
             metrics[key] = metrics.get(key, 0.0) + share * value.detach()
     if parallel is not None:
         params = [p for p in stage.model.parameters() if p.requires_grad]
-        sum_gradients(params, parallel)
+        if not _sharded(stage.model):  # FSDP has reduce-scattered (summed) them already
+            sum_gradients(params, parallel)
         keys = sorted(metrics)
         values = torch.stack([torch.as_tensor(metrics[k], dtype=torch.float64) for k in keys])
         parallel.sum_([values])
@@ -568,13 +575,29 @@ def training_state(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: EpochSampler
 ) -> dict[str, Any]:
     """What a checkpoint holds: the weights that train (:func:`model_state`), the optimizer's
-    state (it only ever holds the trainable parameters), the sampler and the RNG."""
+    state (it only ever holds the trainable parameters), the sampler and the RNG. A sharded
+    model (``fsdp=True``) is gathered whole on rank 0, the writer: every process calls this."""
+    if _sharded(model):
+        from rlx.distributed.fsdp import full_model_state, full_optimizer_state
+
+        weights, optimizer_state = full_model_state(model), full_optimizer_state(model, optimizer)
+    else:
+        weights, optimizer_state = model_state(model), optimizer.state_dict()
     return {
-        "model": model_state(model),
-        "optimizer": optimizer.state_dict(),
+        "model": weights,
+        "optimizer": optimizer_state,
         "sampler": sampler.state_dict(),
         "torch_rng": torch.get_rng_state(),
     }
+
+
+def _sharded(model: Any) -> bool:
+    """Whether ``model`` is sharded over the processes (``fsdp=True``)."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return False
+    from rlx.distributed.fsdp import is_sharded
+
+    return is_sharded(model)
 
 
 def model_state(model: torch.nn.Module) -> dict[str, Tensor]:
@@ -627,9 +650,15 @@ def restore_state(
     sampler: EpochSampler,
 ) -> None:
     """Put a :func:`training_state` back into a model built from the run's config (its
-    frozen base, if any, from the model folder), its optimizer and its sampler."""
-    load_model_state(model, state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    frozen base, if any, from the model folder), its optimizer and its sampler; a sharded
+    model keeps its shards of the whole weights."""
+    if _sharded(model):
+        from rlx.distributed.fsdp import load_full_state
+
+        load_full_state(model, optimizer, state["model"], state["optimizer"])
+    else:
+        load_model_state(model, state["model"])
+        optimizer.load_state_dict(state["optimizer"])
     sampler.load_state_dict(state["sampler"])
     torch.set_rng_state(state["torch_rng"])
 

@@ -28,6 +28,7 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, positive
+from rlx.distributed.fsdp import check_fsdp
 from rlx.llm.batching import (
     PairTable,
     completion_lengths,
@@ -72,6 +73,11 @@ class DPOConfig(StageConfig):
     together; 0: the DPO loss alone"""
     eval_exact_match: bool = True
     """report the share of held-out prompts whose greedy completion is the chosen one"""
+    fsdp: bool = False
+    """under torchrun, shard the weights, gradients and optimizer state over the processes
+    (torch FSDP2, each decoder layer then the whole model) instead of keeping them whole on
+    each: for models that do not fit one device; checkpoints and the model are written
+    whole (not with LoRA)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -137,6 +143,7 @@ def reference_logprobs(
 
 
 def prepare(config: DPOConfig, data: Any = None) -> Prepared:
+    from rlx.distributed.fsdp import save_full_model, shard_model
     from rlx.llm.data import preference_pairs
     from rlx.llm.lora import load_for_training, save_trained
     from rlx.llm.models import count_parameters
@@ -146,6 +153,9 @@ def prepare(config: DPOConfig, data: Any = None) -> Prepared:
     # with LoRA the adapter starts at B = 0, so the model scored below before any step is
     # the adapter-disabled model: the reference costs no copy of the weights
     model, tokenizer = load_for_training(config)
+    num_params = count_parameters(model)
+    if config.fsdp:
+        model = shard_model(model)
 
     def build(config: DPOConfig) -> Stage:
         pad_id = tokenizer.pad_token_id
@@ -201,16 +211,21 @@ def prepare(config: DPOConfig, data: Any = None) -> Prepared:
             return out
 
         def save(out: Path) -> None:
-            save_trained(model, tokenizer, out.parent, out.name)
+            if config.fsdp:  # every process gathers, rank 0 writes
+                save_full_model(model, tokenizer, out)
+            else:
+                save_trained(model, tokenizer, out.parent, out.name)
 
         return Stage(model, loss, np.ones(len(train_rows)), evaluate, save)
 
-    return Prepared(len(train_rows), count_parameters(model), build)
+    return Prepared(len(train_rows), num_params, build)
 
 
 def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
-    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
+    shards the model over those processes (:mod:`rlx.distributed.fsdp`)."""
+    check_fsdp(config, parallel, "dpo")
     return run_stage(
         config,
         run,

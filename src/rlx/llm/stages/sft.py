@@ -20,6 +20,7 @@ import torch
 
 from rlx import metrics as M
 from rlx import registry
+from rlx.distributed.fsdp import check_fsdp
 from rlx.llm.batching import (
     EncodedSequence,
     SequenceTable,
@@ -54,6 +55,11 @@ class SFTConfig(StageConfig):
 
     eval_exact_match: bool = True
     """report the greedy exact-match accuracy on held-out prompts at each evaluation"""
+    fsdp: bool = False
+    """under torchrun, shard the weights, gradients and optimizer state over the processes
+    (torch FSDP2, each decoder layer then the whole model) instead of keeping them whole on
+    each: for models that do not fit one device; checkpoints and the model are written
+    whole (not with LoRA)"""
 
 
 def sft(
@@ -83,6 +89,7 @@ def sft(
 
 def prepare(config: SFTConfig, data: Any = None) -> Prepared:
     """Rows, split, tokenised once; the model loaded; the loss over row indices."""
+    from rlx.distributed.fsdp import save_full_model, shard_model
     from rlx.llm.data import sft_examples
     from rlx.llm.lora import load_for_training, save_trained
     from rlx.llm.models import count_parameters
@@ -90,6 +97,9 @@ def prepare(config: SFTConfig, data: Any = None) -> Prepared:
     rows = sft_examples(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
     model, tokenizer = load_for_training(config)
+    num_params = count_parameters(model)
+    if config.fsdp:
+        model = shard_model(model)
 
     def build(config: SFTConfig) -> Stage:
         encoded = encode(tokenizer, train_rows, config.max_length)
@@ -108,11 +118,14 @@ def prepare(config: SFTConfig, data: Any = None) -> Prepared:
             return evaluate_sft(model, tokenizer, held, held_out, config)
 
         def save(out: Path) -> None:
-            save_trained(model, tokenizer, out.parent, out.name)
+            if config.fsdp:  # every process gathers, rank 0 writes
+                save_full_model(model, tokenizer, out)
+            else:
+                save_trained(model, tokenizer, out.parent, out.name)
 
         return Stage(model, loss, units, evaluate, save)
 
-    return Prepared(len(train_rows), count_parameters(model), build)
+    return Prepared(len(train_rows), num_params, build)
 
 
 def encode(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
@@ -156,7 +169,9 @@ def evaluate_sft(
 
 def train(config: SFTConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
-    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
+    shards the model over those processes (:mod:`rlx.distributed.fsdp`)."""
+    check_fsdp(config, parallel, "sft")
     return run_stage(
         config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS, data=data, parallel=parallel
     )
