@@ -37,13 +37,13 @@ _SUBPACKAGES = frozenset(
 # Public functions and classes, loaded on first use too.
 _NAMES = {
     "train": "rlx.api",
-    "load": "rlx.api",
+    "load": "rlx.plan",
     "evaluate": "rlx.core.evaluation",
     "EvalStats": "rlx.core.evaluation",
     "doctor": "rlx.diagnostics.doctor",
     "recommend": "rlx.diagnostics.recommend",
     "report": "rlx.diagnostics.report",
-    "SeedGroup": "rlx.api",
+    "SeedGroup": "rlx.seed_groups",
 }
 
 

@@ -6,7 +6,7 @@ argparse): a field, its default and its docstring are written once, and every ``
 generated from them. ``rlx train ALGO`` and ``rlx align STAGE`` take the algorithm's config
 dataclass itself, beside the options every run takes (:class:`EnvOptions`,
 :class:`RunOptions`). A run's flags are parsed once into the values the user gave, and
-:func:`rlx.api.plan` resolves the rest (defaults, the env's preset, a resumed run's record).
+:func:`rlx.plan.plan` resolves the rest (defaults, the env's preset, a resumed run's record).
 
 A user error (:class:`rlx.errors.RLXError`, a flag that does not parse included) prints one
 line on stderr and exits with code 2, without a traceback.
@@ -333,8 +333,8 @@ def _run_parser(spec: Any, prog: str, *, data_file: bool) -> flags.FlagParser:
 
 def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     """Parse a run's flags once, plan it with the values given, train, print the summary."""
-    from rlx import api
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+    from rlx.plan import plan, train_planned
 
     parser = _run_parser(spec, prog, data_file=data_file)
     given = parser.given(argv)
@@ -356,7 +356,7 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
         return _run_group(spec, given, options, f"{prog} {shlex.join(argv)}".strip(), data_file)
     if data_file and not resume and not (given.get("model") and given.get("data")):
         raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
-    planned = api.plan(
+    planned = plan(
         spec.name,
         given.get("data") if data_file else options.get("env"),
         run_dir=options.get("run_dir"),
@@ -386,7 +386,7 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
             **watching,
         )
     else:
-        agent = api.train_planned(planned, **watching)
+        agent = train_planned(planned, **watching)
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
     model_dir = getattr(agent, "model_dir", None)
     if model_dir is not None:
@@ -403,12 +403,12 @@ def _is_group(run_dir: str | None) -> bool:
 def _run_group(
     spec: Any, given: dict[str, Any], options: dict[str, Any], command: str, data_file: bool
 ) -> int:
-    """``--seeds``: one run per seed (:func:`rlx.api.train_seeds`); prints the group, and
+    """``--seeds``: one run per seed (:func:`rlx.seed_groups.train_seeds`); prints the group, and
     exits as its worst seed: 130 interrupted, 1 failed, 3 stopped, else 0."""
-    from rlx import api
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+    from rlx.seed_groups import train_seeds
 
-    group = api.train_seeds(
+    group = train_seeds(
         spec.name,
         given.get("data") if data_file else options.get("env"),
         seeds=options.get("seeds"),

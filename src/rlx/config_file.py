@@ -147,7 +147,7 @@ def checked_fields(spec: Any, config_file: ConfigFile) -> dict[str, Any]:
     renamed fields under their new names, numbers written as text read as numbers, lists as
     tuples; ConfigError naming the file and the first field the config has not, or whose
     value has the wrong type."""
-    from rlx.api import check_names, check_types
+    from rlx.plan import check_names, check_types
 
     fields = {spec.renamed.get(k, k): v for k, v in config_file.fields.items()}
     hints = typing.get_type_hints(spec.config)

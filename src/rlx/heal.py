@@ -24,7 +24,7 @@ checkpoints every twentieth of its budget and keeps them all, unless its config 
 cadence (``checkpoint_every_s``, ``checkpoint_every_steps``, ``checkpoints_kept``): a rollback
 needs a checkpoint from before the evidence.
 
-This module trains through :func:`rlx.api.plan` and :func:`rlx.api.train_planned`; a run
+This module trains through :func:`rlx.plan.plan` and :func:`rlx.plan.train_planned`; a run
 folder's files are read and written by :mod:`rlx.runs`.
 """
 
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from rlx import api, registry
+from rlx import registry
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.diagnostics.doctor import Diagnosis, Finding, LiveDoctor, check_rule_ids, diagnose, doctor
 from rlx.diagnostics.group_doctor import (
@@ -55,6 +55,7 @@ from rlx.diagnostics.rules import MIN_POINTS, RULES
 from rlx.diagnostics.series import RunLog
 from rlx.diagnostics.sources import read_run
 from rlx.errors import ConfigError, RLXError, RunError
+from rlx.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
 from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
 from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
 from rlx.runs.folder import CHECKPOINT_DIR, inspect_folder, read_summary
@@ -411,7 +412,7 @@ def heal(
         live = HealingDoctor(
             planned.spec.name, planned.env_id, fields, printer=_to_stderr, healed_from=lineage
         )
-        api.train_planned(planned, progress=progress, live_doctor=live)
+        train_planned(planned, progress=progress, live_doctor=live)
     except BaseException:
         if not (child / SUMMARY_FILE).exists():  # refused before it trained: leave nothing
             _undo_child(child, existed)
@@ -468,16 +469,16 @@ def _child_plan(
     changes: Sequence[Change],
     trust_env_code: bool,
     consent: Consent,
-) -> api.Plan:
+) -> Plan:
     """The child's plan: the parent's run continued in ``child`` from ``chosen`` (its files up
     to there copied in), or started over from the parent's config, with ``changes``."""
     overrides = {c.field: c.value for c in changes}
     spec = _algorithm(record)
     if chosen is None:
-        config = api.recorded_config(spec, record)
-        env, recipe = api.recorded_env(record, trust_env_code=trust_env_code, consent=consent)
+        config = recorded_config(spec, record)
+        env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
         fields = {**_fields(config), **overrides}
-        planned = api.plan(
+        planned = plan(
             spec.name,
             env,
             run_dir=child,
@@ -488,7 +489,7 @@ def _child_plan(
         return planned if recipe is None else dataclasses.replace(planned, recipe=recipe)
     step, checkpoint = chosen
     # the env's consent asked of the parent, before a file is copied (nothing is built here)
-    api.recorded_env(record, trust_env_code=trust_env_code, consent=consent)
+    recorded_env(record, trust_env_code=trust_env_code, consent=consent)
     (child / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
     for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE):
         if (parent / name).is_file():
@@ -497,7 +498,7 @@ def _child_plan(
     best = parent / CHECKPOINT_DIR / "best.pt"
     if best.is_file() and best not in checkpoints_after(parent, step):
         shutil.copy2(best, child / CHECKPOINT_DIR / best.name)
-    return api.plan(
+    return plan(
         spec.name,
         None,
         run_dir=child,
@@ -602,7 +603,7 @@ def _median_between(log: RunLog, metric: str, start: float, end: float) -> float
 
 # ============================================================================ rlx train --heal
 def train_healing(
-    planned: api.Plan,
+    planned: Plan,
     *,
     heal_max: int = 3,
     progress: bool | None = None,
@@ -662,7 +663,7 @@ def train_healing(
         )
         if heals:
             planned = dataclasses.replace(planned, record={**(planned.record or {}), "heal": heals})
-        agent = api.train_planned(
+        agent = train_planned(
             planned,
             progress=progress,
             tensorboard=tensorboard,
@@ -711,7 +712,7 @@ def train_healing(
         )
 
 
-def with_heal_checkpoints(planned: api.Plan) -> api.Plan:
+def with_heal_checkpoints(planned: Plan) -> Plan:
     """``planned`` with checkpoints every :data:`HEAL_CHECKPOINTS`-th of its budget, all kept,
     where its config has those fields and sets no cadence (nor a number kept) of its own."""
     config = planned.config
@@ -730,17 +731,17 @@ def with_heal_checkpoints(planned: api.Plan) -> api.Plan:
         return planned
     shown = ", ".join(f"{name}={value}" for name, value in changes.items())
     _to_stderr(f"rlx heal: {shown}, so that a rollback finds a checkpoint before the evidence")
-    with api.user_words(planned.spec):
+    with user_words(planned.spec):
         return dataclasses.replace(planned, config=dataclasses.replace(config, **changes))
 
 
 def _rolled_back(
-    planned: api.Plan,
+    planned: Plan,
     findings: Sequence[Finding],
     step: int,
     when: str,
     trust_env_code: bool,
-) -> tuple[dict[str, Any], api.Plan]:
+) -> tuple[dict[str, Any], Plan]:
     """The record of one rollback (``when``: ``live`` for a rule that stopped the run, ``end``
     for the findings of the whole run), and the plan that continues the run from its last
     good checkpoint (or starts it over) with the findings' changes."""
@@ -760,7 +761,7 @@ def _rolled_back(
     name = planned.spec.name
     if chosen is None:
         fields = {**_fields(planned.config), **overrides}
-        new = api.plan(
+        new = plan(
             name,
             planned.env,
             run_dir=run_dir,
@@ -770,7 +771,7 @@ def _rolled_back(
         )
         new = dataclasses.replace(new, recipe=planned.recipe)
     else:
-        new = api.plan(
+        new = plan(
             name,
             planned.env,
             run_dir=run_dir,

@@ -797,13 +797,10 @@ def _tell(study: Any, trial: Any, state: Any, value: float | None = None,
 def _base_config(spec: Any, settings: StudySettings) -> Any:
     """The config every trial starts from: defaults, the env's preset, the fixed fields and
     the budget (the config's own checks run here: a bad fixed field stops the study early)."""
-    from rlx import api, registry
+    from rlx.plan import checked_config
 
     overrides = {**settings.fixed, **_budget_fields(spec, settings)}
-    api.check_names(spec, overrides)
-    api.check_types(spec, overrides, where="")
-    with api.user_words(spec):
-        config, _ = registry.make_config(spec, settings.env, overrides)
+    config, _ = checked_config(spec, settings.env, overrides)
     return config
 
 
