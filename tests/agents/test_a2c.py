@@ -9,7 +9,7 @@ import torch
 import rlx
 from rlx import metrics as M
 from rlx.agents import a2c
-from rlx.core.on_policy import Batch
+from rlx.core.on_policy import RolloutBatch
 from rlx.core.policies import ActorCritic
 from rlx.errors import ConfigError
 from tests.agents.pg_helpers import (
@@ -47,7 +47,7 @@ def test_loss_is_the_advantage_actor_critic_loss():
     policy = ActorCritic(3, {"n": 2}, (8,))
     obs, actions = torch.randn(6, 3), torch.tensor([0, 1, 1, 0, 1, 0])
     advantages, returns = torch.randn(6), torch.randn(6)
-    batch = Batch(obs, actions, torch.zeros(6), torch.zeros(6), advantages, returns, 0.0)
+    batch = RolloutBatch(obs, actions, torch.zeros(6), torch.zeros(6), advantages, returns, 0.0)
     config = a2c.A2CConfig(vf_coef=0.5, ent_coef=0.01)
     loss, metrics = a2c.a2c_loss(policy, batch, config)
     log_prob, entropy = policy.log_prob_entropy(obs, actions)

@@ -102,7 +102,9 @@ def test_lambda_zero_is_the_td_advantage():
 
 
 def test_lambda_one_is_the_monte_carlo_return_minus_v():
-    G = discounted_returns(REWARDS, TERMINATED, TRUNCATED, NEXT_VALUES, GAMMA)
+    G = discounted_returns(
+        REWARDS, GAMMA, terminated=TERMINATED, truncated=TRUNCATED, next_values=NEXT_VALUES
+    )
     np.testing.assert_allclose(G, [8.47, 8.3, 6.6, 4.0, 7.7])
     A = gae(REWARDS, VALUES, NEXT_VALUES, TERMINATED, TRUNCATED, GAMMA, 1.0)
     np.testing.assert_allclose(A, G - VALUES)
@@ -114,7 +116,9 @@ def test_discounted_returns_reverse_sweep_per_column():
     terminated = np.array([[False, False], [False, False], [True, False]])
     truncated = np.array([[False, False], [False, True], [False, False]])
     next_values = np.array([[0.0, 0.0], [0.0, 10.0], [0.0, 5.0]])
-    G = discounted_returns(rewards, terminated, truncated, next_values, 0.5)
+    G = discounted_returns(
+        rewards, 0.5, terminated=terminated, truncated=truncated, next_values=next_values
+    )
     np.testing.assert_allclose(G[:, 0], [1.75, 1.5, 1.0])
     np.testing.assert_allclose(G[:, 1], [1 + 0.5 * 6.0, 1 + 0.5 * 10.0, 1 + 0.5 * 5.0])
 
@@ -268,7 +272,7 @@ def test_clipped_update_matches_the_cheat_sheets_update_lines(ratio_shift, adv):
 def test_hand_written_ppo_gradient_matches_autograd(activation, ent_coef):
     from rlx.agents import ppo
     from rlx.core import manual_grad
-    from rlx.core.on_policy import Batch
+    from rlx.core.on_policy import RolloutBatch
 
     torch.manual_seed(0)
     policy = ActorCritic(4, {"n": 3}, (16, 8), activation=activation).double()
@@ -279,8 +283,9 @@ def test_hand_written_ppo_gradient_matches_autograd(activation, ent_coef):
     actions = torch.randint(0, 3, (B,))
     with torch.no_grad():
         log_probs = policy.log_prob_entropy(obs, actions)[0] + 0.3 * torch.randn(B).double()
-    batch = Batch(obs, actions, log_probs, torch.randn(B).double(),
-                  normalize(torch.randn(B).double()), torch.randn(B).double(), 0.0)  # fmt: skip
+    batch = RolloutBatch(obs, actions, log_probs, torch.randn(B).double(),
+                         normalize(torch.randn(B).double()), torch.randn(B).double(),
+                         0.0)  # fmt: skip
     config = ppo.PPOConfig(num_envs=2, num_steps=32, minibatch_size=64, ent_coef=ent_coef)
     assert manual_grad.supports(policy, config)
     loss, expected = ppo.ppo_loss(policy, batch, config, 0.2)
@@ -301,7 +306,7 @@ def test_an_updates_metrics_reduced_together_equal_the_mean_of_each_steps(sizes)
     """PPO's update keeps each step's per-sample terms and reduces them at its end: the result
     is the mean over steps of what each step's own metrics are (equal or unequal sizes)."""
     from rlx.core import manual_grad
-    from rlx.core.on_policy import Batch
+    from rlx.core.on_policy import RolloutBatch
 
     torch.manual_seed(1)
     policy = ActorCritic(4, {"n": 3}, (16, 8)).double()
@@ -310,9 +315,10 @@ def test_an_updates_metrics_reduced_together_equal_the_mean_of_each_steps(sizes)
         obs = torch.randn(B, 4, dtype=torch.float64)
         with torch.no_grad():
             log_probs = policy.log_prob_entropy(obs, torch.zeros(B, dtype=torch.long))[0]
-        batch = Batch(obs, torch.randint(0, 3, (B,)), log_probs + 0.3 * torch.randn(B).double(),
-                      torch.randn(B).double(), torch.randn(B).double(),
-                      torch.randn(B).double(), 0.0)  # fmt: skip
+        batch = RolloutBatch(obs, torch.randint(0, 3, (B,)),
+                             log_probs + 0.3 * torch.randn(B).double(),
+                             torch.randn(B).double(), torch.randn(B).double(),
+                             torch.randn(B).double(), 0.0)  # fmt: skip
         prepared = manual_grad.PreparedBatch(batch, 3)
         steps.append(manual_grad.grads_and_terms(policy, prepared, 0.2, 0.5, 0.01)[1])
         per_step.append(manual_grad.loss_and_grads(policy, prepared, 0.2, 0.5, 0.01)[1])

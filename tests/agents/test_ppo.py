@@ -11,7 +11,7 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.agents import ppo
 from rlx.core import manual_grad
-from rlx.core.on_policy import Batch
+from rlx.core.on_policy import RolloutBatch
 from rlx.core.optim import Adam
 from rlx.core.policies import ActorCritic
 from rlx.errors import ConfigError
@@ -80,9 +80,9 @@ def test_preset_is_used_and_recorded(tmp_path):
 
 
 # ---------------------------------------------------------------------------- the update
-def toy_batch(n: int = 64) -> Batch:
+def toy_batch(n: int = 64) -> RolloutBatch:
     g = torch.Generator().manual_seed(0)
-    return Batch(
+    return RolloutBatch(
         obs=torch.randn(n, 4, generator=g),
         actions=torch.randint(0, 2, (n,), generator=g),
         log_probs=torch.full((n,), float(np.log(0.5))),

@@ -14,7 +14,7 @@ import torch
 
 import rlx
 from rlx.agents.td3 import TD3Config, TD3Learner
-from rlx.core.off_policy import Batch
+from rlx.core.off_policy import ReplayBatch
 from rlx.errors import ConfigError, EnvError
 from tests.agents import continuous_envs  # noqa: F401  (registers rlx-test/Target-v0)
 
@@ -57,7 +57,7 @@ def test_td3_learns_the_best_action_of_a_contextual_bandit(tmp_path, train_seed)
 def test_actor_and_targets_move_only_every_policy_delay_critic_updates():
     torch.manual_seed(0)
     learner = TD3Learner(TD3Config(hidden_sizes=(8,), policy_delay=3), obs_dim=2, act_dim=1)
-    batch = Batch(
+    batch = ReplayBatch(
         torch.randn(16, 2), torch.rand(16, 1) * 2 - 1, torch.randn(16), torch.randn(16, 2),
         torch.zeros(16), torch.full((16,), 0.99),
     )  # fmt: skip

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from rlx.core.advantages import discounted_returns
 from rlx.core.targets import (
-    discounted_returns,
     double_q_target,
     n_step_window,
     q_learning_target,

@@ -175,7 +175,7 @@ def test_padding_content_changes_no_logprob_or_loss(tiny):
         pads = batch.attention_mask == 0
         assert pads.any()
         ids[pads] = 7
-        other = batching.Batch(ids, batch.attention_mask, batch.loss_mask)
+        other = batching.TokenBatch(ids, batch.attention_mask, batch.loss_mask)
         other_logits = batching.forward_logits(model, other)
         real = batch.attention_mask.bool()
         torch.testing.assert_close(other_logits[real], logits[real])

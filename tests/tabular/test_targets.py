@@ -9,8 +9,8 @@ from rlx.tabular.explore import epsilon_greedy_action, greedy_action, policy_cdf
 from rlx.tabular.rng import random_index, seed_rng, uniform
 from rlx.tabular.targets import (
     bootstrap_target,
-    discounted_returns,
     double_q_target,
+    episode_returns_into,
     epsilon_greedy_expectation,
     expected_sarsa_target,
     q_learning_target,
@@ -83,9 +83,9 @@ def test_sample_average_step_sizes_give_the_mean():
 def test_discounted_returns_reverse_sweep():
     rewards = np.array([1.0, 0.0, 2.0, 99.0])  # only the first 3 belong to the episode
     out = np.zeros(4)
-    discounted_returns(rewards, 3, 0.5, 0.0, out)  # G2 = 2, G1 = 0 + 1 = 1, G0 = 1 + 0.5
+    episode_returns_into(rewards, 3, 0.5, 0.0, out)  # G2 = 2, G1 = 0 + 1 = 1, G0 = 1 + 0.5
     np.testing.assert_allclose(out[:3], [1.5, 1.0, 2.0])
-    discounted_returns(rewards, 3, 0.5, 8.0, out)  # truncated: G3 = 8 bootstraps the tail
+    episode_returns_into(rewards, 3, 0.5, 8.0, out)  # truncated: G3 = 8 bootstraps the tail
     np.testing.assert_allclose(out[:3], [2.5, 3.0, 6.0])
 
 

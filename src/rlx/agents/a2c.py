@@ -26,17 +26,16 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.core.fields import RunFields, RunnerFields
 from rlx.core.on_policy import (
-    Batch,
     OnPolicyMethod,
     PolicyAgent,
     Rollout,
+    RolloutBatch,
     check_learner_fields,
-    gradient_step,
     policy_shift,
     prepare_batch,
     train_on_policy,
 )
-from rlx.core.optim import RMSprop
+from rlx.core.optim import RMSprop, gradient_step
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
 from rlx.core.runners import EnvRunners
@@ -88,7 +87,7 @@ class A2CConfig(RunnerFields, RunFields):
 
 # ============================================================================ the loss
 def a2c_loss(
-    policy: ActorCritic, batch: Batch, config: A2CConfig
+    policy: ActorCritic, batch: RolloutBatch, config: A2CConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """``L = -E[A log pi(a|s)] + c_v L_V - c_e H`` on the whole rollout."""
     log_prob, entropy, value = policy.evaluate(batch.obs, batch.actions, batch.masks)

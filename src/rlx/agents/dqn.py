@@ -72,7 +72,7 @@ from rlx.core.nets import QNetwork, is_image_space
 from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.observations import ObservationLayout, observation_encoder
 from rlx.core.off_policy import ReplayLearner, check_learner_fields, train_off_policy
-from rlx.core.optim import Adam, clip_grad_norm
+from rlx.core.optim import Adam, gradient_step
 from rlx.core.policies import FACTORED_ACTIONS
 from rlx.core.runners import EnvRunners, numpy_state, torch_state
 from rlx.core.schedules import LinearSchedule
@@ -463,10 +463,7 @@ class DQNLearner(ReplayLearner):
                 )  # fmt: skip
         q = q_all.gather(1, batch["actions"][:, None]).squeeze(1)
         loss = F.smooth_l1_loss(q, y) if cfg.loss == "huber" else F.mse_loss(q, y)
-        self.optimizer.zero_grad()
-        loss.backward()
-        grad_norm = clip_grad_norm(self.params, cfg.max_grad_norm or None)
-        self.optimizer.step()
+        grad_norm = gradient_step(self.optimizer, loss, self.params, cfg.max_grad_norm or None)
         with torch.no_grad():
             return {
                 M.LOSS: loss.detach(),

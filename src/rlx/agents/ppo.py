@@ -31,18 +31,17 @@ from rlx import registry
 from rlx.core import manual_grad
 from rlx.core.fields import RunFields, RunnerFields
 from rlx.core.on_policy import (
-    Batch,
     OnPolicyMethod,
     PolicyAgent,
     Rollout,
+    RolloutBatch,
     annealed,
     check_learner_fields,
-    gradient_step,
     mean_metrics,
     prepare_batch,
     train_on_policy,
 )
-from rlx.core.optim import Adam
+from rlx.core.optim import Adam, gradient_step
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import clipped_surrogate, entropy_bonus, normalize, value_loss
 from rlx.core.runners import EnvRunners
@@ -131,7 +130,7 @@ class PPOConfig(RunnerFields, RunFields):
 
 # ============================================================================ the loss
 def ppo_loss(
-    policy: ActorCritic, mb: Batch, config: PPOConfig, clip_eps: float
+    policy: ActorCritic, mb: RolloutBatch, config: PPOConfig, clip_eps: float
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """``L = L_CLIP + c_v L_V - c_e H`` on one minibatch (advantages already normalised, if
     asked, by :func:`minibatches`); metrics stay tensors."""
@@ -149,7 +148,7 @@ def ppo_loss(
 def update(
     policy: ActorCritic,
     optimizer: Adam,
-    batch: Batch,
+    batch: RolloutBatch,
     config: PPOConfig,
     rng: np.random.Generator,
     clip_eps: float | None = None,
@@ -202,8 +201,8 @@ def update(
 
 
 def minibatches(
-    batch: Batch, count: int, rng: np.random.Generator, config: PPOConfig
-) -> list[Batch]:
+    batch: RolloutBatch, count: int, rng: np.random.Generator, config: PPOConfig
+) -> list[RolloutBatch]:
     """A fresh shuffle of the batch split into ``count`` near-equal minibatches, each with
     its advantages normalised to zero mean and unit std (when the config asks).
 

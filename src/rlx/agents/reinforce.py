@@ -28,18 +28,17 @@ from rlx.core.buffers import RolloutBuffer
 from rlx.core.checks import at_least
 from rlx.core.fields import RunFields
 from rlx.core.on_policy import (
-    Batch,
     OnPolicyMethod,
     PolicyAgent,
     Rollout,
+    RolloutBatch,
     check_learner_fields,
     evaluate_rollout,
     flat_batch,
-    gradient_step,
     policy_shift,
     train_on_policy,
 )
-from rlx.core.optim import Adam
+from rlx.core.optim import Adam, gradient_step
 from rlx.core.policies import ActorCritic
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
 from rlx.errors import ConfigError
@@ -95,7 +94,7 @@ class ReinforceConfig(RunFields):
 # ============================================================================ returns, loss
 def monte_carlo_batch(
     buffer: RolloutBuffer, policy: ActorCritic, last_obs: np.ndarray, config: ReinforceConfig
-) -> Batch:
+) -> RolloutBatch:
     """Returns ``G_t`` by the reverse sweep and weights ``Psi_t = G_t - b``, of whole episodes.
 
     ``buffer.returns`` gets ``G_t`` and ``buffer.advantages`` gets ``Psi_t``; the batch keeps the
@@ -104,8 +103,9 @@ def monte_carlo_batch(
     T = buffer.t
     next_values = evaluate_rollout(buffer, policy, last_obs)
     G = discounted_returns(
-        buffer.rewards[:T], buffer.terminated[:T], buffer.truncated[:T], next_values, config.gamma
-    )
+        buffer.rewards[:T], config.gamma, terminated=buffer.terminated[:T],
+        truncated=buffer.truncated[:T], next_values=next_values,
+    )  # fmt: skip
     ended = buffer.terminated[:T] | buffer.truncated[:T]
     # steps at or before a copy's last episode end have their whole future in the batch
     complete = np.flip(np.logical_or.accumulate(np.flip(ended, 0), axis=0), 0)
@@ -121,7 +121,7 @@ def monte_carlo_batch(
 
 
 def reinforce_loss(
-    policy: ActorCritic, batch: Batch, config: ReinforceConfig
+    policy: ActorCritic, batch: RolloutBatch, config: ReinforceConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """``L = -E[Psi log pi(a|s)] - c_e H`` (``+ c_v L_V`` when the baseline is learned)."""
     log_prob, entropy = policy.log_prob_entropy(batch.obs, batch.actions, batch.masks)

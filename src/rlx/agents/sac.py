@@ -51,16 +51,15 @@ from rlx.core.critics import EnsembleQ
 from rlx.core.fields import ReplayFields
 from rlx.core.nets import mlp
 from rlx.core.off_policy import (
-    Batch,
     ContinuousAgent,
     ContinuousLearner,
     ContinuousMethod,
+    ReplayBatch,
     check_learner_fields,
-    descend,
     load_continuous,
     train_off_policy,
 )
-from rlx.core.optim import Adam
+from rlx.core.optim import Adam, gradient_step
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # keep sigma in [2e-9, 7.4]: finite log-probs
 
@@ -178,7 +177,7 @@ class SACLearner(ContinuousLearner):
         return q.amin(dim=0).cpu().numpy()
 
     # ------------------------------------------------------------------ one gradient step
-    def update(self, batch: Batch) -> dict[str, Tensor]:
+    def update(self, batch: ReplayBatch) -> dict[str, Tensor]:
         """One gradient step of critics, actor and temperature; its metrics, as tensors."""
         cfg = self.config
         alpha = self.log_alpha.detach().exp()
@@ -193,13 +192,13 @@ class SACLearner(ContinuousLearner):
 
         # ---- critic update: both critics in one batched pass, one optimizer step
         critic_loss, metrics = twin_critic_loss(self.critic(batch.obs, batch.actions), y)
-        descend(self.critic_opt, critic_loss)
+        gradient_step(self.critic_opt, critic_loss)
 
         # ---- actor update through the reparameterised action; the critics are held fixed
         action, log_prob = self.actor.sample(batch.obs)
         q_new = self.critic(batch.obs, action, frozen=True)
         actor_loss, actor_metrics = sac_actor_loss(log_prob, q_new, alpha)
-        descend(self.actor_opt, actor_loss)
+        gradient_step(self.actor_opt, actor_loss)
         metrics.update(actor_metrics)
 
         # ---- temperature: raise alpha when entropy is below -dim(A), lower it above
@@ -207,7 +206,7 @@ class SACLearner(ContinuousLearner):
             alpha_loss, alpha_metrics = temperature_loss(
                 self.log_alpha, log_prob, self.target_entropy
             )
-            descend(self.alpha_opt, alpha_loss)
+            gradient_step(self.alpha_opt, alpha_loss)
             metrics.update(alpha_metrics)
         else:
             metrics[M.ALPHA] = alpha

@@ -47,16 +47,15 @@ from rlx.core.critics import EnsembleQ
 from rlx.core.fields import ReplayFields
 from rlx.core.nets import mlp
 from rlx.core.off_policy import (
-    Batch,
     ContinuousAgent,
     ContinuousLearner,
     ContinuousMethod,
+    ReplayBatch,
     check_learner_fields,
-    descend,
     load_continuous,
     train_off_policy,
 )
-from rlx.core.optim import Adam
+from rlx.core.optim import Adam, gradient_step
 from rlx.errors import ConfigError
 
 
@@ -169,7 +168,7 @@ class TD3Learner(ContinuousLearner):
         return q.amin(dim=0).cpu().numpy()
 
     # ------------------------------------------------------------------ one gradient step
-    def update(self, batch: Batch) -> dict[str, Tensor]:
+    def update(self, batch: ReplayBatch) -> dict[str, Tensor]:
         """One critic step (and every policy_delay-th, an actor step); metrics as tensors."""
         cfg = self.config
 
@@ -183,14 +182,14 @@ class TD3Learner(ContinuousLearner):
 
         # ---- critic update: both critics in one batched pass, one optimizer step
         critic_loss, metrics = twin_critic_loss(self.critic(batch.obs, batch.actions), y)
-        descend(self.critic_opt, critic_loss)
+        gradient_step(self.critic_opt, critic_loss)
         self.critic_updates += 1
 
         # ---- delayed actor update (-Q_1, critics held fixed), then Polyak for all targets
         if self.critic_updates % cfg.policy_delay == 0:
             q1 = self.critic(batch.obs, self.actor(batch.obs), frozen=True, first=1)[0]
             actor_loss, actor_metrics = deterministic_actor_loss(q1)
-            descend(self.actor_opt, actor_loss)
+            gradient_step(self.actor_opt, actor_loss)
             metrics.update(actor_metrics)
             polyak_update(self._targets, self._online, cfg.tau)
         return metrics

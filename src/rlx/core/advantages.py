@@ -22,21 +22,29 @@ import numpy as np
 
 def discounted_returns(
     rewards: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    next_values: np.ndarray,
     gamma: float,
+    *,
+    terminated: np.ndarray | None = None,
+    truncated: np.ndarray | None = None,
+    next_values: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Monte Carlo returns by the reverse sweep ``G = r + gamma * G``, per env copy.
+    """Monte Carlo returns by the reverse sweep ``G_t = r_t + gamma * G_{t+1}``, per env copy.
 
     ``G_t = r_t + gamma * G_{t+1}`` inside an episode; at a terminated step ``G_t = r_t``; at a
     truncated step, or at the last step ``T - 1`` of an unfinished episode,
     ``G_t = r_t + gamma * next_values_t`` (pass zeros to treat a time limit as the end).
 
-    All arguments are ``[T, N]`` (``[T]`` works too); returns float64 ``[T, N]``.
+    All arguments are ``[T, N]`` (``[T]`` works too); returns float64 ``[T, N]``. Left out,
+    ``terminated`` and ``truncated`` are all False and ``next_values`` all 0: the returns of
+    one whole episode, ``G_T = 0``.
     """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    no_end = np.zeros(rewards.shape, dtype=bool)
     rewards, terminated, truncated, next_values = _check(
-        rewards, terminated, truncated, next_values
+        rewards,
+        no_end if terminated is None else terminated,
+        no_end if truncated is None else truncated,
+        np.zeros(rewards.shape) if next_values is None else next_values,
     )
     returns = np.empty_like(rewards)
     following = next_values[-1]  # the bootstrap of an episode still running at T - 1

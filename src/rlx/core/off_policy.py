@@ -20,9 +20,9 @@ collector's business (:mod:`rlx.core.transitions`); the loop is the same.
 
 - :class:`LogWindow` keeps what happened since the last log: the update metrics as tensors
   (stacked and read once per log, never synchronised per step) and the finished episodes.
-- :func:`training_state` / :func:`restore_training` checkpoint what a resumed run needs; the
-  replay buffer only with ``save_replay_buffer`` (without it a resume says so on stderr, and
-  gradient steps wait for ``learning_starts`` new transitions).
+- :func:`off_policy_state` / :func:`restore_off_policy_state` checkpoint what a resumed run
+  needs; the replay buffer only with ``save_replay_buffer`` (without it a resume says so on
+  stderr, and gradient steps wait for ``learning_starts`` new transitions).
 - :class:`ContinuousLearner`, :class:`ContinuousMethod` and :class:`ContinuousAgent` are what
   SAC and TD3 share: actions in ``[-1, 1]^d`` mapped onto the env's box, a uniformly random
   warm-up, the trained agent.
@@ -174,7 +174,7 @@ def check_learner_fields(config: Any) -> None:
 
 
 # ============================================================================ minibatches
-class Batch(NamedTuple):
+class ReplayBatch(NamedTuple):
     """A replay minibatch as tensors; ``discounts`` is ``gamma`` per sample."""
 
     obs: Tensor
@@ -187,7 +187,7 @@ class Batch(NamedTuple):
 
 def replay_batches(
     sample: ReplaySample, n: int, batch_size: int, device: torch.device | None = None
-) -> list[Batch]:
+) -> list[ReplayBatch]:
     """Split one replay sample of ``n * batch_size`` transitions into ``n`` minibatches.
 
     One numpy-to-torch conversion for all of them (views, no copies), and one transfer per
@@ -197,18 +197,11 @@ def replay_batches(
         sample.obs, sample.actions, sample.rewards, sample.next_obs,
         sample.terminated.astype(np.float32), sample.discounts,
     )  # fmt: skip
-    whole = Batch(*(torch.from_numpy(a).to(device) for a in arrays))
+    whole = ReplayBatch(*(torch.from_numpy(a).to(device) for a in arrays))
     if n == 1:
         return [whole]
     parts = [t.split(batch_size) for t in whole]
-    return [Batch(*fields) for fields in zip(*parts, strict=True)]
-
-
-def descend(optimizer: Any, loss: Tensor) -> None:
-    """``zero_grad; backward; step``: one gradient step of ``optimizer`` on ``loss``."""
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
+    return [ReplayBatch(*fields) for fields in zip(*parts, strict=True)]
 
 
 # ============================================================================ logging
@@ -250,7 +243,7 @@ class LogWindow:
 
 
 # ============================================================================ checkpoints
-def training_state(
+def off_policy_state(
     step: int,
     gradient_steps: int,
     learner: ReplayLearner,
@@ -275,7 +268,7 @@ def training_state(
     return state
 
 
-def restore_training(
+def restore_off_policy_state(
     state: dict[str, Any],
     learner: ReplayLearner,
     buffer: ReplayBuffer,
@@ -283,7 +276,7 @@ def restore_training(
     rng: np.random.Generator,
     algo: str,
 ) -> tuple[int, int]:
-    """Load :func:`training_state` (after :func:`with_current_layout`) into freshly built
+    """Load :func:`off_policy_state` (after :func:`with_current_layout`) into freshly built
     objects, the envs aside (``collector.load_state_dict`` once they are started); returns
     (step, gradient steps)."""
     try:
@@ -309,7 +302,7 @@ def restore_training(
 
 
 def with_current_layout(state: dict[str, Any]) -> dict[str, Any]:
-    """A checkpoint in :func:`training_state`'s layout, also when it was written before the
+    """A checkpoint in :func:`off_policy_state`'s layout, also when it was written before the
     off-policy loops were one: DQN's kept the envs under ``collection`` (``envs``), SAC's
     and TD3's kept the replay buffer inside ``collector``."""
     state = dict(state)
@@ -348,7 +341,9 @@ def train_off_policy(
         step = gradient_steps = 0
         saved = None if run.resumed_state is None else with_current_layout(run.resumed_state)
         if saved is not None:
-            step, gradient_steps = restore_training(saved, learner, buffer, collector, rng, algo)
+            step, gradient_steps = restore_off_policy_state(
+                saved, learner, buffer, collector, rng, algo
+            )
             evaluation.load_state_dict(saved.get("evaluation"), step)
         collector.start(config.seed, step)
         if saved is not None:
@@ -357,7 +352,7 @@ def train_off_policy(
 
         def state(with_replay: bool = False) -> dict[str, Any]:
             return {
-                **training_state(step, gradient_steps, learner, buffer, collector, rng, layout,
+                **off_policy_state(step, gradient_steps, learner, buffer, collector, rng, layout,
                                  with_replay),
                 "evaluation": evaluation.state_dict(),
             }  # fmt: skip

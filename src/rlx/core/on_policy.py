@@ -19,11 +19,9 @@ collection; evaluations during training are :mod:`rlx.core.training_evaluation`'
 - :func:`prepare_batch` computes ``V(s)`` and ``log pi_old(a|s)`` of a whole rollout in one
   batched pass (the policy does not change while it collects), then GAE, and returns the
   valid samples as flat tensors.
-- :func:`gradient_step` is ``zero_grad; backward; clip; step`` returning the gradient norm
-  (with :mod:`rlx.core.optim`'s Adam and RMSprop).
-- :func:`training_state` / :func:`restore_training` checkpoint everything a resumed run needs
-  to continue exactly: networks, optimizer, step, normalisation statistics, RNG states, and
-  the envs mid-episode (:mod:`rlx.core.env_state`).
+- :func:`on_policy_state` / :func:`restore_on_policy_state` checkpoint everything a resumed
+  run needs to continue exactly: networks, optimizer, step, normalisation statistics, RNG
+  states, and the envs mid-episode (:mod:`rlx.core.env_state`).
 - :class:`OnPolicyMethod` is what an algorithm adds to the loop (its optimizer, its update);
   :func:`train_on_policy` is the loop.
 - :class:`PolicyAgent` is what ``rlx.train`` returns and ``rlx.load(run_dir)`` restores.
@@ -38,13 +36,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from rlx import metrics as M
 from rlx.core.advantages import explained_variance, gae
@@ -57,7 +55,7 @@ from rlx.core.evaluation import final_evaluation
 from rlx.core.masks import mask_reader
 from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.observations import ObservationLayout
-from rlx.core.optim import Optimizer, clip_grad_norm
+from rlx.core.optim import Optimizer
 from rlx.core.policies import (
     ACTIVATIONS,
     ActorCritic,
@@ -620,7 +618,7 @@ def check_learner_fields(config: Any) -> None:
 
 # ---------------------------------------------------------------------------- the batch
 @dataclass
-class Batch:
+class RolloutBatch:
     """The valid samples of a rollout as flat tensors ``[B, ...]``, ready for minibatches."""
 
     obs: Tensor
@@ -635,8 +633,8 @@ class Batch:
     def __len__(self) -> int:
         return len(self.obs)
 
-    def take(self, idx: Tensor) -> Batch:
-        return Batch(
+    def take(self, idx: Tensor) -> RolloutBatch:
+        return RolloutBatch(
             self.obs[idx],
             self.actions[idx],
             self.log_probs[idx],
@@ -654,7 +652,7 @@ def prepare_batch(
     last_obs: np.ndarray,
     gamma: float,
     gae_lambda: float,
-) -> Batch:
+) -> RolloutBatch:
     """``V``, ``log pi_old`` and GAE advantages of a full rollout.
 
     One forward pass over all ``T x N`` observations plus the bootstrap ones gives ``V(s_t)``
@@ -700,7 +698,9 @@ def evaluate_rollout(
     return np.concatenate([buffer.values[1:T], values[None, T * N :]])
 
 
-def flat_batch(buffer: RolloutBuffer, use: np.ndarray, device: torch.device | None = None) -> Batch:
+def flat_batch(
+    buffer: RolloutBuffer, use: np.ndarray, device: torch.device | None = None
+) -> RolloutBatch:
     """The rows of ``buffer`` where ``use`` ``[T, N]`` is True, as flat tensors on ``device``
     (the CPU by default): one transfer per field for the whole update."""
     T, N = buffer.t, buffer.num_envs
@@ -712,7 +712,7 @@ def flat_batch(buffer: RolloutBuffer, use: np.ndarray, device: torch.device | No
         whole = whole if idx is None else whole[idx]
         return whole if device is None else whole.to(device)
 
-    return Batch(
+    return RolloutBatch(
         obs=flat(buffer.obs),
         actions=flat(buffer.actions),
         log_probs=flat(buffer.log_probs),
@@ -734,37 +734,13 @@ def annealed(value: float, step: int, total_steps: int, anneal: bool) -> float:
     return value * max(0.0, 1.0 - step / total_steps)
 
 
-def gradient_step(
-    optimizer: Optimizer,
-    loss: Tensor | Sequence[Tensor],
-    params: Sequence[nn.Parameter],
-    max_grad_norm: float | None,
-) -> Tensor:
-    """``zero_grad; backward; clip the global norm to max_grad_norm; step``.
-
-    ``loss`` may instead be the gradients themselves, one per parameter in the optimizer's
-    order (computed without autograd, :mod:`rlx.core.manual_grad`): then there is no backward
-    and ``.grad`` is left alone. Returns the gradient norm before clipping (a 0-d tensor, not
-    read here).
-    """
-    if isinstance(loss, Tensor):
-        optimizer.zero_grad()
-        loss.backward()
-        norm = clip_grad_norm(params, max_grad_norm)
-        optimizer.step()
-        return norm
-    norm = clip_grad_norm(params, max_grad_norm, loss)
-    optimizer.step(loss)
-    return norm
-
-
 def mean_metrics(rows: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     """Per-key means of the metric dicts of an update's minibatches (still tensors)."""
     return {key: torch.stack([row[key] for row in rows]).mean() for key in rows[0]}
 
 
 @torch.no_grad()
-def policy_shift(policy: ActorCritic, batch: Batch) -> Tensor:
+def policy_shift(policy: ActorCritic, batch: RolloutBatch) -> Tensor:
     """``approx_kl`` between the policy that collected ``batch`` and ``policy`` now.
 
     For the one-step updates (REINFORCE, A2C), where the ratio inside the loss is always 1.
@@ -786,7 +762,7 @@ def episode_metrics(episodes: Episodes) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------- checkpoints
-def training_state(
+def on_policy_state(
     step: int,
     policy: ActorCritic,
     optimizer: Optimizer,
@@ -803,14 +779,14 @@ def training_state(
     }
 
 
-def restore_training(
+def restore_on_policy_state(
     state: dict[str, Any],
     policy: ActorCritic,
     optimizer: Optimizer,
     collector: Collector,
     rng: np.random.Generator,
 ) -> int:
-    """Load :func:`training_state` into freshly built objects; returns the step."""
+    """Load :func:`on_policy_state` into freshly built objects; returns the step."""
     try:
         policy.load_state_dict(state["agent"]["policy"])
         optimizer.load_state_dict(state["optimizer"])
@@ -978,12 +954,12 @@ def train_on_policy(
         buffer = collector.new_buffer(getattr(config, method.rollout_steps))
         step = 0
         if run.resumed_state is not None:
-            step = restore_training(run.resumed_state, policy, optimizer, collector, rng)
+            step = restore_on_policy_state(run.resumed_state, policy, optimizer, collector, rng)
             evaluation.load_state_dict(run.resumed_state.get("evaluation"), step)
 
         def state() -> dict[str, Any]:
             return {
-                **training_state(step, policy, optimizer, collector, rng),
+                **on_policy_state(step, policy, optimizer, collector, rng),
                 "evaluation": evaluation.state_dict(),
             }
 

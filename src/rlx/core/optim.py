@@ -169,6 +169,34 @@ def clip_grad_norm(
     return norm
 
 
+def gradient_step(
+    optimizer: Optimizer | torch.optim.Optimizer,
+    loss: Tensor | Sequence[Tensor],
+    params: Sequence[nn.Parameter] | None = None,
+    max_grad_norm: float | None = None,
+) -> Tensor | None:
+    """``zero_grad; backward; clip the global norm to max_grad_norm; step``: one gradient step
+    of ``optimizer`` on ``loss``, the one every deep agent and board game takes.
+
+    With ``params`` it returns their gradients' global norm before clipping (a 0-d tensor, not
+    read here: no host sync), clipped to ``max_grad_norm`` unless that is None; without
+    ``params`` no norm is taken and it returns None. ``loss`` may instead be the gradients
+    themselves, one per parameter of ``params`` in the optimizer's order (computed without
+    autograd, :mod:`rlx.core.manual_grad`): then there is no backward and ``.grad`` is left
+    alone.
+    """
+    if not isinstance(loss, Tensor):
+        assert params is not None, "gradients given as a list need their params"
+        norm = clip_grad_norm(params, max_grad_norm, loss)
+        optimizer.step(loss)
+        return norm
+    optimizer.zero_grad()  # torch.optim's too sets the gradients to None (its default)
+    loss.backward()
+    norm = None if params is None else clip_grad_norm(params, max_grad_norm)
+    optimizer.step()
+    return norm
+
+
 def _copy_into(targets: list[Tensor], sources: Sequence[Any]) -> None:
     if len(targets) != len(sources):
         raise ValueError(

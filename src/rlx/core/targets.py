@@ -109,17 +109,6 @@ def n_step_window(
     return G, k, terminated_at_end
 
 
-def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
-    """Returns of one episode by the reverse sweep ``G_t = r_t + gamma * G_{t+1}``, ``G_T = 0``."""
-    rewards = np.asarray(rewards, dtype=np.float64)
-    out = np.empty_like(rewards)
-    G = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        G = rewards[t] + gamma * G
-        out[t] = G
-    return out
-
-
 def _as_float(x: Any) -> Any:
     if isinstance(x, Tensor):
         return x.to(torch.float32) if x.dtype == torch.bool else x

@@ -7,7 +7,7 @@ Both deep loops (:func:`rlx.core.on_policy.train_on_policy`,
 at each log row:
 
     if evaluation.due(step):
-        row |= evaluation.evaluate(step, agent, training_state)   # eval_return_mean, ...
+        row |= evaluation.evaluate(step, agent, state)   # eval_return_mean, ...
     run.log(step, row)
     ... until the budget, a stop, or evaluation.reached
 

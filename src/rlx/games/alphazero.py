@@ -40,6 +40,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, in_range, one_of
+from rlx.core.optim import gradient_step
 from rlx.errors import ConfigError
 from rlx.games import ConnectFour, make, selfplay
 from rlx.games.agent import SearchAgent
@@ -338,9 +339,7 @@ def train_network(
             planes = planes.contiguous(memory_format=torch.channels_last)
         logits, values = net(planes)
         loss, parts = alphazero_loss(logits, values, pi, z)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        gradient_step(optimizer, loss)
         totals += torch.stack([loss.detach(), parts[M.POLICY_LOSS].detach(),
                                parts[M.VALUE_LOSS].detach()])  # fmt: skip
     loss, policy_loss, value_loss = (totals / max(config.train_steps_per_iteration, 1)).tolist()

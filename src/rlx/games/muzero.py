@@ -51,6 +51,7 @@ from torch import Tensor, nn
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, in_range, positive
+from rlx.core.optim import gradient_step
 from rlx.errors import ConfigError
 from rlx.games import make, selfplay
 from rlx.games.agent import SearchAgent
@@ -394,9 +395,7 @@ def train_network(
             logits, values, rewards, t["policies"], t["policy_mask"], t["values"],
             t["rewards"], config.vf_coef,
         )  # fmt: skip
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        gradient_step(optimizer, loss)
         totals += torch.stack([loss.detach(), *(parts[m].detach() for m in LOSSES)])
     means = (totals / max(config.train_steps_per_iteration, 1)).tolist()
     return dict(zip((M.LOSS, *LOSSES), means, strict=True))

@@ -260,7 +260,7 @@ def uct_select(node: Node, c_uct: float, rng: np.random.Generator) -> int:
     return best
 
 
-def descend(
+def walk_to_leaf(
     root: Node,
     config: SearchConfig,
     stats: MinMaxStats | None,
@@ -380,7 +380,7 @@ def _tree_search(
         if i in last_steps:  # some roots have run their simulations
             trees = [tree for tree in trees if tree[2] > i]
         # every tree walks before any leaf is valued: the rng's draws come in that order
-        paths = [descend(root, config, tree_stats, rng, legal_mask)
+        paths = [walk_to_leaf(root, config, tree_stats, rng, legal_mask)
                  for root, tree_stats, _ in trees]  # fmt: skip
         grow(game, evaluator, paths, trees, config, rng)
     n = np.stack([root.n for root in roots])

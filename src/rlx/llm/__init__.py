@@ -87,7 +87,7 @@ _EXPORTS: dict[str, str] = {
     # LoRA adapters
     "load_adapter": "lora",
     # batching
-    "Batch": "batching",
+    "TokenBatch": "batching",
     "EncodedSequence": "batching",
     "encode_prompt": "batching",
     "encode_prompt_completion": "batching",

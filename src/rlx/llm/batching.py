@@ -13,7 +13,7 @@ Conventions, fixed here once:
 - ``loss_mask[t]`` is over **target tokens**: it says whether token ``t`` is predicted and
   scored, i.e. it belongs to the completion or is its eos. The prediction of token ``t`` comes
   from the logits at ``t - 1``, so ``logits[:, :-1]`` pairs with ``input_ids[:, 1:]`` and
-  ``loss_mask[:, 1:]`` (``Batch.target_mask``); ``loss_mask[:, 0]`` is always False.
+  ``loss_mask[:, 1:]`` (``TokenBatch.target_mask``); ``loss_mask[:, 0]`` is always False.
 - Batches are **right padded**. With a causal mask a real token never attends to the padding
   after it, so padding changes no real token's logits, and masks come from sequence lengths,
   never from ``input_ids == pad_id`` (a pad id equal to eos is harmless).
@@ -72,7 +72,7 @@ class EncodedSequence:
 
 
 @dataclass(frozen=True)
-class Batch:
+class TokenBatch:
     """Right-padded sequences: ``input_ids``, ``attention_mask`` (1 = real token) and
     ``loss_mask`` (True = target token), each ``[B, L]``."""
 
@@ -85,9 +85,9 @@ class Batch:
         """``loss_mask[:, 1:]``: aligned with ``logits[:, :-1]`` and :func:`token_logprobs`."""
         return self.loss_mask[:, 1:]
 
-    def to(self, device: str | torch.device) -> Batch:
+    def to(self, device: str | torch.device) -> TokenBatch:
         """The same batch on ``device``."""
-        return Batch(
+        return TokenBatch(
             self.input_ids.to(device), self.attention_mask.to(device), self.loss_mask.to(device)
         )
 
@@ -210,7 +210,7 @@ def _with_bos(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> list[int]:
     return list(ids) if bos is None else [bos, *ids]
 
 
-def pad_batch(seqs: Sequence[EncodedSequence], pad_id: int) -> Batch:
+def pad_batch(seqs: Sequence[EncodedSequence], pad_id: int) -> TokenBatch:
     """Right-pad sequences to the longest one: ``[B, L]`` LongTensors plus a bool loss mask."""
     if not seqs:
         raise ConfigError("pad_batch needs at least one sequence.")
@@ -235,18 +235,18 @@ class SequenceTable:
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def batch(self, idx: np.ndarray) -> Batch:
-        """Rows ``idx`` as a right-padded :class:`Batch`."""
+    def batch(self, idx: np.ndarray) -> TokenBatch:
+        """Rows ``idx`` as a right-padded :class:`TokenBatch`."""
         width = int(self.lengths[idx].max())
         attention = np.arange(width)[None, :] < self.lengths[idx, None]
-        return Batch(
+        return TokenBatch(
             torch.from_numpy(self.ids[idx, :width]),
             torch.from_numpy(attention.astype(np.int64)),
             torch.from_numpy(self.loss_mask[idx, :width]),
         )
 
 
-def forward_logits(model: torch.nn.Module, batch: Batch) -> Tensor:
+def forward_logits(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
     """The model's next-token logits ``[B, L, V]`` for a batch (no key/value cache)."""
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     return out.logits
@@ -274,7 +274,7 @@ def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
     return log_probs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
-def token_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
+def token_logprobs(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
     """Per-token ``log pi(x_t | x_<t)`` at target tokens, 0 elsewhere: ``[B, L-1]``.
 
     Column ``t - 1`` holds token ``t``'s log-probability; ``batch.target_mask`` marks the
@@ -284,19 +284,19 @@ def token_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
     return logp * batch.target_mask
 
 
-def sequence_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
+def sequence_logprobs(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
     """``log pi(y | x) = sum_t loss_mask_t * log pi(x_t | x_<t)``, one value per row: ``[B]``."""
     return token_logprobs(model, batch).sum(dim=-1)
 
 
-def completion_lengths(batch: Batch) -> Tensor:
+def completion_lengths(batch: TokenBatch) -> Tensor:
     """Target tokens per row (completion plus eos, after truncation): LongTensor ``[B]``."""
     return batch.loss_mask.sum(dim=-1)
 
 
 __all__ = [
-    "Batch",
     "EncodedSequence",
+    "TokenBatch",
     "TruncationWarning",
     "completion_lengths",
     "encode_conversations",
@@ -406,7 +406,7 @@ class PairTable:
             self.chosen_mask[b, :n_c] = c.loss_mask
             self.rejected_mask[b, n_c:end] = r.loss_mask[p:]
 
-    def separate(self, idx: np.ndarray) -> Batch:
+    def separate(self, idx: np.ndarray) -> TokenBatch:
         return self.rows.batch(np.stack([2 * idx, 2 * idx + 1], axis=1).reshape(-1))
 
     def packed(self, idx: np.ndarray) -> PackedPairs:
@@ -469,7 +469,7 @@ def packing_matches(
 ) -> bool:  # fmt: skip
     """Whether packed pairs score as separate rows do for this model, on a few pairs.
 
-    ``score_packed(PackedPairs) -> (chosen, rejected)`` and ``score_separate(Batch) -> [2B]``
+    ``score_packed(PackedPairs) -> (chosen, rejected)`` and ``score_separate(TokenBatch) -> [2B]``
     (chosen, rejected interleaved). An architecture that ignores explicit positions or custom
     4D masks fails here (or raises) and its stage falls back to separate rows.
     """

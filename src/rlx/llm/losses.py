@@ -16,7 +16,7 @@ from torch import Tensor
 
 from rlx import metrics as M
 from rlx.errors import ConfigError
-from rlx.llm.batching import Batch
+from rlx.llm.batching import TokenBatch
 
 TOKEN_ACCURACY = M.TOKEN_ACCURACY
 """Share of target tokens whose argmax prediction is the target (SFT)."""
@@ -89,7 +89,7 @@ def dpo_loss(
 
 
 def sft_loss(
-    logits: Tensor, batch: Batch, *, num_target_tokens: int | Tensor | None = None
+    logits: Tensor, batch: TokenBatch, *, num_target_tokens: int | Tensor | None = None
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Token cross-entropy over target tokens, ``L = -(1/N) sum_t m_t log pi(x_t | x_<t)``.
 

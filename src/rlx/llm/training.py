@@ -468,9 +468,9 @@ def train_loop(
     with attention_for(model, config.precision):
         step, last_eval = _steps(stage, config, run, optimizer, sampler, step, steps, lr, parallel)
     if run.stop_requested and step < steps:
-        run.save_checkpoint(step, training_state(model, optimizer, sampler))
+        run.save_checkpoint(step, stage_state(model, optimizer, sampler))
         return last_eval
-    run.save_checkpoint(step, training_state(model, optimizer, sampler))
+    run.save_checkpoint(step, stage_state(model, optimizer, sampler))
     if not last_eval:  # resumed at the end: evaluate what was trained
         last_eval = _evaluate(stage)
     if run.writer or _sharded(model):  # a sharded model: gathered by all, written by rank 0
@@ -521,7 +521,7 @@ def _steps(
 
             due = agree(due)
         if due:
-            run.save_checkpoint(step, training_state(model, optimizer, sampler))
+            run.save_checkpoint(step, stage_state(model, optimizer, sampler))
     return step, last_eval
 
 
@@ -571,7 +571,7 @@ def _evaluate(stage: Stage) -> dict[str, float]:
         stage.model.train()
 
 
-def training_state(
+def stage_state(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: EpochSampler
 ) -> dict[str, Any]:
     """What a checkpoint holds: the weights that train (:func:`model_state`), the optimizer's
@@ -649,7 +649,7 @@ def restore_state(
     optimizer: torch.optim.Optimizer,
     sampler: EpochSampler,
 ) -> None:
-    """Put a :func:`training_state` back into a model built from the run's config (its
+    """Put a :func:`stage_state` back into a model built from the run's config (its
     frozen base, if any, from the model folder), its optimizer and its sampler; a sharded
     model keeps its shards of the whole weights."""
     if _sharded(model):

@@ -114,13 +114,18 @@ def step_size(alpha: float, visits: float) -> float:
 
 
 @njit(cache=True, inline="always")
-def discounted_returns(
+def episode_returns_into(
     rewards: np.ndarray, n: int, gamma: float, bootstrap: float, out: np.ndarray
 ) -> None:
     """The reverse sweep ``G = r + gamma * G`` over ``rewards[:n]``, into ``out[:n]``.
 
     ``G`` starts at ``bootstrap``: 0 after termination, the value of the last state reached
     after a truncation (the rest of the episode is unseen, so it is estimated, not dropped).
+
+    :func:`rlx.core.advantages.discounted_returns` is the same sweep for the deep agents; this
+    one stays separate because it runs inside the compiled Monte Carlo episode loop: numba's
+    nopython code cannot call a numpy-level function, and a learner's per-episode scratch
+    array is written in place instead of allocating a result per episode.
     """
     G = bootstrap
     for t in range(n - 1, -1, -1):

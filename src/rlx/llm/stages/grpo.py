@@ -36,9 +36,9 @@ from rlx.core.checks import at_least, in_range, one_of, positive
 from rlx.core.policy_losses import AGGREGATIONS, clipped_surrogate, k3, masked_mean
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
-    Batch,
     EncodedSequence,
     SequenceTable,
+    TokenBatch,
     encode_prompt,
     pack_groups,
     packed_group_logps,
@@ -73,8 +73,8 @@ from rlx.llm.training import (
     split_rows,
     stage_entry,
     stage_rows,
+    stage_state,
     trainable_share,
-    training_state,
 )
 
 TARGET_ROWS = 20_000
@@ -273,7 +273,7 @@ def grpo_loss(
 
 
 def token_logps_and_entropy(
-    model: Any, batch: Batch, temperature: float = 1.0
+    model: Any, batch: TokenBatch, temperature: float = 1.0
 ) -> tuple[Tensor, Tensor]:
     """``log pi(x_t | x_<t)`` ``[B, L-1]`` at every position and the policy's entropy at
     each, from one forward pass (``pi`` at the sampling ``temperature``)."""
@@ -386,7 +386,7 @@ def train(config: GRPOConfig, data: Any, run: Any, *, parallel: Any = None) -> S
             model, reference, tokenizer, optimizer, sampler, train_rows, held_out, reward,
             config, packing, run, step, parallel,
         )  # fmt: skip
-    run.save_checkpoint(step, training_state(model, optimizer, sampler))
+    run.save_checkpoint(step, stage_state(model, optimizer, sampler))
     if step >= config.steps and run.writer:
         from rlx.llm.lora import save_trained
 
@@ -424,7 +424,7 @@ def _steps(
             metrics.update(last_eval)
         run.log(step, metrics)
         if run.checkpoint_due():
-            run.save_checkpoint(step, training_state(model, optimizer, sampler))
+            run.save_checkpoint(step, stage_state(model, optimizer, sampler))
     return step, last_eval
 
 

@@ -32,10 +32,10 @@ from rlx import registry
 from rlx.core.checks import one_of
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
-    Batch,
     EncodedSequence,
     PackedPairs,
     PairTable,
+    TokenBatch,
     encode_prompt_completions,
     pack_pairs,
     packed_forward,
@@ -115,7 +115,7 @@ class BagOfWordsRewardModel(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(vocab_size))
 
-    def forward(self, batch: Batch) -> Tensor:
+    def forward(self, batch: TokenBatch) -> Tensor:
         return (self.weight[batch.input_ids] * batch.loss_mask).sum(dim=-1)
 
     def packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
@@ -143,7 +143,7 @@ class ScalarHeadRewardModel(nn.Module):
         rejected = self.model.score(hidden[rows, packed.rejected_last]).squeeze(-1).float()
         return chosen, rejected
 
-    def forward(self, batch: Batch) -> Tensor:
+    def forward(self, batch: TokenBatch) -> Tensor:
         head = getattr(self.model, "score", None)
         last = batch.attention_mask.sum(dim=-1) - 1
         rows = torch.arange(len(last), device=last.device)
@@ -282,7 +282,7 @@ def pair_table(encoded: list[EncodedSequence], pad_id: int) -> PairTable:
     return PairTable(encoded[0::2], encoded[1::2], pad_id)
 
 
-def pair_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> Batch:
+def pair_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> TokenBatch:
     return pad_batch([encoded[2 * i + k] for i in idx for k in (0, 1)], pad_id)
 
 

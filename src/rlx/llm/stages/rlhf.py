@@ -53,9 +53,9 @@ from rlx.core.checks import at_least, in_range, positive
 from rlx.core.policy_losses import clipped_surrogate, k3, masked_mean, value_loss
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
-    Batch,
     EncodedSequence,
     SequenceTable,
+    TokenBatch,
     encode_prompt,
     tempered_log_softmax,
 )
@@ -87,8 +87,8 @@ from rlx.llm.training import (
     split_rows,
     stage_entry,
     stage_rows,
+    stage_state,
     trainable_share,
-    training_state,
 )
 
 TARGET_ROWS = 9_600
@@ -267,7 +267,7 @@ class PolicyWithValueHead(nn.Module):
         nn.init.zeros_(self.value_head.weight)  # V = 0 at first: no bias in the first updates
         nn.init.zeros_(self.value_head.bias)
 
-    def forward(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, batch: TokenBatch) -> tuple[Tensor, Tensor, Tensor]:
         """``(log pi of each next token [B, L-1], entropy [B, L-1], V [B, L-1])``; position
         ``j`` is the state before token ``j + 1``."""
         out = self.lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
@@ -281,7 +281,7 @@ class PolicyWithValueHead(nn.Module):
         return token, entropy, values
 
 
-def reference_logps(reference: Any, batch: Batch, temperature: float = 1.0) -> Tensor:
+def reference_logps(reference: Any, batch: TokenBatch, temperature: float = 1.0) -> Tensor:
     """``log pi_ref`` of each next token ``[B, L-1]``, at the policy's sampling temperature
     (the KL penalty compares like with like)."""
     logits = reference(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
@@ -295,7 +295,7 @@ def reference_logps(reference: Any, batch: Batch, temperature: float = 1.0) -> T
 class Rollout:
     """One step's samples and everything PPO needs of them, computed without gradients."""
 
-    batch: Batch
+    batch: TokenBatch
     mask: Tensor
     old_logp: Tensor
     old_values: Tensor
@@ -540,15 +540,15 @@ def ppo_update(
     return out
 
 
-def _rows(batch: Batch, idx: Tensor) -> Batch:
+def _rows(batch: TokenBatch, idx: Tensor) -> TokenBatch:
     """Rows ``idx`` of a right-padded batch, trimmed to their longest row."""
     width = int(batch.attention_mask[idx].sum(-1).max())
-    return Batch(batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
-                 batch.loss_mask[idx, :width])  # fmt: skip
+    return TokenBatch(batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
+                      batch.loss_mask[idx, :width])  # fmt: skip
 
 
 def _state(policy, optimizer, sampler, controller) -> dict[str, Any]:
-    return {**training_state(policy, optimizer, sampler), "beta": controller.beta}
+    return {**stage_state(policy, optimizer, sampler), "beta": controller.beta}
 
 
 def load(config: RLHFConfig, data_id: str, state: dict) -> Any:

@@ -19,7 +19,7 @@ from numba import njit
 from rlx.tabular.environment import GymEnv, env_reset, env_step
 from rlx.tabular.explore import epsilon_greedy_action, sample_action
 from rlx.tabular.model import ModelArrays
-from rlx.tabular.targets import discounted_returns, epsilon_greedy_expectation, step_size, td_step
+from rlx.tabular.targets import episode_returns_into, epsilon_greedy_expectation, step_size, td_step
 
 
 @njit(cache=True)
@@ -55,7 +55,7 @@ def monte_carlo_update(
     ``table`` is flat (``Q.ravel()`` with keys ``s * A + a``, or ``V`` with keys ``s``).
     Returns the sum of ``|G_t - table[k]|`` over the updates made.
     """
-    discounted_returns(rewards, n, gamma, bootstrap, scratch)
+    episode_returns_into(rewards, n, gamma, bootstrap, scratch)
     mark_first_visits(keys, n, first_seen, is_first)
     abs_error = 0.0
     for t in range(n - 1, -1, -1):
