@@ -9,7 +9,11 @@ The rules every page follows, so an API change that breaks an example fails CI:
   shown to the reader but not run; any other command is an error of the page;
 - `` ```text `` blocks (printed output) and `` ```mermaid `` diagrams are not run;
 - a page with the comment ``<!-- docs-test: ray -->`` starts Ray, so its examples run with the
-  Ray tests, in a private network namespace (``tests/distributed/test_docs_ray.py``).
+  Ray tests, in a private network namespace (``tests/distributed/test_docs_ray.py``);
+- a page with the comment ``<!-- docs-test: real-model -->`` trains the real pretrained model
+  of ``make real-model`` (:data:`REAL_MODEL`): its examples run with the slow tests, with
+  ``models/`` of the repository linked into the page's folder, and are skipped where that
+  model is missing (``tests/docs/test_examples.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RAY_MARK = "<!-- docs-test: ray -->"
+REAL_MODEL_MARK = "<!-- docs-test: real-model -->"
+REAL_MODEL = Path(
+    os.environ.get("RLX_REAL_MODEL", DOCS.parent / "models" / "smollm2-135m-instruct")
+)
+"""The folder ``make real-model`` writes (SmolLM2-135M-Instruct), as the pages name it."""
 # Commands a reader runs once to set up, not examples of rlx: shown, not run.
 SHOWN_ONLY = ("pip ", "make ", "git ", "cd ", "ray start", "export ", "unshare ")
 RUN = ("python", "bash")
@@ -53,6 +62,11 @@ def pages(ray: bool | None = None) -> list[Path]:
         if blocks(path):
             found.append(path)
     return found
+
+
+def needs_real_model(path: Path) -> bool:
+    """Whether a page trains the real model of ``make real-model`` (:data:`REAL_MODEL_MARK`)."""
+    return REAL_MODEL_MARK in path.read_text()
 
 
 def blocks(path: Path) -> list[Block]:
