@@ -3,10 +3,10 @@
 Protocol (one torch thread per process, CartPole-v1, the PPO CartPole preset's policy of two
 64-unit tanh layers and rollouts of ``num_steps = 32`` vector steps):
 
-- **0 runners**: :class:`rlx.core.on_policy.Collector` in this process, Gymnasium's native
+- **0 runners**: :class:`rlx.core.rollouts.Collector` in this process, Gymnasium's native
   vector CartPole with 8 copies (the preset), and with ``8 x 4 = 32`` copies (as wide as 4
   runners together).
-- **K = 1, 2, 4 runners**: :class:`rlx.core.on_policy.RunnerCollector` over
+- **K = 1, 2, 4 runners**: :class:`rlx.core.rollouts.RunnerCollector` over
   :class:`rlx.distributed.env_runners.RayEnvRunners` on a local Ray instance, each runner with
   the same 8-copy vector env: a round is one ``ray.put`` of the weights, a fragment from every
   runner, and their assembly into the learner's buffer.
@@ -161,7 +161,8 @@ def policy_and_config(num_envs: int, runners: int | None = None):
 
 
 def local_row(num_envs: int, rounds: int) -> Row:
-    from rlx.core.on_policy import Collector, build_policy
+    from rlx.core.on_policy import build_policy
+    from rlx.core.rollouts import Collector
 
     config = policy_and_config(num_envs)
     collector = Collector(ENV_ID, num_envs, 0, algo="PPO", env_id=ENV_ID)
@@ -179,7 +180,8 @@ def local_row(num_envs: int, rounds: int) -> Row:
 
 
 def ray_row(runners: int, rounds: int) -> Row:
-    from rlx.core.on_policy import RunnerCollector, build_policy
+    from rlx.core.on_policy import build_policy
+    from rlx.core.rollouts import RunnerCollector
     from rlx.distributed.env_runners import RayEnvRunners
 
     config = policy_and_config(NUM_ENVS, runners)
@@ -215,8 +217,9 @@ def ppo_update_ms(rounds: int) -> float:
     """The learner's share of a PPO update: V, log pi_old and GAE of one 8 x 32 rollout and
     the preset's full-batch epochs (median milliseconds)."""
     from rlx.agents.ppo import update
-    from rlx.core.on_policy import Collector, build_policy, prepare_batch
+    from rlx.core.on_policy import build_policy, prepare_batch
     from rlx.core.optim import Adam
+    from rlx.core.rollouts import Collector
 
     config = policy_and_config(NUM_ENVS)
     collector = Collector(ENV_ID, NUM_ENVS, 0, algo="PPO", env_id=ENV_ID)

@@ -15,8 +15,8 @@ import torch
 
 import rlx
 from rlx.core.envs import env_spaces
-from rlx.core.on_policy import RolloutWorker
 from rlx.core.policies import ActorCritic
+from rlx.core.rollouts import RolloutWorker
 from rlx.distributed.env_runners import RUNNER_NODES, RUNNER_RESTARTS, RunnerPool
 from tests.agents.pg_helpers import interrupt_at, last_returns, metric_rows, summary, train
 from tests.conftest import RLX

@@ -4,7 +4,7 @@ With ``runners=K`` an algorithm's train function receives ``remote=``, an :class
 built above it (``rlx.distributed.env_runners.remote_collection``). Its training loop asks
 it to :meth:`~EnvRunners.start` K runners, each building ``worker(seed_seq, **options)`` in
 its own process from a worker class written on the core side (the on-policy
-:class:`~rlx.core.on_policy.RolloutWorker`, the off-policy
+:class:`~rlx.core.rollouts.RolloutWorker`, the off-policy
 :class:`~rlx.core.transitions.TransitionWorker`). Once per round the loop sends a payload (the
 policy's weights and what else acting needs) and gets every runner's fragment back, in runner
 order, with None where a runner died and was replaced; how the fragments are laid side by

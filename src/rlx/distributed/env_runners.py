@@ -4,7 +4,7 @@
 ``remote=`` (through :func:`rlx.distributed.scaled_out`): a :class:`RayEnvRunners`, the Ray
 side of the seam :mod:`rlx.core.runners` declares. The training loop asks it to start K
 runners of a worker class written on the core side (the on-policy
-:class:`~rlx.core.on_policy.RolloutWorker`, the off-policy
+:class:`~rlx.core.rollouts.RolloutWorker`, the off-policy
 :class:`~rlx.core.transitions.TransitionWorker`) and lays their fragments side by side in its
 buffer; nothing here knows an algorithm.
 
