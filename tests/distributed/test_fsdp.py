@@ -30,7 +30,7 @@ RANK_SCRIPT = textwrap.dedent(
     import json, os, sys
     import rlx
     import rlx.llm.training as training
-    from rlx.distributed.fsdp import local_numel
+    from rlx.llm.sharding import local_numel
 
     def local(tensor):
         return getattr(tensor, "_local_tensor", tensor).numel()
@@ -207,9 +207,9 @@ def test_fsdp_outside_torchrun_and_with_lora_is_one_sentence(tmp_path):
     with pytest.raises(ConfigError, match=r"fsdp=True .* under torchrun"):
         llm.sft(model, data, run_dir=tmp_path / "a", fsdp=True, steps=1, progress=False)
 
-    from rlx.distributed.fsdp import check_fsdp
+    from rlx.llm.sharding import check_fsdp
     from rlx.llm.stages.dpo import DPOConfig
 
     config = DPOConfig(model=str(model), fsdp=True, lora=True)
     with pytest.raises(ConfigError, match=r"fsdp=True does not train a LoRA adapter"):
-        check_fsdp(config, object(), "dpo")
+        check_fsdp(config, object(), "dpo", adapter=True)

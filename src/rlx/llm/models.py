@@ -303,7 +303,7 @@ def save_random_model(
     with no_progress_bars():
         model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    _portable_tokenizer_class(out)
+    portable_tokenizer_class(out)
     return out
 
 
@@ -469,7 +469,9 @@ def no_progress_bars() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _portable_tokenizer_class(folder: Path) -> None:
+def portable_tokenizer_class(folder: Path) -> None:
+    """Name the tokenizer class in a saved folder's ``tokenizer_config.json`` so that every
+    transformers version the ``llm`` extra allows loads it."""
     # transformers 5 records its own backend class name, which 4.x (allowed by the `llm` extra)
     # does not know; PreTrainedTokenizerFast names the same tokenizer for both.
     path = folder / "tokenizer_config.json"
@@ -499,7 +501,7 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     with no_progress_bars():
         model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    _portable_tokenizer_class(tmp)
+    portable_tokenizer_class(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out

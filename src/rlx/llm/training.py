@@ -517,7 +517,7 @@ def _steps(
         run.log(step, metrics)
         due = run.checkpoint_due()
         if _sharded(model):  # gathering a sharded checkpoint is a collective: all or none
-            from rlx.distributed.fsdp import agree
+            from rlx.llm.sharding import agree
 
             due = agree(due)
         if due:
@@ -578,7 +578,7 @@ def stage_state(
     state (it only ever holds the trainable parameters), the sampler and the RNG. A sharded
     model (``fsdp=True``) is gathered whole on rank 0, the writer: every process calls this."""
     if _sharded(model):
-        from rlx.distributed.fsdp import full_model_state, full_optimizer_state
+        from rlx.llm.sharding import full_model_state, full_optimizer_state
 
         weights, optimizer_state = full_model_state(model), full_optimizer_state(model, optimizer)
     else:
@@ -595,7 +595,7 @@ def _sharded(model: Any) -> bool:
     """Whether ``model`` is sharded over the processes (``fsdp=True``)."""
     if not torch.distributed.is_available() or not torch.distributed.is_initialized():
         return False
-    from rlx.distributed.fsdp import is_sharded
+    from rlx.llm.sharding import is_sharded
 
     return is_sharded(model)
 
@@ -653,7 +653,7 @@ def restore_state(
     frozen base, if any, from the model folder), its optimizer and its sampler; a sharded
     model keeps its shards of the whole weights."""
     if _sharded(model):
-        from rlx.distributed.fsdp import load_full_state
+        from rlx.llm.sharding import load_full_state
 
         load_full_state(model, optimizer, state["model"], state["optimizer"])
     else:

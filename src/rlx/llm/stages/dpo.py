@@ -28,7 +28,6 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, positive
-from rlx.distributed.fsdp import check_fsdp
 from rlx.llm.batching import (
     PairTable,
     completion_lengths,
@@ -36,6 +35,7 @@ from rlx.llm.batching import (
     sequence_logprobs,
 )
 from rlx.llm.losses import dpo_loss
+from rlx.llm.sharding import check_fsdp
 from rlx.llm.stages.reward_model import encode_pairs, pair_table, use_packing
 from rlx.llm.training import (
     Prepared,
@@ -46,6 +46,7 @@ from rlx.llm.training import (
     split_rows,
     stage_entry,
     stage_rows,
+    trains_adapter,
 )
 
 EVAL_ROWS_GENERATED = 200
@@ -143,10 +144,10 @@ def reference_logprobs(
 
 
 def prepare(config: DPOConfig, data: Any = None) -> Prepared:
-    from rlx.distributed.fsdp import save_full_model, shard_model
     from rlx.llm.data import preference_pairs
     from rlx.llm.lora import load_for_training, save_trained
     from rlx.llm.models import count_parameters
+    from rlx.llm.sharding import save_full_model, shard_model
 
     rows = preference_pairs(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
@@ -224,8 +225,8 @@ def prepare(config: DPOConfig, data: Any = None) -> Prepared:
 def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
-    shards the model over those processes (:mod:`rlx.distributed.fsdp`)."""
-    check_fsdp(config, parallel, "dpo")
+    shards the model over those processes (:mod:`rlx.llm.sharding`)."""
+    check_fsdp(config, parallel, "dpo", adapter=trains_adapter(config))
     return run_stage(
         config,
         run,

@@ -20,7 +20,6 @@ import torch
 
 from rlx import metrics as M
 from rlx import registry
-from rlx.distributed.fsdp import check_fsdp
 from rlx.llm.batching import (
     EncodedSequence,
     SequenceTable,
@@ -31,6 +30,7 @@ from rlx.llm.batching import (
 )
 from rlx.llm.data import ChatExample
 from rlx.llm.losses import sft_loss
+from rlx.llm.sharding import check_fsdp
 from rlx.llm.training import (
     Prepared,
     Stage,
@@ -40,6 +40,7 @@ from rlx.llm.training import (
     split_rows,
     stage_entry,
     stage_rows,
+    trains_adapter,
 )
 
 EVAL_ROWS_GENERATED = 200  # held-out prompts decoded per evaluation: greedy decoding is slow
@@ -89,10 +90,10 @@ def sft(
 
 def prepare(config: SFTConfig, data: Any = None) -> Prepared:
     """Rows, split, tokenised once; the model loaded; the loss over row indices."""
-    from rlx.distributed.fsdp import save_full_model, shard_model
     from rlx.llm.data import sft_examples
     from rlx.llm.lora import load_for_training, save_trained
     from rlx.llm.models import count_parameters
+    from rlx.llm.sharding import save_full_model, shard_model
 
     rows = sft_examples(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
@@ -170,8 +171,8 @@ def evaluate_sft(
 def train(config: SFTConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
-    shards the model over those processes (:mod:`rlx.distributed.fsdp`)."""
-    check_fsdp(config, parallel, "sft")
+    shards the model over those processes (:mod:`rlx.llm.sharding`)."""
+    check_fsdp(config, parallel, "sft", adapter=trains_adapter(config))
     return run_stage(
         config, run, prepare, lr_scale=1.0, target_rows=TARGET_ROWS, data=data, parallel=parallel
     )

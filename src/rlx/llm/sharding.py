@@ -28,9 +28,10 @@ FSDP_STAGES = ("sft", "dpo")
 """The stages that take ``fsdp=True``."""
 
 
-def check_fsdp(config: Any, parallel: Any, stage: str) -> None:
+def check_fsdp(config: Any, parallel: Any, stage: str, *, adapter: bool) -> None:
     """ConfigError when ``fsdp=True`` cannot run: outside ``torchrun`` (no process group to
-    shard over) or with a LoRA adapter (its frozen base is not sharded here)."""
+    shard over) or with a LoRA adapter (``adapter``: the stage trains one, its frozen base is not
+    sharded here)."""
     if not getattr(config, "fsdp", False):
         return
     if parallel is None:
@@ -39,9 +40,7 @@ def check_fsdp(config: Any, parallel: Any, stage: str) -> None:
             "it under torchrun (torchrun --nproc-per-node N -m rlx.cli align ...) or set "
             "fsdp=False."
         )
-    from rlx.llm.training import trains_adapter
-
-    if trains_adapter(config):
+    if adapter:
         raise ConfigError(
             f"{stage}: fsdp=True does not train a LoRA adapter (lora={config.lora}, "
             f"model={config.model!r}); train the adapter data-parallel with fsdp=False, or "
@@ -177,7 +176,7 @@ def save_full_model(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
     process calls it; the others write nothing."""
     import shutil
 
-    from rlx.llm.models import _portable_tokenizer_class, no_progress_bars
+    from rlx.llm.models import no_progress_bars, portable_tokenizer_class
 
     weights = full_model_state(model)
     if dist.get_rank() != 0:
@@ -188,7 +187,7 @@ def save_full_model(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
     with no_progress_bars():
         model.save_pretrained(tmp, state_dict=weights)
     tokenizer.save_pretrained(tmp)
-    _portable_tokenizer_class(tmp)
+    portable_tokenizer_class(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
 
