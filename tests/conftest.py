@@ -5,6 +5,12 @@ fixture, so one command reruns all of them on another seed:
 
     pytest --rlx-seed 1 -m 'not slow and not ray' tests/...
 
+``--training-only`` keeps just those tests (every test whose fixtures reach ``train_seed``), so
+the seed and kernel matrix reruns what can change with them and nothing else:
+
+    for s in 0 1 2; do pytest --training-only --rlx-seed $s; \
+        ATEN_CPU_CAPABILITY=avx2 pytest --training-only --rlx-seed $s; done
+
 Without ``--rlx-seed`` each such test trains on its own seed (0, the seed every one of them
 used before the option existed). The CPU kernel path is chosen by PyTorch from the CPU
 (AVX-512 where it has it); ``ATEN_CPU_CAPABILITY=avx2 pytest ...`` runs the AVX2 kernels
@@ -40,6 +46,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="train every learning test on seed N (default: each test's own seed, 0)",
     )
+    parser.addoption(
+        "--training-only",
+        action="store_true",
+        help="run only the tests that train on the seed of --rlx-seed (the seed matrix)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--training-only``, deselect every test that does not train on ``train_seed``."""
+    if not config.getoption("--training-only"):
+        return
+    trains = ["train_seed" in getattr(item, "fixturenames", ()) for item in items]
+    kept = [item for item, keep in zip(items, trains, strict=True) if keep]
+    dropped = [item for item, keep in zip(items, trains, strict=True) if not keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
