@@ -515,7 +515,7 @@ def _steps(
             last_eval = _evaluate(stage)
             metrics.update(last_eval)
         run.log(step, metrics)
-        due = run.checkpoint_due()
+        due = step < steps and run.checkpoint_due()  # the last step's is written after the loop
         if _sharded(model):  # gathering a sharded checkpoint is a collective: all or none
             from rlx.llm.sharding import agree
 

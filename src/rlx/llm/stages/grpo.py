@@ -423,7 +423,8 @@ def _steps(
             last_eval = evaluate(model, tokenizer, held_out, config)
             metrics.update(last_eval)
         run.log(step, metrics)
-        if run.checkpoint_due():
+        # the last step's checkpoint is written once, after the loop
+        if step < config.steps and run.checkpoint_due():
             run.save_checkpoint(step, stage_state(model, optimizer, sampler))
     return step, last_eval
 

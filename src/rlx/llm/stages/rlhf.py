@@ -400,7 +400,8 @@ def _steps(
             last_eval = evaluate(policy.lm, tokenizer, held_out, config)
             metrics.update(last_eval)
         run.log(step, metrics)
-        if run.checkpoint_due():
+        # the last step's checkpoint is written once, after the loop
+        if step < config.steps and run.checkpoint_due():
             run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
     return step, last_eval
 
