@@ -638,12 +638,21 @@ def grows_with(metric: str, driver: str, growth: float = 0.5, correlation: float
     return check
 
 
+MIN_GROWTH_POINTS = 5
+"""Logged steps of a growth that :func:`paid_for_length` needs to read a correlation over it
+(fewer: the whole run's)."""
+
+
 def paid_for_length(length: str, correlation: str, growth: float = 0.1, paid: float = 0.3) -> Check:
     """``length`` (of the responses) has grown by more than ``growth`` (relative: the median
     of the last 20% against that of the first 10%, where such growth happens) while the
-    reward model's score correlates with length within the steps: the median of
-    ``correlation`` (Pearson, per step) above ``paid``. A direct reading of "the reward model
-    rewards length", where the trend alone (:func:`grows_with`) needs much more growth."""
+    reward model's score correlated with length within the steps: the median of
+    ``correlation`` (Pearson, per step) above ``paid`` over the steps of the growth (up to the
+    first step whose length came within a tenth of the growth of its end level). A direct
+    reading of "the reward model rewards length", where the trend alone (:func:`grows_with`)
+    needs much more growth. Only the growth counts because once the lengths settle (at the
+    cap, or where longer answers stop paying) their spread within a step is small and the
+    correlation is noise around 0, which would hide the payment that drove the growth."""
 
     def check(log: RunLog) -> Evidence | None:
         lengths, corr = _finite(log, length), _finite(log, correlation)
@@ -653,10 +662,18 @@ def paid_for_length(length: str, correlation: str, growth: float = 0.1, paid: fl
         start = float(np.median(values[: max(1, len(values) // 10)]))
         end = float(np.median(values[-max(1, len(values) // 5) :]))
         rel = (end - start) / max(abs(start), 1e-8)
-        median_corr = float(np.median(corr.values))
-        if rel > growth and median_corr > paid:
+        if rel <= growth:
+            return None
+        reached = np.flatnonzero(values >= start + 0.9 * (end - start))
+        growing = corr
+        if len(reached):
+            during = corr.steps <= lengths.steps[reached[0]]
+            if during.sum() >= MIN_GROWTH_POINTS:
+                growing = Series(corr.steps[during], corr.values[during])
+        median_corr = float(np.median(growing.values))
+        if median_corr > paid:
             return _evidence(
-                correlation, corr, median_corr, paid,
+                correlation, growing, median_corr, paid,
                 f"median within-step correlation of the reward model's score with length, "
                 f"while {length} grew {rel:+.0%}",
             )  # fmt: skip
