@@ -290,10 +290,9 @@ def overestimation(margin: float = 0.2, closing: float = 0.0) -> Check:
        above the gap the critic started with by more than the threshold of 1 (the highest
        median of a tenth of the points against the first tenth's). A critic that starts
        above the returns (a network initialised near 0 on an env whose rewards are negative,
-       such as Acrobot's -1 per step) only closes the gap as it learns, however slowly
-       (-19.7 -> -23.3 against returns near -79); a biased one holds it, widens it, or
-       climbed above the returns before it came down (a Q that ran to 1e5 against returns of
-       80 is no critic still learning because it is now falling).
+       such as Acrobot's -1 per step) only closes the gap as it learns, however slowly; a
+       biased one holds it, widens it, or climbed above the returns before it came down (a Q
+       that ran far above the returns is no critic still learning because it is now falling).
     """
 
     def check(log: RunLog) -> Evidence | None:
