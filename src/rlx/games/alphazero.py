@@ -194,7 +194,7 @@ class PolicyValueNet(nn.Module):
                 layers += [nn.Linear(width, size), nn.ReLU()]
                 width = size
             self.trunk = nn.Sequential(*layers)
-            self.policy = nn.Linear(width, game.num_actions)
+            self.policy: nn.Module = nn.Linear(width, game.num_actions)
             self.value = nn.Sequential(nn.Linear(width, 64), nn.ReLU(), nn.Linear(64, 1))
         else:
             c = config.channels
@@ -231,7 +231,7 @@ class _ResidualBlock(nn.Module):
         return F.relu(x + self.conv2(self.conv1(x)))
 
 
-def search_copy(net: PolicyValueNet) -> nn.Module:
+def search_copy(net: nn.Module) -> nn.Module:
     """A frozen copy of ``net`` for search, in evaluation mode: each batch norm folded into the
     convolution before it (``w' = w gamma / sqrt(var + eps)``, ``b' = (b - mu) gamma /
     sqrt(var + eps) + beta``) and, for the residual network, channels-last memory: the same
@@ -243,11 +243,12 @@ def search_copy(net: PolicyValueNet) -> nn.Module:
             if isinstance(conv, nn.Conv2d) and isinstance(norm, nn.BatchNorm2d):
                 sequence[i], sequence[i + 1] = fuse_conv_bn_eval(conv, norm), nn.Identity()
     if any(isinstance(m, nn.Conv2d) for m in folded.modules()):
-        folded = folded.to(memory_format=torch.channels_last)
+        # Module.to takes memory_format, which torch's typed overloads of it leave out
+        folded = folded.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     return folded.requires_grad_(False)
 
 
-def evaluator(net: PolicyValueNet) -> PolicyValueEvaluator:
+def evaluator(net: nn.Module) -> PolicyValueEvaluator:
     """The search's evaluator: ``(P, v) = f(s)`` with the policy renormalised over the legal
     moves, computed by a :func:`search_copy` of ``net`` as it is now (calling it gives
     ``(priors, values)`` of a batch of planes and legal masks)."""

@@ -69,6 +69,7 @@ def play_game(game: Game, first: Player, second: Player) -> int:
     players = {1: first, -1: second}
     while not state.is_terminal:
         state = game.apply(state, players[state.to_play](state))
+    assert state.result is not None  # the loop ends at a terminal state
     return int(state.result)
 
 

@@ -16,7 +16,7 @@ States are never changed in place: ``apply`` returns a new one, so a search tree
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,7 +91,8 @@ class Game(ABC):
         super().__init_subclass__(**kwargs)
         # games written to the protocol before ``play`` was public defined ``_play``
         if "_play" in cls.__dict__ and "play" not in cls.__dict__:
-            cls.play = cls._play  # type: ignore[attr-defined]
+            # _play exists only on such subclasses, and play is set on the class on purpose
+            cls.play = cls._play  # type: ignore[attr-defined,method-assign]
 
     def is_terminal(self, state: GameState) -> bool:
         return state.is_terminal
@@ -107,6 +108,7 @@ class Game(ABC):
         while not state.is_terminal:
             legal = self.legal_actions(state)
             state = self.play(state, int(legal[draw(len(legal))]))
+        assert state.result is not None  # the loop ends at a terminal state
         return int(state.result)
 
     # ------------------------------------------------------------------ for networks
@@ -118,7 +120,7 @@ class Game(ABC):
         other = state.board == -state.to_play
         return np.stack([own, other, np.ones_like(own)]).astype(np.float32)
 
-    def encode_batch(self, states: list[GameState]) -> np.ndarray:
+    def encode_batch(self, states: Sequence[GameState]) -> np.ndarray:
         return np.stack([self.encode(s) for s in states])
 
     @abstractmethod

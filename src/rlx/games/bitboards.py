@@ -211,7 +211,8 @@ def legal_row(kind: int, mask: np.int64, out: np.ndarray) -> None:
 # ---------------------------------------------------------------------------- from GameState
 def kind_of(game: Game) -> int | None:
     """:data:`TICTACTOE` or :data:`CONNECT4` for a game these rules play, else None."""
-    return KINDS.get(getattr(game, "bitboard_rules", None))
+    rules = getattr(game, "bitboard_rules", None)
+    return None if rules is None else KINDS.get(rules)
 
 
 def from_state(kind: int, state: GameState) -> tuple[int, int]:

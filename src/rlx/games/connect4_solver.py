@@ -65,10 +65,13 @@ def value(state: GameState, max_nodes: int = 50_000_000) -> int | None:
     """The outcome for the player to move under perfect play (+1, 0 or -1), or ``None`` when the
     search needs more than ``max_nodes`` positions."""
     if state.is_terminal:
+        assert state.result is not None  # a terminal state has a result
         return int(state.result * state.to_play)
     position, mask = from_state(CONNECT4, state)
     stones = int(np.count_nonzero(state.board))
-    found = _negamax(position, mask, stones, -1, 1, np.array([max_nodes], dtype=np.int64))
+    budget = np.array([max_nodes], dtype=np.int64)
+    # numba takes the Python ints position and mask as the kernel's int64
+    found = _negamax(position, mask, stones, -1, 1, budget)  # type: ignore[arg-type]
     return None if found == _OUT_OF_NODES else int(found)
 
 

@@ -76,6 +76,7 @@ class Evaluator(Protocol):
 
 def result_value(state: GameState) -> float:
     """The result of a finished game for the player to move there, which the rules name."""
+    assert state.result is not None  # only called for finished games
     return float(state.result * state.to_play)
 
 

@@ -351,7 +351,9 @@ class ArrayTrees:
             np.full((trees, nodes, actions), NO_CHILD, dtype=np.int64), np.zeros(trees, np.int64),
         )  # fmt: skip
 
-    def arrays(self) -> tuple[np.ndarray, ...]:
+    def arrays(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The per-node arrays, in the order the kernels take them."""
         return self.position, self.mask, self.moves, self.prior, self.n, self.w, self.child
 

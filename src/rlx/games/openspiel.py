@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -63,10 +63,12 @@ class OpenSpielState(GameState):
         state.__dict__.update(native=native, to_play=to_play, result=result, moves=moves, game=game)
         return state
 
-    @cached_property
-    def board(self) -> np.ndarray:  # type: ignore[override]
+    # the field, read lazily: a state made with a board keeps it in the instance's __dict__
+    @cached_property  # type: ignore[misc]
+    def board(self) -> np.ndarray:
         """The board (see the module's docstring); a state made with a board keeps that one."""
-        return self.game.board_of(self.native)
+        # ``game`` is set by with_lazy_board only, through __dict__: no field of the dataclass
+        return self.game.board_of(self.native)  # type: ignore[attr-defined]
 
     def key(self) -> bytes:
         # the board of a generic game is an observation, which may not tell positions apart
@@ -96,17 +98,17 @@ class OpenSpielGame(Game):
     def legal_mask(self, state: GameState) -> np.ndarray:
         if state.is_terminal:
             return np.zeros(self.num_actions, dtype=bool)
-        return np.asarray(state.native.legal_actions_mask(), dtype=bool)
+        return np.asarray(cast(OpenSpielState, state).native.legal_actions_mask(), dtype=bool)
 
     def play(self, state: GameState, action: int) -> OpenSpielState:
-        native = state.native.clone()
+        native = cast(OpenSpielState, state).native.clone()
         native.apply_action(int(action))
         return self._wrap(native, last_mover=state.to_play)
 
     def random_playout(self, state: GameState, rng: np.random.Generator) -> int:
         """:meth:`Game.random_playout` on a clone of the pyspiel state, without wrapping each
         position on the way."""
-        native = state.native.clone()
+        native = cast(OpenSpielState, state).native.clone()
         # bound once: this loop is where pure MCTS spends most of its time
         legal_actions, apply_action, draw = (
             native.legal_actions,
@@ -143,7 +145,9 @@ class OpenSpielGame(Game):
     def encode(self, state: GameState) -> np.ndarray:
         """The observation tensor of the player to move, as ``(planes, rows, cols)`` float32."""
         player = 0 if state.to_play == 1 else 1
-        observation = np.asarray(state.native.observation_tensor(player), dtype=np.float32)
+        observation = np.asarray(
+            cast(OpenSpielState, state).native.observation_tensor(player), dtype=np.float32
+        )
         return _as_planes(observation.reshape(self.observation_shape))
 
     def symmetries(
@@ -154,7 +158,7 @@ class OpenSpielGame(Game):
 
     # ------------------------------------------------------------------ for people
     def render(self, state: GameState) -> str:
-        return str(state.native)
+        return str(cast(OpenSpielState, state).native)
 
     def __repr__(self) -> str:
         return f"OpenSpielGame({self.game_name!r})"

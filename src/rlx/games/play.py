@@ -78,7 +78,9 @@ def play(
     target = video_target(video, None)  # a bad file name stops before the game, not after
     game = make(game_name)
     opponent = load_opponent(game, agent, seed)
-    states, moves = [game.initial_state()], [None]
+    # the first board has no move into it
+    states: list[GameState] = [game.initial_state()]
+    moves: list[int | None] = [None]
 
     def say(text: str) -> None:
         print(text, file=stdout, flush=True)
@@ -108,6 +110,7 @@ def play(
         states.append(state)
         moves.append(move)
     say(game.render(state))
+    assert state.result is not None  # the loop ends at a terminal state
     outcome = int(state.result) * human
     say({1: "you won.", 0: "a draw.", -1: "you lost."}[outcome])
     _write_video(game, states, moves, target, human, say)

@@ -140,6 +140,7 @@ def caption(game: Game, state: GameState, move: int | None, names: tuple[str, st
     mover = marks[0] if state.to_play == -1 else marks[1]  # the player who just moved
     text = f"move {state.moves}: {mover} plays {game.action_to_string(move)}"
     if state.is_terminal:
+        assert state.result is not None  # a terminal state has a result
         text += {1: f", {marks[0]} wins", -1: f", {marks[1]} wins", 0: ", a draw"}[
             int(state.result)
         ]

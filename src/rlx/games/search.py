@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import inf, log, sqrt
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
@@ -150,6 +150,10 @@ def simulations_to_run(config: SearchConfig, root_visits: np.ndarray) -> np.ndar
 
 
 # ============================================================================ the tree
+#: a node's per-move statistics: numpy arrays under PUCT, lists of floats under UCT
+Stats: TypeAlias = np.ndarray | list[float]
+
+
 class MinMaxStats:
     """The smallest and largest value backed up in one tree, to scale Q to [0, 1]; ``bounds``
     (the known bounds, ``(-1, 1)`` for a board game) are in the range from the start."""
@@ -198,7 +202,12 @@ class Node:
         self.visits = 0
         self.order: list[int] | None = None
         self.tried = 0
-        self.legal = self.n = self.w = self.reward = self.children = None
+        # None until the node is opened (:meth:`open`)
+        self.legal: np.ndarray | None = None
+        self.n: Stats | None = None
+        self.w: Stats | None = None
+        self.reward: Stats | None = None
+        self.children: dict[int, Node] | None = None
         if legal is not None:
             self.open(legal)
 
@@ -207,7 +216,7 @@ class Node:
         ``r``."""
         moves = len(legal)
         self.legal = legal
-        self.children: dict[int, Node] = {}
+        self.children = {}
         if self.prior is None:
             self.n, self.w, self.reward = [0.0] * moves, [0.0] * moves, [0.0] * moves
         else:
@@ -220,7 +229,9 @@ class Node:
 
     def q(self, stats: MinMaxStats | None, fpu: float) -> np.ndarray:
         """``Q(s, a) = W / N``, ``fpu`` for a move not visited yet; scaled by ``stats``."""
-        q = np.where(self.n > 0, self.w / np.maximum(self.n, 1.0), fpu)
+        # a node with priors (PUCT, the only kind asked for Q) keeps numpy arrays
+        n, w = cast(np.ndarray, self.n), cast(np.ndarray, self.w)
+        q = np.where(n > 0, w / np.maximum(n, 1.0), fpu)
         return q if stats is None else stats.normalize(q)
 
 
@@ -236,12 +247,13 @@ def puct_select(
 def uct_select(node: Node, c_uct: float, rng: np.random.Generator) -> int:
     """``argmax_a W / N + c_uct sqrt(ln N(s) / N)``; an untried move first, in random order."""
     order = node.order
+    visits, values = node.n, node.w
+    assert node.legal is not None and visits is not None and values is not None  # opened
     if order is None:
         # the shuffle of a list draws what rng.permutation of the same moves draws, without
         # making arrays
         order = node.order = node.legal.nonzero()[0].tolist()
         rng.shuffle(order)
-    visits, values = node.n, node.w
     # the first move of the order not tried yet, if any; visits only grow, so the moves before
     # it stay tried and the next call starts there
     tried, moves = node.tried, len(order)
@@ -275,12 +287,16 @@ def walk_to_leaf(
     while True:
         if node.prior is None:
             if node.legal is None:
+                assert legal_mask is not None, "an unopened node needs legal_mask to open it"
                 node.open(legal_mask(node.position))
             action = uct_select(node, config.c_uct, rng)
         else:
+            # a node with priors is opened when made, with numpy arrays
+            n, legal = cast(np.ndarray, node.n), cast(np.ndarray, node.legal)
             q = node.q(stats, config.fpu)
-            action = puct_select(node.prior, node.n, q, node.legal, config.c_puct)
+            action = puct_select(node.prior, n, q, legal, config.c_puct)
         path.append((node, action))
+        assert node.children is not None  # opened above, or when made
         child = node.children.get(action)
         if child is None:
             return path
@@ -299,10 +315,12 @@ def backup(
     below it, -1 otherwise or when unknown); each edge gains ``N += 1``, ``W += G``."""
     g, below = value, to_play
     for node, action in reversed(path):
+        reward, n, w = node.reward, node.n, node.w
+        assert reward is not None and n is not None and w is not None  # a walk opens its nodes
         same_player = below is not None and node.to_play == below
-        g = node.reward[action] + gamma * (g if same_player else -g)
-        node.n[action] += 1.0
-        node.w[action] += g
+        g = reward[action] + gamma * (g if same_player else -g)
+        n[action] += 1.0
+        w[action] += g
         node.visits += 1
         if stats is not None:
             stats.update(g)
@@ -372,7 +390,7 @@ def _tree_search(
              for _ in roots]  # fmt: skip
     # random rollouts value each leaf on its own: the lists and Leaf objects of a batched
     # evaluation would cost about as much as the short rollouts of a small game
-    grow = _grow_by_rollouts if type(evaluator) is RandomRollouts else _grow_by_evaluator
+    rollouts = evaluator if type(evaluator) is RandomRollouts else None
     budget = simulations_to_run(config, np.array([np.sum(root.n) for root in roots])).tolist()
     trees, last_steps = list(zip(roots, stats, budget, strict=True)), set(budget)
     legal_mask = game.legal_mask
@@ -382,7 +400,10 @@ def _tree_search(
         # every tree walks before any leaf is valued: the rng's draws come in that order
         paths = [walk_to_leaf(root, config, tree_stats, rng, legal_mask)
                  for root, tree_stats, _ in trees]  # fmt: skip
-        grow(game, evaluator, paths, trees, config, rng)
+        if rollouts is not None:
+            _grow_by_rollouts(game, rollouts, paths, trees, config, rng)
+        else:
+            _grow_by_evaluator(game, evaluator, paths, trees, config, rng)
     n = np.stack([root.n for root in roots])
     values = root_values(n, np.stack([root.w for root in roots]))
     return SearchResult(n.astype(np.int64), values, roots)
@@ -402,6 +423,7 @@ def _grow_by_evaluator(
                               [path[-1][1] for path in paths], rng)  # fmt: skip
     for path, leaf, (_, tree_stats, _) in zip(paths, leaves, trees, strict=True):
         parent, action = path[-1]
+        assert parent.reward is not None and parent.children is not None  # the walk opened it
         parent.reward[action] = leaf.reward
         if leaf.legal is not None:
             child = parent.children[action] = Node.of(leaf)
@@ -421,6 +443,7 @@ def _grow_by_rollouts(
     after the other: the same leaves, values and draws of ``rng`` as its ``leaves``."""
     for path, (_, tree_stats, _) in zip(paths, trees, strict=True):
         parent, action = path[-1]
+        assert parent.reward is not None and parent.children is not None  # the walk opened it
         state = game.play(parent.position, action)
         parent.reward[action] = 0.0  # the only reward of a board game is its result
         if state.is_terminal:
@@ -482,9 +505,10 @@ def _rollouts_in_kernels(
         # numba keeps its own generator, seeded per search from ours (its seed takes 32 bits)
         seed = int(rng.integers(2**32 - 1))
         moves = int(np.count_nonzero(state.board))
+        # numba takes the Python ints position and mask as the kernel's int64
         counts[b], values[b] = kernels.uct_search(
-            kind, position, mask, moves, int(state.to_play), int(config.simulations),
-            float(config.c_uct), seed,
+            kind, position, mask,  # type: ignore[arg-type]
+            moves, int(state.to_play), int(config.simulations), float(config.c_uct), seed,
         )  # fmt: skip
     return SearchResult(counts, values, None)
 

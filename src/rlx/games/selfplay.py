@@ -355,6 +355,7 @@ class SelfPlayPool:
         if self.remote is not None:
             played = self.remote.play(weights, [int(s) for s in seeds], shares)
         else:
+            assert self.pool is not None  # more than one worker, and no Ray runners
             played = [f.result() for f in [
                 self.pool.submit(play_share, self.method, self.game.name, self.config, weights,
                                  int(seed), games)
@@ -429,7 +430,8 @@ class Learner:
         net = method.make_net(game, config).to(resolve_device(config.device))
         if any(isinstance(m, nn.Conv2d) for m in net.modules()):
             # channels-last memory: the layout oneDNN's CPU convolutions run fastest on
-            net = net.to(memory_format=torch.channels_last)
+            # Module.to takes memory_format, which torch's typed overloads of it leave out
+            net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         optimizer = torch.optim.Adam(
             net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
         )

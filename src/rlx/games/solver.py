@@ -33,6 +33,7 @@ def value(state: GameState) -> int:
 def _value(key: bytes) -> int:
     state = _STATES[key]
     if state.is_terminal:
+        assert state.result is not None  # a terminal state has a result
         return state.result * state.to_play
     return max(-value(_GAME.play(state, int(a))) for a in _GAME.legal_actions(state))
 

@@ -14,7 +14,7 @@ LINES = np.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]]
 )
 # The lines through each cell, so a move checks only those.
-_LINES_THROUGH = [LINES[(cell == LINES).any(axis=1)] for cell in range(9)]
+_LINES_THROUGH = [LINES[np.equal(LINES, cell).any(axis=1)] for cell in range(9)]
 
 
 def _dihedral(grid: np.ndarray) -> list[np.ndarray]:

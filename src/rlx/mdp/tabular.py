@@ -308,7 +308,9 @@ def _expected_rewards(R, P: sp.csr_array, S: int, A: int) -> tuple[np.ndarray, n
     raise MDPError(f"R has shape {R.shape}; expected [S, A] = {(S, A)} or [A, S, S] = {(A, S, S)}.")
 
 
-def _sparse_transition_rewards(R, P: sp.csr_array, S: int, A: int) -> tuple[np.ndarray, np.ndarray]:
+def _sparse_transition_rewards(
+    R, P: sp.csr_array, S: int, A: int
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Rewards given sparse ``[A * S, S]`` (or ``A`` sparse ``[S, S]``), one per stored P entry."""
     M = sp.csr_array(R, dtype=np.float64) if sp.issparse(R) else sp.vstack(R, format="csr")
     if M.shape != (A * S, S):

@@ -19,7 +19,7 @@ def format_values(mdp: TabularMDP, V: np.ndarray, *, decimals: int = 2, max_rows
     V = _per_state(mdp, V, "V")
     cells = [f"{v:.{decimals}f}" for v in V]
     if mdp.grid_shape is not None:
-        return _grid(mdp, _mark_walls(mdp, cells))
+        return _grid(mdp.grid_shape, _mark_walls(mdp, cells))
     return _table(mdp, cells, "value", max_rows)
 
 
@@ -35,7 +35,7 @@ def format_policy(mdp: TabularMDP, policy: np.ndarray, *, max_rows: int = 50) ->
         TERMINAL_MARK if end else names[a] for a, end in zip(policy, mdp.terminal, strict=True)
     ]
     if mdp.grid_shape is not None:
-        return _grid(mdp, _mark_walls(mdp, cells))
+        return _grid(mdp.grid_shape, _mark_walls(mdp, cells))
     return _table(mdp, cells, "action", max_rows)
 
 
@@ -55,8 +55,8 @@ def _mark_walls(mdp: TabularMDP, cells: list[str]) -> list[str]:
     return [WALL_MARK if wall else cell for cell, wall in zip(cells, walls, strict=True)]
 
 
-def _grid(mdp: TabularMDP, cells: list[str]) -> str:
-    rows, cols = mdp.grid_shape
+def _grid(grid_shape: tuple[int, int], cells: list[str]) -> str:
+    rows, cols = grid_shape
     width = max(len(c) for c in cells)
     lines = [
         " ".join(cell.rjust(width) for cell in cells[r * cols : (r + 1) * cols])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
@@ -91,15 +92,19 @@ class TabularConfig:
         return self.epsilon_start + (self.epsilon_end - self.epsilon_start) * progress
 
 
-def _is_real(x: object) -> bool:
+def _is_real(x: object) -> TypeGuard[int | float | np.integer | np.floating]:
     return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
 
 
 def _check_range(
     name: str, value: object, low: float, high: float, valid: str, low_open: bool = False
 ) -> None:
-    ok = _is_real(value) and math.isfinite(value) and value <= high
-    ok = ok and (value > low if low_open else value >= low)
+    ok = (
+        _is_real(value)
+        and math.isfinite(value)
+        and value <= high
+        and (value > low if low_open else value >= low)
+    )
     if not ok:
         raise ConfigError(f"{name}={value!r} is out of range; it must lie in {valid}.")
 

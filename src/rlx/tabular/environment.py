@@ -9,8 +9,9 @@ update rules, so they are the same algorithm.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -35,9 +36,10 @@ class GymEnv:
 
     def __init__(self, env: gym.Env) -> None:
         self.env = env
-        # Discrete(n, start=k) spaces are shifted so that tables are indexed from 0
-        self.obs_start = int(env.observation_space.start)
-        self.action_start = int(env.action_space.start)
+        # Discrete(n, start=k) spaces are shifted so that tables are indexed from 0; both are
+        # Discrete (check_discrete_spaces)
+        self.obs_start = int(cast(gym.spaces.Discrete, env.observation_space).start)
+        self.action_start = int(cast(gym.spaces.Discrete, env.action_space).start)
 
     def reset(self, rng: np.ndarray) -> int:
         obs, _ = self.env.reset(seed=draw_seed(rng))
@@ -128,7 +130,7 @@ def resolve_env(env: Any, algo: str, gamma: float | None, max_steps: int | None)
     )
 
 
-def _env_from_id(env_id: str, kwargs: dict | None = None) -> TabularMDP | gym.Env:
+def _env_from_id(env_id: str, kwargs: Mapping[str, Any] | None = None) -> TabularMDP | gym.Env:
     """The id's MDP when it has a model (or is a GridWorld id), else ``gym.make(env_id)``;
     ``kwargs`` go to ``gymnasium.make`` (or the GridWorld)."""
     from rlx.mdp import GridWorld, from_gymnasium
@@ -166,12 +168,15 @@ def _resolve_gym(
     label = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
     check_discrete_spaces(env, algo, label)
     limit = env.spec.max_episode_steps if env.spec is not None else None
+    # both spaces are Discrete: checked above
+    obs_space = cast(gym.spaces.Discrete, env.observation_space)
+    action_space = cast(gym.spaces.Discrete, env.action_space)
     return ResolvedEnv(
         model=None,
         gym=GymEnv(env),
         mdp=None,
-        n_states=int(env.observation_space.n),
-        n_actions=int(env.action_space.n),
+        n_states=int(obs_space.n),
+        n_actions=int(action_space.n),
         gamma=GYM_DEFAULT_GAMMA if gamma is None else float(gamma),
         max_steps=int(max_steps or limit or DEFAULT_MAX_STEPS),
         terminal=None,

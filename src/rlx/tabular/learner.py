@@ -9,6 +9,7 @@ and returns as ``run(1000)``, also across :meth:`state_dict` / :meth:`load_state
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +26,10 @@ CONTROL = ("mc", "q-learning", "sarsa", "expected-sarsa", "double-q")
 PREDICTION = ("mc-prediction", "td0")
 ALGORITHMS = CONTROL + PREDICTION
 
-# compiled kernel (on a model) and plain loop (on a Gymnasium env) of each algorithm
-_LOOPS = {
+# compiled kernel (on a model) and plain loop (on a Gymnasium env) of each algorithm; each
+# algorithm's loops take their own arguments and return (steps, sum of |TD error|)
+_Loop = Callable[..., tuple[int, float]]
+_LOOPS: dict[str, tuple[_Loop, _Loop]] = {
     "q-learning": (q_learning.learn_on_model, q_learning.learn),
     "sarsa": (sarsa.learn_on_model, sarsa.learn),
     "expected-sarsa": (expected_sarsa.learn_on_model, expected_sarsa.learn),
@@ -269,14 +272,18 @@ class TabularLearner:
         For prediction: the most probable action of the evaluated policy.
         """
         Q = self._action_values()
-        row = self._policy[int(s)] if Q is None else Q[int(s)]
+        if Q is None:
+            assert self._policy is not None  # no Q: prediction, which has its policy
+            row = self._policy[int(s)]
+        else:
+            row = Q[int(s)]
         return int(np.argmax(row))
 
     def result(self) -> TabularResult:
         """The tables so far, the greedy (or evaluated) policy and the training curve."""
         t = self._tables
         Q = self._action_values()
-        common = {
+        common: dict[str, Any] = {
             "algo": self.algo,
             "returns": self._all(self._returns, np.float64),
             "lengths": self._all(self._lengths, np.int64),
@@ -284,6 +291,7 @@ class TabularLearner:
             "visits": self._visits().copy(),
         }
         if Q is None:
+            assert self._policy is not None  # no Q: prediction, which has its policy
             return TabularResult(Q=None, V=t["V"].copy(), policy=self._policy.copy(), **common)
         return TabularResult(
             Q=Q.copy(),

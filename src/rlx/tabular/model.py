@@ -46,7 +46,8 @@ def model_arrays(mdp: TabularMDP) -> ModelArrays:
 def start_state(model: ModelArrays, rng: np.ndarray) -> int:
     """``s0 ~ initial``: the first state whose cumulative probability exceeds a uniform draw."""
     s = np.searchsorted(model.initial_cdf, uniform(rng), side="right")
-    return min(s, model.n_states - 1)
+    # compiled, searchsorted of a scalar is an int64 and so is the min: an int in Python
+    return min(s, model.n_states - 1)  # type: ignore[return-value]
 
 
 @njit(cache=True, inline="always")
