@@ -20,7 +20,7 @@ earlier turns (e.g. drops past reasoning) is a clear error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any, TypeGuard, Union
 
 from rlx.errors import ConfigError
 
@@ -30,7 +30,7 @@ Prompt = Union[str, list[Message]]  # noqa: UP007 (a runtime alias: py310 lacks 
 """A prompt: plain text, or a conversation the chat template renders."""
 
 
-def is_conversation(value: Any) -> bool:
+def is_conversation(value: Any) -> TypeGuard[list[Message]]:
     """Whether ``value`` is a list of messages (dicts with a ``role``)."""
     return (
         isinstance(value, list)

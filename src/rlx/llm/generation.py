@@ -153,9 +153,9 @@ def _greedy_answers(
     """Prompts, answers and greedy completions of the rows in ``data`` (none: three empty
     lists); ``max_new_tokens`` None: the longest answer's tokens plus 2."""
     if isinstance(model, (str, Path)):
-        model, tokenizer = load_model(model, device=device)
+        lm, tokenizer = load_model(model, device=device)
     else:
-        model, tokenizer = model
+        lm, tokenizer = model
     rows = load_verifier_jsonl(data) if isinstance(data, (str, Path)) else list(data)
     if not rows:
         return [], [], []
@@ -164,7 +164,7 @@ def _greedy_answers(
         lengths = tokenizer(answers, add_special_tokens=False)["input_ids"]
         max_new_tokens = max(len(ids) for ids in lengths) + 2
     completions = greedy(
-        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
+        lm, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
     )
     return prompts, answers, completions
 

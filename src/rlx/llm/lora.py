@@ -141,8 +141,8 @@ def load_adapter(
     if (folder / "tokenizer_config.json").is_file():
         tokenizer = load_tokenizer(folder)
     with no_progress_bars():
-        model = PeftModel.from_pretrained(model, folder, is_trainable=trainable)
-    return model.to(placed), tokenizer
+        adapted = PeftModel.from_pretrained(model, folder, is_trainable=trainable)
+    return adapted.to(placed), tokenizer
 
 
 def enable_gradient_checkpointing(model: Any) -> None:

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -102,7 +102,8 @@ def load_model(
     except (OSError, ValueError) as err:
         raise ConfigError(f"cannot load the model weights in {folder}: {_first_line(err)}") from err
     _match_pad_token(model, tokenizer)
-    return model.to(target), tokenizer
+    # transformers wraps .to with functools.wraps, which mypy does not bind as a method
+    return model.to(target), tokenizer  # type: ignore[arg-type]
 
 
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
@@ -191,7 +192,8 @@ def torch_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
 
 def _match_pad_token(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
     """Grow the embeddings when the tokenizer gained a pad token; record the pad id."""
-    if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+    embeddings = cast(torch.nn.Embedding, model.get_input_embeddings())
+    if len(tokenizer) > embeddings.num_embeddings:
         model.resize_token_embeddings(len(tokenizer))
     model.config.pad_token_id = tokenizer.pad_token_id
     if getattr(model, "generation_config", None) is not None:
@@ -413,7 +415,7 @@ def _tiny_config(
     num_layers: int,
     num_heads: int,
     max_length: int,
-    special_ids: dict[str, int],
+    special_ids: dict[str, Any],
 ) -> Any:
     from transformers import GPT2Config, LlamaConfig, Qwen2Config
 
@@ -499,7 +501,8 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     tmp = out.with_name(f".tmp-{out.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     with no_progress_bars():
-        model.save_pretrained(tmp)
+        # a Hugging Face or PEFT model's method, which nn.Module does not declare
+        model.save_pretrained(tmp)  # type: ignore[operator]
     tokenizer.save_pretrained(tmp)
     portable_tokenizer_class(tmp)
     shutil.rmtree(out, ignore_errors=True)

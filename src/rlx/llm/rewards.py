@@ -335,7 +335,7 @@ def _arguments(
     columns: Mapping[str, Sequence[Any]],
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     try:
-        params = inspect.signature(reward).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(reward).parameters
     except (TypeError, ValueError):  # a builtin without a signature: TRL's call
         return (), {"prompts": prompts, "completions": completions, **columns}
     if isinstance(reward, functools.partial):

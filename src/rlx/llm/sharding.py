@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
 from rlx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule
 
 FSDP_STAGES = ("sft", "dpo")
 """The stages that take ``fsdp=True``."""
@@ -57,7 +60,10 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     if layers:
         return layers
     lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
-    return list(max(lists, key=len)) if lists else []
+    if not lists:
+        return []
+    longest = max(lists, key=len)
+    return list(longest)
 
 
 def shard_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -80,7 +86,7 @@ def shard_model(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def is_sharded(model: Any) -> bool:
+def is_sharded(model: Any) -> TypeGuard[FSDPModule]:
     """Whether ``model`` was sharded by :func:`shard_model`."""
     from torch.distributed.fsdp import FSDPModule
 
@@ -103,7 +109,8 @@ def full_model_state(model: torch.nn.Module) -> dict[str, Tensor]:
     ranks. Every process must call it (it is a collective)."""
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-    return get_model_state_dict(model, options=_full())
+    # a model's state dict, gathered whole: its values are tensors
+    return cast(dict[str, Tensor], get_model_state_dict(model, options=_full()))
 
 
 def full_optimizer_state(
@@ -114,7 +121,7 @@ def full_optimizer_state(
     unsharded run can resume it; empty on the other ranks. A collective."""
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
-    state = get_optimizer_state_dict(model, optimizer, options=_full())
+    state: dict[str, Any] = get_optimizer_state_dict(model, optimizer, options=_full())
     if "param_groups" not in state:
         return {}
     names = [name for group in state["param_groups"] for name in group["params"]]
@@ -185,7 +192,8 @@ def save_full_model(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
     tmp = out.with_name(f".tmp-{out.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     with no_progress_bars():
-        model.save_pretrained(tmp, state_dict=weights)
+        # a Hugging Face model's method, which nn.Module does not declare
+        model.save_pretrained(tmp, state_dict=weights)  # type: ignore[operator]
     tokenizer.save_pretrained(tmp)
     portable_tokenizer_class(tmp)
     shutil.rmtree(out, ignore_errors=True)

@@ -48,7 +48,11 @@ from rlx.llm.sandbox import testcode, wire
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from types import ModuleType
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
+    _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 MAX_FAILURES_REPORTED = 5
 TIME_LIMIT = "the time limit passed"
@@ -143,7 +147,11 @@ class Channel:
             return ProgramError("an exception the judge cannot rebuild", message)
         args = description.get("args")
         try:
-            values = tuple(self.rebuild({"tuple": args})) if type(args) is list else (message,)
+            values = (
+                tuple(self.rebuild({"tuple": args}))  # type: ignore[arg-type]  # (a tuple)
+                if type(args) is list
+                else (message,)
+            )
         except (TypeError, ProgramGone):
             values = (message,)
         error = _instance(kind, values, message)
@@ -321,8 +329,10 @@ class ProgramObject:
     def __repr__(self) -> str:
         return _plain(self._ask("repr"), str, "repr()")
 
-    @property
-    def __class__(self) -> type:  # isinstance() asks for it after type() says no
+    # read-only on purpose (object's __class__ can be set): isinstance() asks for it after
+    # type() says no
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
         raise _refuse("isinstance()")
 
     def __eq__(self, other: object) -> bool:
@@ -356,7 +366,7 @@ class ProgramObject:
         raise _refuse("hash()")
 
 
-def _plain(value: object, kind: type, what: str) -> object:
+def _plain(value: object, kind: type[_T], what: str) -> _T:
     if type(value) is not kind:
         raise TypeError(
             f"the program's {what} gave a {type(value).__name__}, not a {kind.__name__}"
@@ -433,7 +443,7 @@ def assert_hook(tally: Tally):
 class _CountedContext:
     """A context manager (``assertRaises``, ``pytest.raises``) whose outcome is one check."""
 
-    def __init__(self, inner: object, tally: Tally, failure: type) -> None:
+    def __init__(self, inner: Any, tally: Tally, failure: type[BaseException]) -> None:
         self.inner, self.tally, self.failure = inner, tally, failure
 
     def __enter__(self) -> object:
@@ -453,7 +463,7 @@ class _CountedContext:
         return getattr(self.inner, name)
 
 
-def counted_assertion(method, tally: Tally, failure: type):
+def counted_assertion(method, tally: Tally, failure: type[BaseException]):
     """``method`` (an assertion method or ``pytest.raises``) counted as one check: passed when
     it returns, failed when it raises ``failure``; a context it returns is counted at its exit."""
 
@@ -478,16 +488,16 @@ def counted_assertion(method, tally: Tally, failure: type):
     return counted
 
 
-def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, object]:
+def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, ModuleType]:
     """Import the test frameworks the test code imports, with their assertions counted and
     their ``main()`` left to the judge (which runs the tests it finds itself)."""
-    roots = set()
+    roots: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             roots.add(node.module.split(".")[0])
-    frameworks: dict[str, object] = {}
+    frameworks: dict[str, ModuleType] = {}
     if "unittest" in roots:
         import unittest
 
@@ -500,7 +510,7 @@ def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, object]:
                 and name != "failureException"
             ):
                 setattr(case, name, counted_assertion(member, tally, case.failureException))
-        unittest.main = _leave_main_to_the_judge
+        unittest.main = _leave_main_to_the_judge  # type: ignore[assignment]  # a patch
         frameworks["unittest"] = unittest
     if "pytest" in roots:
         try:
@@ -509,7 +519,7 @@ def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, object]:
             pass
         else:
             pytest.raises = counted_assertion(pytest.raises, tally, pytest.fail.Exception)
-            pytest.main = _leave_main_to_the_judge
+            pytest.main = _leave_main_to_the_judge  # type: ignore[assignment]  # a patch
             frameworks["pytest"] = pytest
     return frameworks
 
@@ -642,7 +652,7 @@ def _is_skip(error: BaseException) -> bool:
 
 
 def collected_tests(
-    tree: ast.Module, namespace: dict[str, object], frameworks: dict[str, object]
+    tree: ast.Module, namespace: dict[str, object], frameworks: dict[str, ModuleType]
 ) -> list[Unit]:
     """The test functions and classes the test code defines, as pytest and unittest collect
     them (only the test code's own: a program's name never shadows one)."""
@@ -739,7 +749,7 @@ def _call_test(function: Any, params: dict[str, object], kind: type | None) -> N
             instance.teardown_method(function.__get__(instance))
 
 
-def _class_units(kind: type, node: ast.ClassDef) -> list[Unit]:
+def _class_units(kind: type, node: _Definition) -> list[Unit]:
     """pytest's ``Test*`` classes: each ``test*`` method on a fresh instance."""
     units = []
     for item in node.body:
@@ -752,7 +762,7 @@ def _class_units(kind: type, node: ast.ClassDef) -> list[Unit]:
     return units
 
 
-def _unittest_units(kind: type, node: ast.ClassDef, unittest: Any) -> list[Unit]:
+def _unittest_units(kind: type, node: _Definition, unittest: Any) -> list[Unit]:
     """One unit per test method of a ``unittest.TestCase``, run by unittest itself."""
     units = []
     for name in unittest.TestLoader().getTestCaseNames(kind):

@@ -290,7 +290,7 @@ def failed_verdict(why: str, timed_out: bool = False, total: int = 1) -> dict:
 def run_cases(job: dict) -> dict:
     """Run the program once per case with the case's input on stdin; count the cases whose
     stdout is the expected output (:func:`same_output`)."""
-    verdict = {
+    verdict: dict = {
         "passed": 0, "failed": 0, "failures": [], "failure_count": 0,
         "setup_failed": False, "defined": True, "timed_out": False,
     }  # fmt: skip
@@ -364,7 +364,8 @@ def same_output(actual: str, expected: str) -> bool:
 
 def _read_until(fd: int, deadline: float, limit: int) -> tuple[bytes, bool]:
     """What ``fd`` gives until end of file (True) or the deadline or ``limit`` bytes (False)."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while size < limit:
         wait = deadline - time.monotonic()
         if wait <= 0 or not select.select([fd], [], [], wait)[0]:

@@ -107,8 +107,9 @@ def sandbox_code(python: str) -> bytes:
     sources = [(name, (package / f"{name}.py").read_text(encoding="utf-8"))
                for name in _SANDBOX_MODULES]  # fmt: skip
     if _bytecode_magic(python) == importlib.util.MAGIC_NUMBER:
-        sources = [(name, compile(text, f"<rlx sandbox {name}>", "exec"))
-                   for name, text in sources]  # fmt: skip
+        compiled = [(name, compile(text, f"<rlx sandbox {name}>", "exec"))
+                    for name, text in sources]  # fmt: skip
+        return marshal.dumps(compiled)
     return marshal.dumps(sources)
 
 
@@ -276,16 +277,16 @@ def run_stdio(
     trailing whitespace on each line and trailing empty lines
     (:func:`rlx.llm.sandbox.launcher.same_output`). ``timeout_s`` holds for each case."""
     check_limits(timeout_s, memory_mb, 1)
-    cases = [list(case) for case in cases]
-    if not cases or any(
-        len(case) != 2 or not all(isinstance(text, str) for text in case) for case in cases
+    rows = [list(case) for case in cases]
+    if not rows or any(
+        len(row) != 2 or not all(isinstance(text, str) for text in row) for row in rows
     ):
         raise SandboxError(
             "stdin/stdout tests must be a non-empty list of (input, expected output) strings."
         )
-    job = {"mode": "stdio"}, {"cases": cases}
+    job = {"mode": "stdio"}, {"cases": rows}
     return _run(
-        program, job, timeout_s * len(cases), memory_mb, JUDGE_MEMORY_MB, isolation, "", timeout_s
+        program, job, timeout_s * len(rows), memory_mb, JUDGE_MEMORY_MB, isolation, "", timeout_s
     )
 
 

@@ -24,6 +24,11 @@ import sys
 
 from rlx.llm.sandbox import wire
 
+TYPE_CHECKING = False  # typing is imported for the type checker only (see wire)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 MODULE_NAME = "solution"
 _INLINE_GLOBAL_BYTES = 64 << 10  # a larger data global crosses as a handle, not in the ready note
 _MESSAGE_CHARS = 500
@@ -34,7 +39,7 @@ class Objects:
     as long as the run lasts (and two handles to one object are the same handle)."""
 
     def __init__(self) -> None:
-        self._by_handle: dict[int, object] = {}
+        self._by_handle: dict[object, object] = {}  # looked up with unchecked numbers
         self._handle_by_id: dict[int, int] = {}
 
     def handle(self, obj: object) -> int:
@@ -45,7 +50,7 @@ class Objects:
             self._handle_by_id[id(obj)] = number
         return number
 
-    def get(self, number: int, type_name: str = "") -> object:
+    def get(self, number: object, type_name: str = "") -> object:
         try:
             return self._by_handle[number]
         except KeyError:
@@ -112,15 +117,17 @@ def serve(objects: Objects) -> None:
 def perform(request: dict[str, object], objects: Objects) -> object:
     """Do what one request asks of the object its handle names."""
     op = request.get("op")
-    target = objects.get(request.get("target"))
-    args = wire.decode({"list": request.get("args", [])}, objects.get)
+    # the program's object, of whatever type it has; args decode as a list, kwargs as a dict
+    target: Any = objects.get(request.get("target"))
+    args: Any = wire.decode({"list": request.get("args", [])}, objects.get)
     if op == "call":
-        kwargs = wire.decode({"dict": request.get("kwargs", [])}, objects.get)
+        kwargs: Any = wire.decode({"dict": request.get("kwargs", [])}, objects.get)
         return target(*args, **kwargs)
     if op == "getattr":
         return getattr(target, *args)
     if op == "setattr":
-        return setattr(target, *args)
+        setattr(target, *args)
+        return None
     if op == "getitem":
         return target[args[0]]
     if op == "setitem":
@@ -130,7 +137,13 @@ def perform(request: dict[str, object], objects: Objects) -> object:
         del target[args[0]]
         return None
     if op in ("iter", "next", "str", "repr"):
-        return {"iter": iter, "next": next, "str": str, "repr": repr}[op](target)
+        builtin: dict[str, Callable[[Any], object]] = {
+            "iter": iter,
+            "next": next,
+            "str": str,
+            "repr": repr,
+        }
+        return builtin[op](target)
     raise wire.BoundaryError(f"unknown request {op!r}")
 
 

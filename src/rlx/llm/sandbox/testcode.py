@@ -157,8 +157,13 @@ def _bind_statement(stmt: ast.stmt, names: set[str]) -> None:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 names.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or (
-            isinstance(node, ast.MatchAs | ast.MatchStar) and node.name
+        elif (
+            # a definition's name is never empty; a match pattern's may be None
+            isinstance(
+                node,
+                (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.MatchAs, ast.MatchStar),
+            )
+            and node.name
         ):
             names.add(node.name)
 

@@ -34,6 +34,9 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeGuard, TypeVar
+
+    _T = TypeVar("_T")
 
 MAX_MESSAGE_BYTES = 4 << 20
 """The largest message either side accepts; a program's answer above it breaks the channel."""
@@ -89,32 +92,39 @@ def encode(value: object, handle_of: Callable[[object], int], depth: int = 0) ->
         raise BoundaryError(f"a value nested deeper than {MAX_DEPTH} levels cannot cross")
     # type() and issubclass, never isinstance: isinstance asks an object for its __class__,
     # which the judge's handles refuse, and which a program's object could fake
+    # (mypy cannot narrow ``value`` from ``issubclass(type(value), ...)``, hence the ignores)
     kind = type(value)
     if value is None or issubclass(kind, bool):
         return None if value is None else bool(value)
     if issubclass(kind, str):
         return str.__str__(value)
     if issubclass(kind, int):
-        number = int.__int__(value)
+        number = int.__int__(value)  # type: ignore[arg-type]
         return number if number.bit_length() <= _SMALL_INT_BITS else {"int": hex(number)}
     if issubclass(kind, float):
-        return float.__float__(value)
+        return float.__float__(value)  # type: ignore[arg-type]
     if issubclass(kind, complex):
-        return {"complex": [complex.__complex__(value).real, complex.__complex__(value).imag]}
+        return {
+            "complex": [
+                complex.__complex__(value).real,  # type: ignore[arg-type]
+                complex.__complex__(value).imag,  # type: ignore[arg-type]
+            ]
+        }
     if issubclass(kind, (bytes, bytearray)):
         tag = "bytearray" if issubclass(kind, bytearray) else "bytes"
-        return {tag: bytes(value).hex()}
+        return {tag: bytes(value).hex()}  # type: ignore[call-overload]
     if issubclass(kind, dict):
+        mapping: dict[object, object] = value  # type: ignore[assignment]
         items = [
             [encode(k, handle_of, depth + 1), encode(v, handle_of, depth + 1)]
-            for k, v in dict.items(value)
+            for k, v in dict.items(mapping)
         ]
         return {"dict": items}
     for tag, base in zip(_CONTAINERS, (list, tuple, set, frozenset), strict=True):
         if issubclass(kind, base):
             return {tag: [encode(item, handle_of, depth + 1) for item in base.__iter__(value)]}
-    if issubclass(kind, type) and issubclass(value, BaseException):
-        return {"exception": describe_exception_class(value, handle_of)}
+    if issubclass(kind, type) and issubclass(value, BaseException):  # type: ignore[arg-type]
+        return {"exception": describe_exception_class(value, handle_of)}  # type: ignore[arg-type]
     return {"handle": handle_of(value), "type": _type_name(value)}
 
 
@@ -209,17 +219,17 @@ def decode(
     raise BoundaryError(f"unknown value tag {str(tag)[:MAX_NAME_CHARS]!r}")
 
 
-def is_handle(number: object) -> bool:
+def is_handle(number: object) -> TypeGuard[int]:
     """Whether ``number`` is a well-formed handle number."""
     return type(number) is int and 0 < number <= MAX_HANDLE
 
 
-def is_name(name: object) -> bool:
+def is_name(name: object) -> TypeGuard[str]:
     """Whether ``name`` is a well-formed type or class name to show people."""
     return type(name) is str and 0 < len(name) <= MAX_NAME_CHARS
 
 
-def _typed(body: object, kind: type) -> object:
+def _typed(body: object, kind: type[_T]) -> _T:
     if type(body) is not kind:
         raise BoundaryError(f"malformed value body ({type(body).__name__})")
     return body
@@ -260,6 +270,7 @@ def receive(fd: int, deadline: float | None = None) -> dict[str, object] | None:
     if size > MAX_MESSAGE_BYTES:
         raise BoundaryError(f"a message of {size} bytes is over {MAX_MESSAGE_BYTES}")
     payload = _read_exactly(fd, size, deadline, allow_eof=False)
+    assert payload is not None  # allow_eof=False: end of file raises instead
     try:
         message = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -271,8 +282,9 @@ def receive(fd: int, deadline: float | None = None) -> dict[str, object] | None:
     return message
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None, allow_eof: bool) -> object:
-    chunks, left = [], size
+def _read_exactly(fd: int, size: int, deadline: float | None, allow_eof: bool) -> bytes | None:
+    chunks: list[bytes] = []
+    left = size
     while left:
         if deadline is not None:
             wait = deadline - time.monotonic()
