@@ -465,7 +465,8 @@ def implicit_pair_accuracy(
     the completion and its eos) is higher for the chosen completion than for the rejected one."""
     import torch
 
-    from rlx.llm.batching import pad_batch, sequence_logprobs
+    from rlx.llm.batching import pad_batch
+    from rlx.llm.logprobs import sequence_logprobs
     from rlx.llm.models import load_model
 
     policy, tokenizer = load_model(policy_dir)

@@ -77,11 +77,12 @@ CHOSEN_REWARD = "chosen_reward"
 REJECTED_REWARD = "rejected_reward"
 REWARD_MARGIN = "reward_margin"
 PAIR_ACCURACY = "pair_accuracy"
+NLL_CHOSEN = "nll_chosen"  # DPO with rpo_alpha: -log pi(y+|x) per chosen token (RPO's term)
 TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts by argmax (SFT)
 EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
 BETA = "beta"  # the KL coefficient in force (RLHF-PPO's adaptive controller moves it)
-GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO)
-UPDATE_S = "update_s"  # seconds of the step spent scoring and in gradient steps (GRPO)
+GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO, PPO)
+UPDATE_S = "update_s"  # seconds of the step spent in gradient steps (GRPO, RLHF-PPO)
 
 ALL_METRICS: frozenset[str] = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)

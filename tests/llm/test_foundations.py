@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from rlx import llm
 from rlx.errors import ConfigError, RLXError
-from rlx.llm import batching, losses, models, rewards, tasks
+from rlx.llm import batching, logprobs, losses, models, rewards, tasks
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "max_length": 32}
 
@@ -167,8 +167,8 @@ def test_padding_content_changes_no_logprob_or_loss(tiny):
     batch = _batch(tok, ROWS[:4])
     with torch.no_grad():
         logits = batching.forward_logits(model, batch)
-        token_lp = batching.token_logprobs(model, batch)
-        seq_lp = batching.sequence_logprobs(model, batch)
+        token_lp = logprobs.token_logprobs(model, batch)
+        seq_lp = logprobs.sequence_logprobs(model, batch)
         sft, _ = losses.sft_loss(logits, batch)
         # put arbitrary tokens where the padding is: the real tokens never attend to them
         ids = batch.input_ids.clone()
@@ -179,8 +179,8 @@ def test_padding_content_changes_no_logprob_or_loss(tiny):
         other_logits = batching.forward_logits(model, other)
         real = batch.attention_mask.bool()
         torch.testing.assert_close(other_logits[real], logits[real])
-        torch.testing.assert_close(batching.token_logprobs(model, other), token_lp)
-        torch.testing.assert_close(batching.sequence_logprobs(model, other), seq_lp)
+        torch.testing.assert_close(logprobs.token_logprobs(model, other), token_lp)
+        torch.testing.assert_close(logprobs.sequence_logprobs(model, other), seq_lp)
         torch.testing.assert_close(losses.sft_loss(other_logits, other)[0], sft)
     assert torch.all(token_lp[~batch.target_mask] == 0)
 
@@ -188,8 +188,8 @@ def test_padding_content_changes_no_logprob_or_loss(tiny):
 def test_padded_rows_score_like_unpadded_ones(tiny):
     model, tok = tiny
     with torch.no_grad():
-        together = batching.sequence_logprobs(model, _batch(tok, ROWS))
-        alone = torch.cat([batching.sequence_logprobs(model, _batch(tok, [r])) for r in ROWS])
+        together = logprobs.sequence_logprobs(model, _batch(tok, ROWS))
+        alone = torch.cat([logprobs.sequence_logprobs(model, _batch(tok, [r])) for r in ROWS])
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-5)
 
 
@@ -259,11 +259,11 @@ def test_sequence_level_gradient_is_invariant_to_splitting(tiny):
     # a loss that is a mean over sequences splits into micro-batch sums divided by the full B
     model, tok = tiny
     model.zero_grad()
-    (-batching.sequence_logprobs(model, _batch(tok, ROWS)).mean()).backward()
+    (-logprobs.sequence_logprobs(model, _batch(tok, ROWS)).mean()).backward()
     whole = _grads(model)
 
     def micro(batch):
-        return -batching.sequence_logprobs(model, batch).sum() / len(ROWS)
+        return -logprobs.sequence_logprobs(model, batch).sum() / len(ROWS)
 
     _assert_same_grads(whole, _accumulated(model, tok, micro))
     model.zero_grad()
@@ -342,7 +342,7 @@ def test_a_folder_saved_by_plain_transformers_loads_without_a_pad_token(tmp_path
     assert model.get_input_embeddings().num_embeddings == len(loaded)
     assert model.config.pad_token_id == loaded.pad_token_id
     batch = _batch(loaded, [("12+3=", "15"), ("1+1=", "2")])
-    assert batching.sequence_logprobs(model, batch).shape == (2,)
+    assert logprobs.sequence_logprobs(model, batch).shape == (2,)
 
 
 def test_load_model_dtype(tiny_path):

@@ -293,7 +293,7 @@ def test_a_model_that_cannot_pack_falls_back_or_says_so(tiny, monkeypatch):
     def ignores_positions(model, packed):
         raise TypeError("unexpected keyword argument 'position_ids'")
 
-    monkeypatch.setattr(G, "packed_group_logps", ignores_positions)
+    monkeypatch.setattr(G, "packed_group_logprobs", ignores_positions)
     rows = llm.arithmetic(3, seed=1)
     assert not G.use_group_packing(None, model, tokenizer, rows)
     with pytest.raises(ConfigError, match="pack_groups=False"):
@@ -308,6 +308,7 @@ def test_samples_are_scored_under_the_temperature_they_were_drawn_at(tiny, packi
     GRPO's scorer (packed or not) and RLHF's policy and reference alike."""
     from rlx.llm.batching import EncodedSequence, SequenceTable, encode_prompt
     from rlx.llm.generation import left_pad
+    from rlx.llm.logprobs import next_token_logprobs
     from rlx.llm.stages import rlhf as R
 
     _, path = tiny
@@ -339,7 +340,7 @@ def test_samples_are_scored_under_the_temperature_they_were_drawn_at(tiny, packi
     batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs)))
     with torch.no_grad():
         policy_lp = R.PolicyWithValueHead(model, T)(batch)[0][batch.target_mask]
-        reference_lp = R.reference_logps(model, batch, T)[batch.target_mask]
+        reference_lp = next_token_logprobs(model, batch, T)[batch.target_mask]
     torch.testing.assert_close(policy_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)
     torch.testing.assert_close(reference_lp.view(len(prompts), -1), expected, atol=1e-4, rtol=0)
 

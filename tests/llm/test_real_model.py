@@ -19,7 +19,7 @@ import torch
 
 import rlx
 from rlx import llm
-from rlx.llm import batching, training
+from rlx.llm import batching, logprobs, training
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def reply_logprobs(folder: Path, replies: list[str]) -> torch.Tensor:
     batch = batching.pad_batch(seqs, tokenizer.pad_token_id)
     model.eval()
     with torch.no_grad():
-        return batching.sequence_logprobs(model, batch)
+        return logprobs.sequence_logprobs(model, batch)
 
 
 def test_grpo_with_lora_at_the_default_step_size_moves_the_real_model(model_dir, tmp_path):

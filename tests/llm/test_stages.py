@@ -16,7 +16,7 @@ import torch
 import rlx
 from rlx import cli, llm
 from rlx.errors import ConfigError
-from rlx.llm import training
+from rlx.llm import pairs, training
 from rlx.llm.stages import dpo as dpo_stage
 from rlx.llm.stages import reward_model as rm_stage
 from rlx.llm.stages import sft as sft_stage
@@ -276,25 +276,25 @@ def test_cli_align_end_to_end(files, tmp_path, capsys):
 def test_packed_pairs_score_exactly_as_separate_rows(tmp_path, arch):
     """One row [prompt, chosen, rejected] with the rejected tokens blind to the chosen ones and
     positions restarting after the prompt: the same log-probabilities and rewards as two rows."""
-    from rlx.llm import batching
+    from rlx.llm import logprobs
 
     rows = [*llm.arithmetic_preferences(6, seed=3), llm.PreferencePair("1+1=", "2", "11111")]
     path = llm.make_tiny_lm(tmp_path / arch, texts=llm.task_texts(rows), arch=arch, **TINY)
     model, tokenizer = llm.load_model(path)
-    encoded = rm_stage.encode_pairs(tokenizer, rows, 32)
+    encoded = pairs.encode_pairs(tokenizer, rows, 32)
     idx = np.arange(len(rows))
     pad = tokenizer.pad_token_id
-    packed = rm_stage.packed_batch(encoded, idx, pad)
-    separate = batching.sequence_logprobs(model, rm_stage.pair_batch(encoded, idx, pad))
-    chosen, rejected = batching.packed_pair_logprobs(model, packed)
+    packed = pairs.packed_batch(encoded, idx, pad)
+    separate = logprobs.sequence_logprobs(model, pairs.pair_batch(encoded, idx, pad))
+    chosen, rejected = logprobs.packed_pair_logprobs(model, packed)
     torch.testing.assert_close(chosen, separate[0::2], rtol=0, atol=1e-4)
     torch.testing.assert_close(rejected, separate[1::2], rtol=0, atol=1e-4)
-    assert packed.input_ids.shape[1] < rm_stage.pair_batch(encoded, idx, pad).input_ids.shape[1] * 2
+    assert packed.input_ids.shape[1] < pairs.pair_batch(encoded, idx, pad).input_ids.shape[1] * 2
 
     backbone, _ = rm_stage.sequence_classifier_from(path, 0, "cpu", None)
     scorer = rm_stage.ScalarHeadRewardModel(backbone).eval()
     with torch.no_grad():
-        both = scorer(rm_stage.pair_batch(encoded, idx, pad))
+        both = scorer(pairs.pair_batch(encoded, idx, pad))
         c, r = scorer.packed(packed)
     torch.testing.assert_close(c, both[0::2], rtol=0, atol=1e-4)
     torch.testing.assert_close(r, both[1::2], rtol=0, atol=1e-4)
@@ -309,20 +309,20 @@ def test_a_model_that_ignores_packing_falls_back_to_separate_rows():
     seqs = [batching.EncodedSequence([1, 5, 6], [False, False, True], 2)] * 2
     assert not batching.packing_matches(broken, lambda b: torch.zeros(len(b)), seqs, seqs, 0)
     with pytest.raises(ConfigError, match="pack_pairs=False"):
-        rm_stage.use_packing(True, broken, lambda b: torch.zeros(len(b)), seqs * 2, 0)
+        pairs.use_packing(True, broken, lambda b: torch.zeros(len(b)), seqs * 2, 0)
 
 
 def test_dpo_gradient_vanishes_when_chosen_equals_rejected(files):
     """With y+ = y- the two log-ratios cancel for any policy: no gradient reaches the model
     (at pi = pi_ref the gradient is -beta/2 on log pi(y+) and +beta/2 on log pi(y-), which is
     what cancels; ``test_foundations`` checks those values)."""
-    from rlx.llm import batching, losses
+    from rlx.llm import logprobs, losses
 
     model, tokenizer = llm.load_model(files["model"])
     rows = [llm.PreferencePair("12+30=", "42", "42"), llm.PreferencePair("5+5=", "10", "10")]
-    encoded = rm_stage.encode_pairs(tokenizer, rows, 32)
-    batch = rm_stage.pair_batch(encoded, np.arange(2), tokenizer.pad_token_id)
-    logps = batching.sequence_logprobs(model, batch)
+    encoded = pairs.encode_pairs(tokenizer, rows, 32)
+    batch = pairs.pair_batch(encoded, np.arange(2), tokenizer.pad_token_id)
+    logps = logprobs.sequence_logprobs(model, batch)
     loss, _ = losses.dpo_loss(logps[0::2], logps[1::2], logps[0::2] - 0.3, logps[1::2] - 0.3)
     loss.backward()
     assert loss.item() == pytest.approx(np.log(2))

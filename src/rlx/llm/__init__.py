@@ -92,9 +92,9 @@ _EXPORTS: dict[str, str] = {
     "encode_prompt": "batching",
     "encode_prompt_completion": "batching",
     "pad_batch": "batching",
-    "token_logprobs": "batching",
-    "sequence_logprobs": "batching",
-    "logprobs_from_logits": "batching",
+    "token_logprobs": "logprobs",
+    "sequence_logprobs": "logprobs",
+    "logprobs_from_logits": "logprobs",
     "completion_lengths": "batching",
     # losses
     "bradley_terry_loss": "losses",
@@ -122,7 +122,7 @@ _EXPORTS: dict[str, str] = {
 _SUBMODULES = frozenset(
     {
         "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
-        "losses", "generation", "online", "training", "stages",
+        "losses", "generation", "online", "training", "stages", "logprobs", "pairs",
     }
 )  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""Tokenising, padding and log-probabilities shared by SFT, the reward model, DPO and RLHF.
+"""Tokenising, padding and packing shared by SFT, the reward model, DPO, GRPO and RLHF
+(the log-probabilities of what they batch: :mod:`rlx.llm.logprobs`).
 
 Conventions, fixed here once:
 
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from rlx.errors import ConfigError
@@ -147,10 +147,10 @@ def encode_prompt_completions(
     completion_ids = tokenizer(completion_texts, add_special_tokens=False)["input_ids"]
     seqs, cut = [], 0
     for p, c, chat in zip(prompt_ids, completion_ids, chats, strict=True):
-        prompt = p if chat else _with_bos(tokenizer, p)
-        completion = ended(c, tokenizer.eos_token_id)
-        seqs.append(EncodedSequence.from_parts(prompt, completion, max_length))
-        cut += len(seqs[-1].input_ids) < len(prompt) + len(completion)
+        prompt_tokens = p if chat else _with_bos(tokenizer, p)
+        completion_tokens = ended(c, tokenizer.eos_token_id)
+        seqs.append(EncodedSequence.from_parts(prompt_tokens, completion_tokens, max_length))
+        cut += len(seqs[-1].input_ids) < len(prompt_tokens) + len(completion_tokens)
     warn_truncated(cut, len(seqs), max_length)
     return seqs
 
@@ -252,43 +252,6 @@ def forward_logits(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
     return out.logits
 
 
-def tempered_log_softmax(logits: Tensor, temperature: float = 1.0) -> Tensor:
-    """``log softmax(logits / T)`` in float32: the distribution a sampler drew from at
-    temperature ``T``. Online RL scores its samples under this one, so that the PPO ratio
-    ``pi_theta / pi_old`` compares the distribution that was sampled (as TRL does too)."""
-    logits = logits.float()
-    return F.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
-
-
-def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
-    """``log pi(x_t | x_<t)`` for ``t = 1 .. L-1``, shape ``[B, L-1]``, unmasked.
-
-    ``log_softmax(logits[:, :-1])`` gathered at the targets ``input_ids[:, 1:]``: only the
-    target token's value leaves the function, never a ``[B, L, V]`` tensor. Computed in float32
-    at least, so bf16 models do not lose the small differences DPO and KL estimates live on.
-    """
-    shifted = logits[:, :-1]
-    if shifted.dtype in (torch.float16, torch.bfloat16):
-        shifted = shifted.float()
-    log_probs = F.log_softmax(shifted, dim=-1)
-    return log_probs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-
-
-def token_logprobs(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
-    """Per-token ``log pi(x_t | x_<t)`` at target tokens, 0 elsewhere: ``[B, L-1]``.
-
-    Column ``t - 1`` holds token ``t``'s log-probability; ``batch.target_mask`` marks the
-    columns that count.
-    """
-    logp = logprobs_from_logits(forward_logits(model, batch), batch.input_ids)
-    return logp * batch.target_mask
-
-
-def sequence_logprobs(model: torch.nn.Module, batch: TokenBatch) -> Tensor:
-    """``log pi(y | x) = sum_t loss_mask_t * log pi(x_t | x_<t)``, one value per row: ``[B]``."""
-    return token_logprobs(model, batch).sum(dim=-1)
-
-
 def completion_lengths(batch: TokenBatch) -> Tensor:
     """Target tokens per row (completion plus eos, after truncation): LongTensor ``[B]``."""
     return batch.loss_mask.sum(dim=-1)
@@ -305,10 +268,7 @@ __all__ = [
     "encode_prompt_completions",
     "ended",
     "forward_logits",
-    "logprobs_from_logits",
     "pad_batch",
-    "sequence_logprobs",
-    "token_logprobs",
     "warn_truncated",
 ]
 
@@ -448,20 +408,6 @@ def packed_forward(model: torch.nn.Module, packed: PackedRows, **kwargs: Any) ->
     )
 
 
-def packed_pair_logprobs(model: torch.nn.Module, packed: PackedPairs) -> tuple[Tensor, Tensor]:
-    """``log pi(y+|x)`` and ``log pi(y-|x)`` ``[B]`` from one forward pass over packed pairs."""
-    logits = packed_forward(model, packed).logits
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        logits = logits.float()
-    log_probs = F.log_softmax(logits, dim=-1)
-    rows = torch.arange(len(packed), device=logits.device).unsqueeze(-1)
-    # log pi(token t | its context) read from the logits at pred_index[t]
-    token = log_probs[rows, packed.pred_index, packed.input_ids]
-    chosen = (token * packed.chosen_mask).sum(dim=-1)
-    rejected = (token * packed.rejected_mask).sum(dim=-1)
-    return chosen, rejected
-
-
 @torch.no_grad()
 def packing_matches(
     score_packed: Any, score_separate: Any, chosen: Sequence[EncodedSequence],
@@ -560,18 +506,3 @@ def pack_groups(
         torch.from_numpy(gather_col),
         torch.from_numpy(mask),
     )
-
-
-def packed_group_logps(
-    model: torch.nn.Module, packed: PackedGroups, temperature: float = 1.0
-) -> tuple[Tensor, Tensor]:
-    """``log pi(token | context)`` and the policy's entropy there, ``[N, T]`` per completion
-    token, from one forward pass over the packed groups (``pi`` at the sampling
-    ``temperature``, see :func:`tempered_log_softmax`)."""
-    logits = packed_forward(model, packed).logits
-    rows, cols = packed.gather_row, packed.gather_col
-    # the logits that predict each completion token, then that token's log-probability
-    log_probs = tempered_log_softmax(logits[rows, packed.pred_index[rows, cols]], temperature)
-    token = log_probs.gather(-1, packed.input_ids[rows, cols].unsqueeze(-1)).squeeze(-1)
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
-    return token, entropy

@@ -56,7 +56,7 @@ def dpo_loss(
     ``L = -E[log sigma(beta * [(log pi(y+|x) - log pi_ref(y+|x))
     - (log pi(y-|x) - log pi_ref(y-|x))])]``.
 
-    Inputs are sequence log-probabilities ``[B]`` (:func:`rlx.llm.batching.sequence_logprobs`);
+    Inputs are sequence log-probabilities ``[B]`` (:func:`rlx.llm.logprobs.sequence_logprobs`);
     the reference's carry no gradient. The implicit reward of a completion is
     ``beta * (log pi(y|x) - log pi_ref(y|x))``. When ``pi == pi_ref`` the loss is ``log 2`` and
     its gradient is ``-beta / 2`` on the chosen and ``+beta / 2`` on the rejected log-probability
@@ -112,6 +112,7 @@ def sft_loss(
     if target_logits.dtype in (torch.float16, torch.bfloat16):
         target_logits = target_logits.float()
     total = F.cross_entropy(target_logits, targets, reduction="sum")
+    denominator: Tensor | int
     if num_target_tokens is None:
         denominator = mask.sum().clamp(min=1)  # a batch with no targets gives 0, not NaN
     elif isinstance(num_target_tokens, int) and num_target_tokens < 1:

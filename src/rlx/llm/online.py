@@ -1,6 +1,10 @@
-"""What the online stages (GRPO, RLHF-PPO) share: they sample completions of the policy, score
-them with a reward function, and keep the policy near a frozen reference.
+"""The online loop of the language-model stages (GRPO, RLHF-PPO) and what they share: they
+sample completions of the policy, score them with a reward function, and keep the policy near a
+frozen reference.
 
+- :func:`run_online`: the registered ``train`` of both: load and split the prompts, load the
+  model and its reference, complete the config, then per step draw prompts, let the algorithm
+  (an :class:`OnlineUpdate`) sample, score and update, log, evaluate and checkpoint;
 - :func:`guarded_reward`: the reward functions, run in the sandbox when they execute
   model-written code (``python-tests``), the sandbox's protections recorded in the run;
 - :func:`score`: their weighted sum for a batch of completions, checked (one finite number or
@@ -13,8 +17,9 @@ them with a reward function, and keep the policy near a frozen reference.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
@@ -24,6 +29,23 @@ from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
 from rlx.llm.chat import completion_message, is_conversation
 from rlx.llm.rewards import RewardFunction, RewardFunctionError, RewardSet
+from rlx.llm.training import (
+    MODEL_DIR,
+    DataParallel,
+    EpochSampler,
+    StageConfig,
+    StageResult,
+    attention_for,
+    complete_config,
+    make_optimizer,
+    resolved,
+    restore_state,
+    set_learning_rate,
+    split_rows,
+    stage_rows,
+    stage_state,
+    trainable_share,
+)
 
 EVAL_ROWS = 200
 """Held-out rows decoded per evaluation: greedy decoding is the slow part of one."""
@@ -121,14 +143,179 @@ def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: Any) -> dict[s
     return {M.EXACT_MATCH: exact_match((model, tokenizer), rows[:EVAL_ROWS])}
 
 
+# ============================================================================ the online loop
+@dataclass(frozen=True)
+class OnlineSetup:
+    """What :func:`run_online` hands an algorithm to build its update from: the completed
+    config, the loaded policy ``model`` and its ``tokenizer``, the frozen ``reference``
+    (None when the algorithm needs none), the training prompts and the guarded reward."""
+
+    config: Any
+    model: Any
+    tokenizer: Any
+    reference: Any
+    train_rows: list[Any]
+    reward: RewardSet
+
+
+class OnlineUpdate(Protocol):
+    """An online algorithm's half of a step; :func:`run_online` owns the rest (the prompts
+    drawn, the step size, logging, evaluation, checkpoints, the saved model).
+
+    Attributes:
+        trained: the module the optimizer steps and a checkpoint holds (the policy, or the
+            policy with a value head).
+        lm: the language model that samples, is evaluated and is saved.
+        tokenizer: its tokenizer.
+        save_when_stopped: whether a run stopped before its last step still saves ``lm`` as
+            the run's model (RLHF-PPO: a doctor's stop leaves the policy before the harm).
+    """
+
+    @property
+    def trained(self) -> torch.nn.Module: ...
+
+    @property
+    def lm(self) -> Any: ...
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def save_when_stopped(self) -> bool: ...
+
+    def step(
+        self, rows: list[Any], optimizer: torch.optim.Optimizer, parallel: DataParallel | None
+    ) -> dict[str, float]:
+        """Sample completions of ``rows``' prompts, score them, update: the step's metrics,
+        averaged over the processes."""
+        ...
+
+    def after_step(self, metrics: dict[str, float], step: int, prompts: int) -> None:
+        """React to a step's metrics (RLHF-PPO moves its KL coefficient)."""
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint holds besides the weights, optimizer, sampler and RNG."""
+        ...
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Put :meth:`state` back from a checkpoint."""
+        ...
+
+
+def run_online(
+    config: StageConfig,
+    data: Any,
+    run: Any,
+    *,
+    rewards: Callable[[Any], RewardSet],
+    build: Callable[[OnlineSetup], OnlineUpdate],
+    lr_scale: float,
+    target_rows: int,
+    reference: Callable[[Any], bool] = lambda config: True,
+    parallel: DataParallel | None = None,
+) -> StageResult:
+    """The registered ``train`` of an online stage: load and split the prompts, guard the
+    ``rewards(config)``, load the policy, complete the config (written into ``config.json``),
+    freeze the reference when ``reference(config)``, ``build`` the algorithm's update, then
+    the steps; the model is saved at the end.
+
+    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
+    samples and scores its shard of every step's prompts, and the gradients are averaged over
+    the processes."""
+    from rlx.core.threads import set_torch_threads
+    from rlx.llm.data import prompt_rows
+    from rlx.llm.lora import load_for_training, reference_of
+    from rlx.llm.models import count_parameters
+
+    set_torch_threads(config.num_threads)
+    # each process samples its own completions: its own random stream
+    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
+    config = resolved(config)
+    rows = prompt_rows(stage_rows(config, data))
+    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
+    reward = guarded_reward(rewards(config), config, run, train_rows + held_out)
+    model, tokenizer = load_for_training(config)
+    check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
+    config = complete_config(
+        config, run, len(train_rows), count_parameters(model), lr_scale, target_rows
+    )
+    run.add_to_summary(**trainable_share(model))
+    # LoRA: the reference is the policy with its adapter off, no second copy of the weights
+    frozen = reference_of(model, config.model) if reference(config) else None
+    assert config.steps is not None and config.learning_rate is not None  # completed above
+    update = build(OnlineSetup(config, model, tokenizer, frozen, train_rows, reward))
+    optimizer = make_optimizer(update.trained, config.learning_rate, config.weight_decay)
+    sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
+    step = 0
+    if run.resumed_state is not None:
+        restore_state(run.resumed_state, update.trained, optimizer, sampler)
+        update.load_state(run.resumed_state)
+        step = int(run.resumed_step or 0)
+    with attention_for(model, config.precision), attention_for(frozen, config.precision):
+        step, last_eval = online_steps(
+            update, optimizer, sampler, train_rows, held_out, config, run, step, parallel
+        )
+    run.save_checkpoint(step, {**stage_state(update.trained, optimizer, sampler), **update.state()})
+    finished = step >= config.steps or (update.save_when_stopped and step > 0)
+    if finished and run.writer:
+        from rlx.llm.lora import save_trained
+
+        save_trained(update.lm, tokenizer, run.dir, MODEL_DIR)
+    summary = run.finish(step, last_eval)
+    return StageResult(
+        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
+    )
+
+
+def online_steps(
+    update: OnlineUpdate,
+    optimizer: torch.optim.Optimizer,
+    sampler: EpochSampler,
+    train_rows: list[Any],
+    held_out: list[Any],
+    config: Any,
+    run: Any,
+    step: int,
+    parallel: DataParallel | None = None,
+) -> tuple[int, dict[str, float]]:
+    """The steps from ``step`` to ``config.steps`` (or a stop request): the step reached and
+    the last evaluation (every ``eval_every`` steps and at the last)."""
+    eval_every = config.eval_every or max(1, config.steps // 10)
+    last_eval: dict[str, float] = {}
+    while step < config.steps and not run.stop_requested:
+        lr = set_learning_rate(
+            optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
+        )
+        batch = sampler.next()
+        mine = batch if parallel is None else parallel.shard(batch)
+        metrics = update.step([train_rows[i] for i in mine], optimizer, parallel)
+        step += 1
+        update.after_step(metrics, step, len(batch))
+        metrics[M.LR] = lr
+        if step % eval_every == 0 or step == config.steps:
+            last_eval = evaluate(update.lm, update.tokenizer, held_out, config)
+            metrics.update(last_eval)
+        run.log(step, metrics)
+        # the last step's checkpoint is written once, after the loop
+        if step < config.steps and run.checkpoint_due():
+            state = {**stage_state(update.trained, optimizer, sampler), **update.state()}
+            run.save_checkpoint(step, state)
+    return step, last_eval
+
+
 __all__ = [
     "EVAL_ROWS",
+    "OnlineSetup",
+    "OnlineUpdate",
     "RewardFunctionError",
     "check_prompt_lengths",
     "completions_for_rewards",
     "evaluate",
     "frozen_copy",
     "guarded_reward",
+    "online_steps",
     "row_columns",
+    "run_online",
     "score",
 ]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -141,6 +141,10 @@ class StageConfig(CheckpointFields, _StageBasics):
     """Fields every language-model stage takes. ``None`` means "chosen from the model and the
     data"; the chosen value is written into the run's ``config.json``. The checkpoint fields
     (:class:`rlx.core.fields.CheckpointFields`) count optimizer steps."""
+
+
+Config = TypeVar("Config", bound=StageConfig)
+"""A stage's own config class (each stage's loop functions take and keep its type)."""
 
 
 LORA_LR_FACTOR = 10.0
@@ -340,7 +344,7 @@ def _warn_emulated_bf16() -> None:
           "fp32; use precision='fp32' on this machine.", file=sys.stderr)  # fmt: skip
 
 
-def _sdpa_models(model: torch.nn.Module | None) -> list[torch.nn.Module]:
+def _sdpa_models(model: torch.nn.Module | None) -> list[Any]:
     """The outermost Hugging Face models inside ``model`` (itself, or one a wrapper such as a
     reward model holds) that attend with SDPA; their inner models share their config."""
     found: list[torch.nn.Module] = []
@@ -381,10 +385,12 @@ def sum_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel |
     parameter without a gradient on this process counts as a zero one."""
     if parallel is None:
         return
+    grads = []
     for param in params:
         if param.grad is None:
             param.grad = torch.zeros_like(param)
-    parallel.sum_([param.grad for param in params])
+        grads.append(param.grad)
+    parallel.sum_(grads)
 
 
 def average_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel | None) -> None:
@@ -394,7 +400,8 @@ def average_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParall
         return
     sum_gradients(params, parallel)
     for param in params:
-        param.grad.div_(parallel.world_size)
+        if param.grad is not None:  # sum_gradients gave every parameter one
+            param.grad.div_(parallel.world_size)
 
 
 def mean_over_processes(metrics: dict[str, Any], parallel: DataParallel | None) -> dict[str, Any]:
@@ -408,27 +415,55 @@ def mean_over_processes(metrics: dict[str, Any], parallel: DataParallel | None) 
 
 
 # ============================================================================ the loop
-LossFn = Callable[[np.ndarray], tuple[Tensor, dict[str, Tensor]]]
-"""Rows (indices) -> (summed loss over them, metrics of those rows as 0-d tensors)."""
-
-
-@dataclass
-class Stage:
-    """One stage's training problem, as :func:`train_loop` needs it.
+class Stage(Protocol):
+    """One offline stage's training problem, as :func:`train_loop` needs it (SFT, the reward
+    model and DPO each implement it as a class: ``SFTStage``, ``RewardModelStage``,
+    ``DPOStage``).
 
     Attributes:
         model: the module trained (its parameters with ``requires_grad``).
-        loss: indices -> (loss summed over the rows' units, per-micro-batch mean metrics).
         units: per training row, what its loss is normalised by (tokens, or 1 per pair).
-        evaluate: () -> held-out metrics (floats), called every ``eval_every`` steps and last.
-        save_model: writes the trained model into a folder.
     """
 
     model: torch.nn.Module
-    loss: LossFn
     units: np.ndarray
-    evaluate: Callable[[], dict[str, float]]
-    save_model: Callable[[Path], None]
+
+    def loss(self, rows: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
+        """Row indices -> (loss summed over the rows' units, metrics as 0-d tensors)."""
+        ...
+
+    def evaluate(self) -> dict[str, float]:
+        """Held-out metrics, called every ``eval_every`` steps and at the last."""
+        ...
+
+    def save_model(self, out: Path) -> None:
+        """Write the trained model into the folder ``out``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What an offline stage loads before its config is complete (the data's size and the
+    model's decide ``steps`` and ``learning_rate``): the model, its tokenizer and the rows."""
+
+    model: Any
+    tokenizer: Any
+    train_rows: list[Any]
+    held_out: list[Any]
+
+
+def save_stage_model(model: Any, tokenizer: Any, out: Path, fsdp: bool = False) -> None:
+    """The trained policy into the folder ``out`` (:func:`rlx.llm.lora.save_trained`: merged,
+    with the adapter beside it); a sharded model is gathered by every process and written by
+    rank 0."""
+    if fsdp:
+        from rlx.llm.sharding import save_full_model
+
+        save_full_model(model, tokenizer, out)
+    else:
+        from rlx.llm.lora import save_trained
+
+        save_trained(model, tokenizer, out.parent, out.name)
 
 
 def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -677,13 +712,13 @@ class StageResult:
 
 
 @dataclass
-class Prepared:
+class Prepared(Generic[Config]):
     """A stage's problem before the config is complete: its training rows and model size
     decide ``steps`` and ``learning_rate``; ``build`` makes the :class:`Stage` once they are."""
 
     train_rows: int
     num_params: int
-    build: Callable[[StageConfig], Stage]
+    build: Callable[[Config], Stage]
 
 
 def complete_config(
@@ -767,9 +802,9 @@ def resolved(config: Any) -> Any:
 
 
 def run_stage(
-    config: StageConfig,
+    config: Config,
     run: Run,
-    prepare: Callable[[StageConfig, Any], Prepared],
+    prepare: Callable[[Config, Any], Prepared[Config]],
     *,
     lr_scale: float,
     target_rows: int,
@@ -792,9 +827,9 @@ def run_stage(
     )
     stage = prepared.build(config)
     run.add_to_summary(**trainable_share(stage.model))
-    metrics = train_loop(
-        stage, config, run, steps=config.steps, lr=config.learning_rate, parallel=parallel
-    )
+    steps, lr = config.steps, config.learning_rate
+    assert steps is not None and lr is not None  # complete_config filled both
+    metrics = train_loop(stage, config, run, steps=steps, lr=lr, parallel=parallel)
     summary = run.finish(run.last_step, metrics)
     return StageResult(
         run.dir, run.dir / MODEL_DIR, metrics, float(summary["wall_s"]), summary["status"]

@@ -17,6 +17,7 @@ greedy completion is the chosen one.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,21 +29,24 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, positive
-from rlx.llm.batching import (
-    PairTable,
-    completion_lengths,
-    packed_pair_logprobs,
-    sequence_logprobs,
-)
+from rlx.llm.batching import PackedPairs, PairTable, TokenBatch
+from rlx.llm.logprobs import packed_pair_logprobs, sequence_logprobs
 from rlx.llm.losses import dpo_loss
+from rlx.llm.pairs import (
+    encode_pairs,
+    pair_logprobs,
+    pair_table,
+    reference_pair_logprobs,
+    use_packing,
+)
 from rlx.llm.sharding import check_fsdp
-from rlx.llm.stages.reward_model import encode_pairs, pair_table, use_packing
 from rlx.llm.training import (
+    Loaded,
     Prepared,
-    Stage,
     StageConfig,
     StageResult,
     run_stage,
+    save_stage_model,
     split_rows,
     stage_entry,
     stage_rows,
@@ -110,116 +114,96 @@ def dpo(
     )
 
 
-def pair_logprobs(
-    model: Any, table: PairTable, idx: np.ndarray, device: str, packing: bool
-) -> tuple[Tensor, Tensor, Tensor]:
-    """``log pi(y+|x)``, ``log pi(y-|x)`` and the chosen completions' lengths of pairs ``idx``:
-    one forward pass, packed or as interleaved rows."""
-    if packing:
-        packed = table.packed(idx).to(device)
-        chosen, rejected = packed_pair_logprobs(model, packed)
-        return chosen, rejected, packed.chosen_mask.sum(dim=-1)
-    batch = table.separate(idx).to(device)
-    logps = sequence_logprobs(model, batch)
-    return logps[0::2], logps[1::2], completion_lengths(batch)[0::2]
-
-
-@torch.no_grad()
-def reference_logprobs(
-    model: Any, table: PairTable, device: str, packing: bool, chunk: int = 128
-) -> tuple[Tensor, Tensor]:
-    """``log pi_ref(y+|x)`` and ``log pi_ref(y-|x)`` of every pair, ``[P]`` each, in
-    batches: the reference's whole contribution to training."""
-    was_training = model.training
-    model.eval()
-    pairs = len(table.rows) // 2
-    chosen, rejected = [], []
-    for start in range(0, pairs, chunk):
-        idx = np.arange(start, min(start + chunk, pairs))
-        c, r, _ = pair_logprobs(model, table, idx, device, packing)
-        chosen.append(c)
-        rejected.append(r)
-    model.train(was_training)
-    return torch.cat(chosen), torch.cat(rejected)
-
-
 def prepare(config: DPOConfig, data: Any = None) -> Prepared:
+    """Rows read and split, the model loaded (and sharded with ``fsdp``): what sizes the
+    config's defaults; :class:`DPOStage` is built once the config is complete."""
     from rlx.llm.data import preference_pairs
-    from rlx.llm.lora import load_for_training, save_trained
+    from rlx.llm.lora import load_for_training
     from rlx.llm.models import count_parameters
-    from rlx.llm.sharding import save_full_model, shard_model
+    from rlx.llm.sharding import shard_model
 
     rows = preference_pairs(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    # with LoRA the adapter starts at B = 0, so the model scored below before any step is
-    # the adapter-disabled model: the reference costs no copy of the weights
+    # with LoRA the adapter starts at B = 0, so the model scored before any step is the
+    # adapter-disabled model: the reference costs no copy of the weights
     model, tokenizer = load_for_training(config)
     num_params = count_parameters(model)
     if config.fsdp:
         model = shard_model(model)
+    loaded = Loaded(model, tokenizer, train_rows, held_out)
+    return Prepared(len(train_rows), num_params, functools.partial(DPOStage, loaded))
 
-    def build(config: DPOConfig) -> Stage:
-        pad_id = tokenizer.pad_token_id
-        encoded = encode_pairs(tokenizer, train_rows, config.max_length)
-        held = encode_pairs(tokenizer, held_out, config.max_length)
-        packing = use_packing(
-            config.pack_pairs,
-            lambda packed: packed_pair_logprobs(model, packed),
-            lambda batch: sequence_logprobs(model, batch),
-            encoded,
-            pad_id,
-        )
-        train_table, held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+
+class DPOStage:
+    """DPO as the offline loop (:func:`rlx.llm.training.train_loop`) trains it: the pairs
+    encoded once and scored by the start model (the reference) before any step, the loss
+    over pair indices, the held-out evaluation, the saved model."""
+
+    def __init__(self, loaded: Loaded, config: DPOConfig) -> None:
+        self.model, self.tokenizer, self.config = loaded.model, loaded.tokenizer, config
+        self.held_out = loaded.held_out
+        pad_id = self.tokenizer.pad_token_id
+        encoded = encode_pairs(self.tokenizer, loaded.train_rows, config.max_length)
+        held = encode_pairs(self.tokenizer, loaded.held_out, config.max_length)
+        self.packing = use_packing(config.pack_pairs, self._packed, self._separate, encoded,
+                                   pad_id)  # fmt: skip
+        self.train_table, self.held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
         # the start model is the reference: score every pair with it before any step
-        ref_chosen, ref_rejected = reference_logprobs(model, train_table, config.device, packing)
-        held_ref = reference_logprobs(model, held_table, config.device, packing) if held else None
+        self.reference = reference_pair_logprobs(self.model, self.train_table, config.device,
+                                                 self.packing)  # fmt: skip
+        self.held_reference = (reference_pair_logprobs(self.model, self.held_table,
+                                                       config.device, self.packing)
+                               if held else None)  # fmt: skip
+        self.units = np.ones(len(loaded.train_rows))
 
-        def pair_loss(
-            table: PairTable, idx: np.ndarray, ref_c: Tensor, ref_r: Tensor
-        ) -> tuple[Tensor, dict[str, Tensor]]:
-            chosen, rejected, chosen_len = pair_logprobs(model, table, idx, config.device, packing)
-            key = torch.from_numpy(idx)
-            loss, metrics = dpo_loss(chosen, rejected, ref_c[key], ref_r[key], config.beta)
-            if config.rpo_alpha > 0:
-                # per-token NLL of the chosen completion: L += alpha * -log pi(y+|x) / |y+|
-                nll = -(chosen / chosen_len).mean()
-                loss = loss + config.rpo_alpha * nll
-                metrics[M.LOSS] = loss.detach()
-                metrics["nll_chosen"] = nll.detach()
-            return loss, metrics
+    def _packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
+        return packed_pair_logprobs(self.model, packed)
 
-        def loss(idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
-            mean, metrics = pair_loss(train_table, idx, ref_chosen, ref_rejected)
-            return mean * len(idx), metrics
+    def _separate(self, batch: TokenBatch) -> Tensor:
+        return sequence_logprobs(self.model, batch)
 
-        def evaluate() -> dict[str, float]:
-            if held_ref is None:
-                return {}
-            totals: dict[str, float] = {}
-            for start in range(0, len(held_out), 128):
-                idx = np.arange(start, min(start + 128, len(held_out)))
-                _, metrics = pair_loss(held_table, idx, *held_ref)
-                for k, v in metrics.items():
-                    totals[f"eval_{k}"] = totals.get(f"eval_{k}", 0.0) + float(v) * len(idx)
-            out = {k: v / len(held_out) for k, v in totals.items()}
-            if config.eval_exact_match:
-                from rlx.llm.generation import exact_match
-                from rlx.llm.tasks import SFTExample
+    def pair_loss(
+        self, table: PairTable, idx: np.ndarray, ref_c: Tensor, ref_r: Tensor
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """The mean DPO loss (plus RPO's NLL term) of pairs ``idx`` of ``table``."""
+        config = self.config
+        chosen, rejected, chosen_len = pair_logprobs(self.model, table, idx, config.device,
+                                                     self.packing)  # fmt: skip
+        key = torch.from_numpy(idx)
+        loss, metrics = dpo_loss(chosen, rejected, ref_c[key], ref_r[key], config.beta)
+        if config.rpo_alpha > 0:
+            # per-token NLL of the chosen completion: L += alpha * -log pi(y+|x) / |y+|
+            nll = -(chosen / chosen_len).mean()
+            loss = loss + config.rpo_alpha * nll
+            metrics[M.LOSS] = loss.detach()
+            metrics[M.NLL_CHOSEN] = nll.detach()
+        return loss, metrics
 
-                rows = [SFTExample(r.prompt, r.chosen) for r in held_out[:EVAL_ROWS_GENERATED]]
-                if all(r.prompt for r in rows):  # an empty prompt has no answer to match
-                    out[M.EXACT_MATCH] = exact_match((model, tokenizer), rows)
-            return out
+    def loss(self, idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
+        mean, metrics = self.pair_loss(self.train_table, idx, *self.reference)
+        return mean * len(idx), metrics
 
-        def save(out: Path) -> None:
-            if config.fsdp:  # every process gathers, rank 0 writes
-                save_full_model(model, tokenizer, out)
-            else:
-                save_trained(model, tokenizer, out.parent, out.name)
+    def evaluate(self) -> dict[str, float]:
+        if self.held_reference is None:
+            return {}
+        held_out, totals = self.held_out, dict[str, float]()
+        for start in range(0, len(held_out), 128):
+            idx = np.arange(start, min(start + 128, len(held_out)))
+            _, metrics = self.pair_loss(self.held_table, idx, *self.held_reference)
+            for k, v in metrics.items():
+                totals[f"eval_{k}"] = totals.get(f"eval_{k}", 0.0) + float(v) * len(idx)
+        out = {k: v / len(held_out) for k, v in totals.items()}
+        if self.config.eval_exact_match:
+            from rlx.llm.generation import exact_match
+            from rlx.llm.tasks import SFTExample
 
-        return Stage(model, loss, np.ones(len(train_rows)), evaluate, save)
+            rows = [SFTExample(r.prompt, r.chosen) for r in held_out[:EVAL_ROWS_GENERATED]]
+            if all(r.prompt for r in rows):  # an empty prompt has no answer to match
+                out[M.EXACT_MATCH] = exact_match((self.model, self.tokenizer), rows)
+        return out
 
-    return Prepared(len(train_rows), num_params, build)
+    def save_model(self, out: Path) -> None:
+        save_stage_model(self.model, self.tokenizer, out, self.config.fsdp)
 
 
 def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:

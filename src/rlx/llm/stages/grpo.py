@@ -21,7 +21,7 @@ answers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,43 +38,28 @@ from rlx.errors import ConfigError
 from rlx.llm.batching import (
     EncodedSequence,
     SequenceTable,
-    TokenBatch,
     encode_prompt,
     pack_groups,
-    packed_group_logps,
-    tempered_log_softmax,
 )
 from rlx.llm.generation import sample
+from rlx.llm.logprobs import packed_group_logprobs, token_logprobs_and_entropy
 from rlx.llm.online import (
-    check_prompt_lengths,
+    OnlineSetup,
     completions_for_rewards,
-    evaluate,
-    guarded_reward,
     row_columns,
+    run_online,
     score,
 )
 from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
 from rlx.llm.training import (
-    MODEL_DIR,
     DataParallel,
-    EpochSampler,
     StageConfig,
     StageData,
     StageResult,
-    attention_for,
     autocast,
     average_gradients,
-    complete_config,
-    make_optimizer,
     mean_over_processes,
-    resolved,
-    restore_state,
-    set_learning_rate,
-    split_rows,
     stage_entry,
-    stage_rows,
-    stage_state,
-    trainable_share,
 )
 
 TARGET_ROWS = 20_000
@@ -272,20 +257,6 @@ def grpo_loss(
     return loss, metrics
 
 
-def token_logps_and_entropy(
-    model: Any, batch: TokenBatch, temperature: float = 1.0
-) -> tuple[Tensor, Tensor]:
-    """``log pi(x_t | x_<t)`` ``[B, L-1]`` at every position and the policy's entropy at
-    each, from one forward pass (``pi`` at the sampling ``temperature``)."""
-    logits = model(
-        input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
-    ).logits[:, :-1]
-    log_probs = tempered_log_softmax(logits, temperature)
-    token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
-    return token, entropy
-
-
 def completion_scorer(
     tokenizer: Any, prompts: Sequence[str], completions: list[list[int]], device: str,
     packing: bool, temperature: float = 1.0,
@@ -297,11 +268,11 @@ def completion_scorer(
     prompt_ids = [encode_prompt(tokenizer, p) for p in prompts]
     if packing:
         packed = pack_groups(prompt_ids, completions, tokenizer.pad_token_id).to(device)
-        return (lambda model: packed_group_logps(model, packed, temperature)), packed.mask
+        return (lambda model: packed_group_logprobs(model, packed, temperature)), packed.mask
     G = len(completions) // len(prompts)
     seqs = [EncodedSequence.from_parts(prompt_ids[i // G], c) for i, c in enumerate(completions)]
     batch = SequenceTable(seqs, tokenizer.pad_token_id).batch(np.arange(len(seqs))).to(device)
-    return (lambda model: token_logps_and_entropy(model, batch, temperature)), batch.target_mask
+    return (lambda model: token_logprobs_and_entropy(model, batch, temperature)), batch.target_mask
 
 
 def use_group_packing(setting: bool | None, model: Any, tokenizer: Any, rows: list[Any]) -> bool:
@@ -347,86 +318,53 @@ def sample_groups(
 
 
 # ============================================================================ the stage
+@dataclass
+class GRPOUpdate:
+    """GRPO's half of the online loop (:func:`rlx.llm.online.run_online`): each step is
+    :func:`grpo_step`; no state beyond the weights, and the model is saved only by a run
+    that reached its last step."""
+
+    trained: Any
+    lm: Any
+    tokenizer: Any
+    reference: Any
+    reward: RewardSet
+    config: GRPOConfig
+    packing: bool
+    save_when_stopped: bool = False
+
+    @classmethod
+    def build(cls, setup: OnlineSetup) -> GRPOUpdate:
+        config, model, tokenizer = setup.config, setup.model, setup.tokenizer
+        packing = use_group_packing(config.pack_groups, model, tokenizer, setup.train_rows)
+        model.train()  # sampled and updated in training mode: LoRA's dropout acts
+        return cls(model, model, tokenizer, setup.reference, setup.reward, config, packing)
+
+    def step(
+        self, rows: list[Any], optimizer: torch.optim.Optimizer, parallel: DataParallel | None
+    ) -> dict[str, float]:
+        return grpo_step(self.lm, self.reference, self.tokenizer, optimizer, rows, self.reward,
+                         self.config, self.packing, parallel)  # fmt: skip
+
+    def after_step(self, metrics: dict[str, float], step: int, prompts: int) -> None:
+        return None
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        return None
+
+
 def train(config: GRPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
-    """The registered ``train``: load, complete the config, then sample-score-update.
-
-    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
-    samples and scores its shard of every step's prompts (whole groups), and the gradients
-    are averaged over the processes."""
-    from rlx.core.threads import set_torch_threads
-    from rlx.llm.data import prompt_rows
-    from rlx.llm.lora import load_for_training, reference_of
-    from rlx.llm.models import count_parameters
-
-    set_torch_threads(config.num_threads)
-    # each process samples its own completions: its own random stream
-    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
-    config = resolved(config)
-    rows = prompt_rows(stage_rows(config, data))
-    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    reward = guarded_reward(run_rewards(config, data), config, run, train_rows + held_out)
-    model, tokenizer = load_for_training(config)
-    check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
-    config = complete_config(
-        config, run, len(train_rows), count_parameters(model), LR_SCALE, TARGET_ROWS
-    )
-    run.add_to_summary(**trainable_share(model))
-    # LoRA: the reference is the policy with its adapter off, no second copy of the weights
-    reference = reference_of(model, config.model) if config.beta > 0 else None
-    packing = use_group_packing(config.pack_groups, model, tokenizer, train_rows)
-    optimizer = make_optimizer(model, config.learning_rate, config.weight_decay)
-    sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
-    step = 0
-    if run.resumed_state is not None:
-        restore_state(run.resumed_state, model, optimizer, sampler)
-        step = int(run.resumed_step or 0)
-    model.train()
-    with attention_for(model, config.precision), attention_for(reference, config.precision):
-        step, last_eval = _steps(
-            model, reference, tokenizer, optimizer, sampler, train_rows, held_out, reward,
-            config, packing, run, step, parallel,
-        )  # fmt: skip
-    run.save_checkpoint(step, stage_state(model, optimizer, sampler))
-    if step >= config.steps and run.writer:
-        from rlx.llm.lora import save_trained
-
-        save_trained(model, tokenizer, run.dir, MODEL_DIR)
-    summary = run.finish(step, last_eval)
-    return StageResult(
-        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
-    )
-
-
-def _steps(
-    model: Any, reference: Any, tokenizer: Any, optimizer: torch.optim.Optimizer,
-    sampler: EpochSampler, train_rows: list[Any], held_out: list[Any],
-    reward: RewardSet, config: GRPOConfig, packing: bool, run: Any, step: int,
-    parallel: DataParallel | None = None,
-) -> tuple[int, dict[str, float]]:  # fmt: skip
-    """GRPO steps from ``step`` to ``config.steps`` (or a stop request): the step reached and
-    the last evaluation."""
-    eval_every = config.eval_every or max(1, config.steps // 10)
-    last_eval: dict[str, float] = {}
-    while step < config.steps and not run.stop_requested:
-        lr = set_learning_rate(
-            optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
-        )
-        batch = sampler.next()
-        mine = batch if parallel is None else parallel.shard(batch)
-        metrics = grpo_step(
-            model, reference, tokenizer, optimizer, [train_rows[i] for i in mine], reward,
-            config, packing, parallel,
-        )  # fmt: skip
-        step += 1
-        metrics[M.LR] = lr
-        if step % eval_every == 0 or step == config.steps:
-            last_eval = evaluate(model, tokenizer, held_out, config)
-            metrics.update(last_eval)
-        run.log(step, metrics)
-        # the last step's checkpoint is written once, after the loop
-        if step < config.steps and run.checkpoint_due():
-            run.save_checkpoint(step, stage_state(model, optimizer, sampler))
-    return step, last_eval
+    """The registered ``train``: the online loop (:func:`rlx.llm.online.run_online`) with
+    the rewards named in the config (or given in ``data``), a reference when ``beta > 0``,
+    and :class:`GRPOUpdate`."""
+    return run_online(
+        config, data, run, rewards=lambda config: run_rewards(config, data),
+        build=GRPOUpdate.build, lr_scale=LR_SCALE, target_rows=TARGET_ROWS,
+        reference=lambda config: config.beta > 0, parallel=parallel,
+    )  # fmt: skip
 
 
 def grpo_step(

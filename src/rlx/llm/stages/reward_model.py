@@ -18,6 +18,7 @@ out: the same with an ``eval_`` prefix.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,20 +33,18 @@ from rlx import registry
 from rlx.core.checks import one_of
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
-    EncodedSequence,
     PackedPairs,
     PairTable,
     TokenBatch,
     encode_prompt_completions,
-    pack_pairs,
     packed_forward,
-    packing_matches,
     pad_batch,
 )
 from rlx.llm.losses import bradley_terry_loss
+from rlx.llm.pairs import encode_pairs, pair_table, use_packing
 from rlx.llm.training import (
+    Loaded,
     Prepared,
-    Stage,
     StageConfig,
     StageResult,
     load_model_state,
@@ -111,6 +110,8 @@ class BagOfWordsRewardModel(nn.Module):
     """``R(x, y) = dot(w, bag(y))``: one weight per vocabulary token, summed over the
     completion's tokens (its eos included)."""
 
+    weight: nn.Parameter
+
     def __init__(self, vocab_size: int) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(vocab_size))
@@ -130,9 +131,11 @@ class ScalarHeadRewardModel(nn.Module):
     and ``adapted`` the ``peft`` wrapper, which saves the adapter and merges it; the wrapper
     is kept outside the module tree, so the state dict holds each weight once."""
 
-    def __init__(self, model: nn.Module, adapted: Any = None) -> None:
+    adapted: Any
+
+    def __init__(self, model: Any, adapted: Any = None) -> None:
         super().__init__()
-        self.model = model
+        self.model: Any = model  # a Hugging Face sequence classifier
         object.__setattr__(self, "adapted", adapted)  # not a submodule: see above
 
     def packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:
@@ -228,6 +231,7 @@ def load_reward_model(path: str | Path, *, device: str = "cpu") -> RewardScorer:
 
     folder = model_folder(path)
     tokenizer = load_tokenizer(folder)
+    module: nn.Module
     if (folder / BOW_CONFIG).exists():
         meta = json.loads((folder / BOW_CONFIG).read_text())
         module = BagOfWordsRewardModel(int(meta["vocab_size"]))
@@ -260,6 +264,7 @@ def save_reward_model(module: nn.Module, tokenizer: Any, out: Path) -> None:
         else:
             save_pretrained(module.model, tokenizer, out)
         return
+    assert isinstance(module, BagOfWordsRewardModel), type(module)  # the other kind
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
     torch.save(module.state_dict(), out / BOW_WEIGHTS)
@@ -269,96 +274,64 @@ def save_reward_model(module: nn.Module, tokenizer: Any, out: Path) -> None:
 
 
 # ============================================================================ the stage
-def encode_pairs(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
-    """``[chosen_0, rejected_0, chosen_1, rejected_1, ...]``: a pair's two sequences side by
-    side, so one padded batch holds both and one forward pass scores them."""
-    prompts = [r.prompt for r in rows for _ in (0, 1)]
-    completions = [c for r in rows for c in (r.chosen, r.rejected)]
-    return encode_prompt_completions(tokenizer, prompts, completions, max_length)
-
-
-def pair_table(encoded: list[EncodedSequence], pad_id: int) -> PairTable:
-    """The pairs of :func:`encode_pairs`, padded once for fast batches."""
-    return PairTable(encoded[0::2], encoded[1::2], pad_id)
-
-
-def pair_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> TokenBatch:
-    return pad_batch([encoded[2 * i + k] for i in idx for k in (0, 1)], pad_id)
-
-
-def packed_batch(encoded: list[EncodedSequence], idx: np.ndarray, pad_id: int) -> PackedPairs:
-    return pack_pairs([encoded[2 * i] for i in idx], [encoded[2 * i + 1] for i in idx], pad_id)
-
-
-def use_packing(
-    setting: bool | None, packed: Any, separate: Any, encoded: list[EncodedSequence], pad_id: int
-) -> bool:
-    """``pack_pairs`` resolved: None packs when :func:`packing_matches` on the first pairs."""
-    if setting is False:
-        return False
-    ok = packing_matches(packed, separate, encoded[0::2], encoded[1::2], pad_id)
-    if setting and not ok:
-        raise ConfigError(
-            "pack_pairs=True, but this model scores packed pairs differently from separate "
-            "rows (it ignores position ids or 4D attention masks); use pack_pairs=False."
-        )
-    return ok
-
-
 def prepare(config: RewardModelConfig, data: Any = None) -> Prepared:
+    """Rows read and split, the reward model built: what sizes the config's defaults;
+    :class:`RewardModelStage` is built once the config is complete."""
     from rlx.llm.data import preference_pairs
     from rlx.llm.models import count_parameters
 
     rows = preference_pairs(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
     module, tokenizer = reward_module(config)
+    loaded = Loaded(module, tokenizer, train_rows, held_out)
+    return Prepared(len(train_rows), count_parameters(module),
+                    functools.partial(RewardModelStage, loaded))  # fmt: skip
 
-    def build(config: RewardModelConfig) -> Stage:
-        encoded = encode_pairs(tokenizer, train_rows, config.max_length)
-        held = encode_pairs(tokenizer, held_out, config.max_length)
-        pad_id = tokenizer.pad_token_id
 
-        packing = use_packing(
-            config.pack_pairs,
-            module.packed,
-            lambda batch: module(batch.to(config.device)),
-            encoded,
-            pad_id,
-        )
+class RewardModelStage:
+    """The reward model as the offline loop (:func:`rlx.llm.training.train_loop`) trains it:
+    the pairs encoded once (packed when the model allows), the Bradley-Terry loss over pair
+    indices, the held-out evaluation, the saved model."""
 
-        train_table, held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+    def __init__(self, loaded: Loaded, config: RewardModelConfig) -> None:
+        self.model, self.tokenizer, self.config = loaded.model, loaded.tokenizer, config
+        self.held_out = loaded.held_out
+        pad_id = self.tokenizer.pad_token_id
+        encoded = encode_pairs(self.tokenizer, loaded.train_rows, config.max_length)
+        held = encode_pairs(self.tokenizer, loaded.held_out, config.max_length)
+        self.packing = use_packing(config.pack_pairs, self.model.packed, self._separate,
+                                   encoded, pad_id)  # fmt: skip
+        self.train_table, self.held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+        self.units = np.ones(len(loaded.train_rows))
 
-        def rewards_of(table: PairTable, idx: np.ndarray) -> tuple[Tensor, Tensor]:
-            if packing:
-                return module.packed(table.packed(idx).to(config.device))
-            r = module(table.separate(idx).to(config.device))
-            return r[0::2], r[1::2]
+    def _separate(self, batch: TokenBatch) -> Tensor:
+        return self.model(batch.to(self.config.device))
 
-        def loss(idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
-            mean, metrics = bradley_terry_loss(*rewards_of(train_table, idx))
-            return mean * len(idx), metrics  # a sum over pairs: the loop divides by the batch
+    def rewards_of(self, table: PairTable, idx: np.ndarray) -> tuple[Tensor, Tensor]:
+        """``R(x, y+)`` and ``R(x, y-)`` of pairs ``idx`` of ``table``: one forward pass."""
+        if self.packing:
+            return self.model.packed(table.packed(idx).to(self.config.device))
+        r = self.model(table.separate(idx).to(self.config.device))
+        return r[0::2], r[1::2]
 
-        def evaluate() -> dict[str, float]:
-            if not held_out:
-                return {}
-            chosen, rejected = [], []
-            for start in range(0, len(held_out), 128):
-                idx = np.arange(start, min(start + 128, len(held_out)))
-                c, r = rewards_of(held_table, idx)
-                chosen.append(c)
-                rejected.append(r)
-            _, metrics = bradley_terry_loss(torch.cat(chosen), torch.cat(rejected))
-            return {f"eval_{k}": float(v) for k, v in metrics.items()}
+    def loss(self, idx: np.ndarray) -> tuple[Tensor, dict[str, Tensor]]:
+        mean, metrics = bradley_terry_loss(*self.rewards_of(self.train_table, idx))
+        return mean * len(idx), metrics  # a sum over pairs: the loop divides by the batch
 
-        return Stage(
-            module,
-            loss,
-            np.ones(len(train_rows)),
-            evaluate,
-            lambda out: save_reward_model(module, tokenizer, out),
-        )
+    def evaluate(self) -> dict[str, float]:
+        if not self.held_out:
+            return {}
+        chosen, rejected = [], []
+        for start in range(0, len(self.held_out), 128):
+            idx = np.arange(start, min(start + 128, len(self.held_out)))
+            c, r = self.rewards_of(self.held_table, idx)
+            chosen.append(c)
+            rejected.append(r)
+        _, metrics = bradley_terry_loss(torch.cat(chosen), torch.cat(rejected))
+        return {f"eval_{k}": float(v) for k, v in metrics.items()}
 
-    return Prepared(len(train_rows), count_parameters(module), build)
+    def save_model(self, out: Path) -> None:
+        save_reward_model(self.model, self.tokenizer, out)
 
 
 def reward_module(config: RewardModelConfig) -> tuple[nn.Module, Any]:
@@ -405,7 +378,7 @@ def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = Non
 def load(config: RewardModelConfig, data_id: str, state: dict) -> RewardScorer:
     module, tokenizer = reward_module(config)
     load_model_state(module, state["model"])  # with LoRA: the adapter and head alone
-    if config.lora:
+    if isinstance(module, ScalarHeadRewardModel) and module.adapted is not None:  # config.lora
         module = ScalarHeadRewardModel(module.adapted.merge_and_unload())
     return RewardScorer(
         module.to(config.device).eval(), tokenizer, config.max_length, config.device, config

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,38 +58,25 @@ from rlx.llm.batching import (
     SequenceTable,
     TokenBatch,
     encode_prompt,
-    tempered_log_softmax,
 )
 from rlx.llm.generation import sample
+from rlx.llm.logprobs import gathered_and_entropy, next_token_logprobs, tempered_log_softmax
 from rlx.llm.online import (
-    check_prompt_lengths,
+    OnlineSetup,
     completions_for_rewards,
-    evaluate,
-    guarded_reward,
     row_columns,
+    run_online,
     score,
 )
 from rlx.llm.rewards import REWARDS, RewardSet, exact_match_reward, reward_set
 from rlx.llm.training import (
-    MODEL_DIR,
     DataParallel,
-    EpochSampler,
     StageConfig,
     StageResult,
-    attention_for,
     autocast,
     average_gradients,
-    complete_config,
-    make_optimizer,
     mean_over_processes,
-    resolved,
-    restore_state,
-    set_learning_rate,
-    split_rows,
     stage_entry,
-    stage_rows,
-    stage_state,
-    trainable_share,
 )
 
 TARGET_ROWS = 9_600
@@ -239,8 +227,11 @@ def token_advantages(
         rewards.double().cpu().numpy(), values.double().cpu().numpy(), mask.cpu().numpy(),
         gamma, lam,
     )  # fmt: skip
-    as_values = {"dtype": values.dtype, "device": values.device}
-    return torch.from_numpy(advantages).to(**as_values), torch.from_numpy(returns).to(**as_values)
+
+    def as_values(x: np.ndarray) -> Tensor:
+        return torch.from_numpy(x).to(dtype=values.dtype, device=values.device)
+
+    return as_values(advantages), as_values(returns)
 
 
 class AdaptiveKLController:
@@ -273,21 +264,11 @@ class PolicyWithValueHead(nn.Module):
         out = self.lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                       output_hidden_states=True, use_cache=False)  # fmt: skip
         log_probs = tempered_log_softmax(out.logits[:, :-1], self.temperature)
-        token = log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        token, entropy = gathered_and_entropy(log_probs, batch.input_ids[:, 1:])
         hidden = out.hidden_states[-1][:, :-1].float()
         with torch.autocast(hidden.device.type, enabled=False):  # V in float32 under bf16-mixed
             values = self.value_head(hidden).squeeze(-1)
         return token, entropy, values
-
-
-def reference_logps(reference: Any, batch: TokenBatch, temperature: float = 1.0) -> Tensor:
-    """``log pi_ref`` of each next token ``[B, L-1]``, at the policy's sampling temperature
-    (the KL penalty compares like with like)."""
-    logits = reference(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       use_cache=False).logits[:, :-1]  # fmt: skip
-    log_probs = tempered_log_softmax(logits, temperature)
-    return log_probs.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
 # ============================================================================ the stage
@@ -313,97 +294,63 @@ RENAMED = {
 """Fields renamed to the names PPO uses for the same ideas (old run folders still load)."""
 
 
+@dataclass
+class RLHFUpdate:
+    """RLHF-PPO's half of the online loop (:func:`rlx.llm.online.run_online`): each step
+    :func:`collect` then :func:`ppo_update`, after it the adaptive KL coefficient (kept in the
+    checkpoint) and the one drift warning. A run the doctor stopped still saves its policy:
+    the one before the harm."""
+
+    trained: PolicyWithValueHead
+    lm: Any
+    tokenizer: Any
+    reference: Any
+    reward: RewardSet
+    config: RLHFConfig
+    controller: AdaptiveKLController
+    warned: bool = False
+    save_when_stopped: bool = True
+
+    @classmethod
+    def build(cls, setup: OnlineSetup) -> RLHFUpdate:
+        config = setup.config
+        policy = PolicyWithValueHead(setup.model, config.temperature).to(config.device)
+        controller = AdaptiveKLController(config.beta, config.kl_target, config.kl_horizon)
+        return cls(policy, setup.model, setup.tokenizer, setup.reference, setup.reward, config,
+                   controller)  # fmt: skip
+
+    def step(
+        self, rows: list[Any], optimizer: torch.optim.Optimizer, parallel: DataParallel | None
+    ) -> dict[str, float]:
+        rollout = collect(self.trained, self.reference, self.tokenizer, self.reward, rows,
+                          self.config, self.controller.beta)  # fmt: skip
+        update = ppo_update(self.trained, optimizer, rollout, self.config, parallel)
+        return mean_over_processes({**rollout.metrics, **update}, parallel)
+
+    def after_step(self, metrics: dict[str, float], step: int, prompts: int) -> None:
+        if self.config.adaptive_kl:
+            self.controller.update(metrics[M.KL_REF], prompts)
+        if not self.warned and metrics[M.KL_REF] > self.config.kl_warning:
+            self.warned = True
+            warn_drift(metrics[M.KL_REF], self.config.kl_warning, step)
+
+    def state(self) -> dict[str, Any]:
+        return {"beta": self.controller.beta}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.controller.beta = float(state.get("beta", self.config.beta))
+
+
 def train(config: RLHFConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
-    """The registered ``train``: load policy, reference and reward model, then PPO steps.
-
-    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
-    samples and scores its shard of every step's prompts, and each minibatch's gradients are
-    averaged over the processes."""
-    from rlx.core.threads import set_torch_threads
-    from rlx.llm.data import prompt_rows
-    from rlx.llm.lora import load_for_training, reference_of
-    from rlx.llm.models import count_parameters
-
-    set_torch_threads(config.num_threads)
-    # each process samples its own completions: its own random stream
-    torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
-    config = resolved(config)
+    """The registered ``train``: the online loop (:func:`rlx.llm.online.run_online`) with the
+    reward model (or built-in rewards) named by ``reward_model``, the frozen SFT model as the
+    reference, and :class:`RLHFUpdate`."""
     if not config.reward_model:
         raise ConfigError("rlhf-ppo needs reward_model=, the folder of a trained reward model.")
-    rows = prompt_rows(stage_rows(config, data))
-    train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
-    scorer = guarded_reward(_scorer(config), config, run, train_rows + held_out)
-    lm, tokenizer = load_for_training(config)
-    check_prompt_lengths(tokenizer, lm, train_rows + held_out, config)
-    config = complete_config(
-        config, run, len(train_rows), count_parameters(lm), LR_SCALE, TARGET_ROWS
-    )
-    run.add_to_summary(**trainable_share(lm))
-    # LoRA: the reference is the policy with its adapter off, no second copy of the weights
-    reference = reference_of(lm, config.model)
-    policy = PolicyWithValueHead(lm, config.temperature).to(config.device)
-    optimizer = make_optimizer(policy, config.learning_rate, config.weight_decay)
-    sampler = EpochSampler(len(train_rows), config.batch_size, config.seed)
-    controller = AdaptiveKLController(config.beta, config.kl_target, config.kl_horizon)
-    step = 0
-    if run.resumed_state is not None:
-        restore_state(run.resumed_state, policy, optimizer, sampler)
-        controller.beta = float(run.resumed_state.get("beta", config.beta))
-        step = int(run.resumed_step or 0)
-    with attention_for(lm, config.precision), attention_for(reference, config.precision):
-        step, last_eval = _steps(
-            policy, reference, tokenizer, optimizer, sampler, controller, train_rows, held_out,
-            scorer, config, run, step, parallel,
-        )  # fmt: skip
-    run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
-    if (
-        step > 0 and run.writer
-    ):  # also when the doctor stopped the run (stop_on): the policy before the harm
-        from rlx.llm.lora import save_trained
-
-        save_trained(policy.lm, tokenizer, run.dir, MODEL_DIR)
-    summary = run.finish(step, last_eval)
-    return StageResult(
-        run.dir, run.dir / MODEL_DIR, last_eval, float(summary["wall_s"]), summary["status"]
-    )
-
-
-def _steps(
-    policy: PolicyWithValueHead, reference: Any, tokenizer: Any,
-    optimizer: torch.optim.Optimizer, sampler: EpochSampler, controller: AdaptiveKLController,
-    train_rows: list[Any], held_out: list[Any], scorer: RewardSet, config: RLHFConfig,
-    run: Any, step: int, parallel: DataParallel | None = None,
-) -> tuple[int, dict[str, float]]:  # fmt: skip
-    """PPO steps from ``step`` to ``config.steps`` (or a stop request): sample and score a
-    rollout, update on it, move beta; the step reached and the last evaluation."""
-    eval_every = config.eval_every or max(1, config.steps // 10)
-    warned = False
-    last_eval: dict[str, float] = {}
-    while step < config.steps and not run.stop_requested:
-        lr = set_learning_rate(
-            optimizer, config.learning_rate, step, config.steps, config.warmup_ratio
-        )
-        batch = sampler.next()
-        batch_rows = [train_rows[i] for i in (batch if parallel is None else parallel.shard(batch))]
-        rollout = collect(policy, reference, tokenizer, scorer, batch_rows, config,
-                          controller.beta)  # fmt: skip
-        update = ppo_update(policy, optimizer, rollout, config, parallel)
-        metrics = mean_over_processes({**rollout.metrics, **update}, parallel)
-        if config.adaptive_kl:
-            controller.update(metrics[M.KL_REF], len(batch))
-        step += 1
-        metrics[M.LR] = lr
-        if not warned and metrics[M.KL_REF] > config.kl_warning:
-            warned = True
-            warn_drift(metrics[M.KL_REF], config.kl_warning, step)
-        if step % eval_every == 0 or step == config.steps:
-            last_eval = evaluate(policy.lm, tokenizer, held_out, config)
-            metrics.update(last_eval)
-        run.log(step, metrics)
-        # the last step's checkpoint is written once, after the loop
-        if step < config.steps and run.checkpoint_due():
-            run.save_checkpoint(step, _state(policy, optimizer, sampler, controller))
-    return step, last_eval
+    return run_online(
+        config, data, run, rewards=_scorer, build=RLHFUpdate.build, lr_scale=LR_SCALE,
+        target_rows=TARGET_ROWS, parallel=parallel,
+    )  # fmt: skip
 
 
 def warn_drift(kl_ref: float, threshold: float, step: int) -> None:
@@ -459,7 +406,7 @@ def collect(
     mask = batch.target_mask
     with torch.no_grad(), autocast(config.precision, config.device):
         old_logp, _, old_values = policy(batch)
-        ref_logp = reference_logps(reference, batch, config.temperature)
+        ref_logp = next_token_logprobs(reference, batch, config.temperature)
         rewards = per_token_rewards(old_logp, ref_logp, rm_scores.to(old_logp.device), mask,
                                     beta)  # fmt: skip
         advantages, returns = token_advantages(
@@ -483,7 +430,7 @@ def collect(
             old_values[mask.bool()].float().cpu().numpy(),
             returns[mask.bool()].float().cpu().numpy(),
         ),
-        "generation_s": generation_s,
+        M.GENERATION_S: generation_s,
     }
     if all(getattr(r, "answer", None) is not None for r in rows):
         gold = exact_match_reward(prompts, texts, answer=[str(r.answer) for r in rows])
@@ -537,7 +484,7 @@ def ppo_update(
             for key, value in metrics.items():
                 totals.setdefault(key, []).append(value.detach().float())
     out = {key: float(torch.stack(values).mean()) for key, values in totals.items()}
-    out["update_s"] = time.perf_counter() - t0
+    out[M.UPDATE_S] = time.perf_counter() - t0
     return out
 
 
@@ -546,10 +493,6 @@ def _rows(batch: TokenBatch, idx: Tensor) -> TokenBatch:
     width = int(batch.attention_mask[idx].sum(-1).max())
     return TokenBatch(batch.input_ids[idx, :width], batch.attention_mask[idx, :width],
                       batch.loss_mask[idx, :width])  # fmt: skip
-
-
-def _state(policy, optimizer, sampler, controller) -> dict[str, Any]:
-    return {**stage_state(policy, optimizer, sampler), "beta": controller.beta}
 
 
 def load(config: RLHFConfig, data_id: str, state: dict) -> Any:

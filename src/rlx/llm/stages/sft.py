@@ -11,6 +11,7 @@ share of held-out prompts whose greedy completion equals the demonstration.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,12 @@ from rlx.llm.data import ChatExample
 from rlx.llm.losses import sft_loss
 from rlx.llm.sharding import check_fsdp
 from rlx.llm.training import (
+    Loaded,
     Prepared,
-    Stage,
     StageConfig,
     StageResult,
     run_stage,
+    save_stage_model,
     split_rows,
     stage_entry,
     stage_rows,
@@ -89,11 +91,12 @@ def sft(
 
 
 def prepare(config: SFTConfig, data: Any = None) -> Prepared:
-    """Rows, split, tokenised once; the model loaded; the loss over row indices."""
+    """Rows read and split, the model loaded (and sharded with ``fsdp``): what sizes the
+    config's defaults; :class:`SFTStage` is built once the config is complete."""
     from rlx.llm.data import sft_examples
-    from rlx.llm.lora import load_for_training, save_trained
+    from rlx.llm.lora import load_for_training
     from rlx.llm.models import count_parameters
-    from rlx.llm.sharding import save_full_model, shard_model
+    from rlx.llm.sharding import shard_model
 
     rows = sft_examples(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
@@ -101,32 +104,34 @@ def prepare(config: SFTConfig, data: Any = None) -> Prepared:
     num_params = count_parameters(model)
     if config.fsdp:
         model = shard_model(model)
+    loaded = Loaded(model, tokenizer, train_rows, held_out)
+    return Prepared(len(train_rows), num_params, functools.partial(SFTStage, loaded))
 
-    def build(config: SFTConfig) -> Stage:
-        encoded = encode(tokenizer, train_rows, config.max_length)
-        held = encode(tokenizer, held_out, config.max_length)
-        units = np.array([sum(e.loss_mask) for e in encoded], dtype=np.float64)
-        table = SequenceTable(encoded, tokenizer.pad_token_id)
 
-        def loss(idx: np.ndarray) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            batch = table.batch(idx).to(config.device)
-            # a sum over the micro-batch's tokens: the loop divides by the batch's count
-            loss_sum, metrics = sft_loss(forward_logits(model, batch), batch, num_target_tokens=1)
-            metrics[M.LOSS] = loss_sum.detach() / batch.target_mask.sum().clamp(min=1)
-            return loss_sum, metrics
+class SFTStage:
+    """SFT as the offline loop (:func:`rlx.llm.training.train_loop`) trains it: the rows
+    tokenised once, the loss over row indices, the held-out evaluation, the saved model."""
 
-        def evaluate() -> dict[str, float]:
-            return evaluate_sft(model, tokenizer, held, held_out, config)
+    def __init__(self, loaded: Loaded, config: SFTConfig) -> None:
+        self.model, self.tokenizer, self.config = loaded.model, loaded.tokenizer, config
+        self.held_out = loaded.held_out
+        encoded = encode(self.tokenizer, loaded.train_rows, config.max_length)
+        self.held = encode(self.tokenizer, loaded.held_out, config.max_length)
+        self.units = np.array([sum(e.loss_mask) for e in encoded], dtype=np.float64)
+        self.table = SequenceTable(encoded, self.tokenizer.pad_token_id)
 
-        def save(out: Path) -> None:
-            if config.fsdp:  # every process gathers, rank 0 writes
-                save_full_model(model, tokenizer, out)
-            else:
-                save_trained(model, tokenizer, out.parent, out.name)
+    def loss(self, idx: np.ndarray) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The summed token loss of rows ``idx`` (the loop divides by the batch's count)."""
+        batch = self.table.batch(idx).to(self.config.device)
+        loss_sum, metrics = sft_loss(forward_logits(self.model, batch), batch, num_target_tokens=1)
+        metrics[M.LOSS] = loss_sum.detach() / batch.target_mask.sum().clamp(min=1)
+        return loss_sum, metrics
 
-        return Stage(model, loss, units, evaluate, save)
+    def evaluate(self) -> dict[str, float]:
+        return evaluate_sft(self.model, self.tokenizer, self.held, self.held_out, self.config)
 
-    return Prepared(len(train_rows), num_params, build)
+    def save_model(self, out: Path) -> None:
+        save_stage_model(self.model, self.tokenizer, out, self.config.fsdp)
 
 
 def encode(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequence]:
