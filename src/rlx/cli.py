@@ -743,9 +743,10 @@ def _doctor(argv: list[str]) -> int:
         raise ConfigError("rlx doctor needs at least one RUN (a run folder or a log file).")
     if args.fix or args.run_dir is not None or args.trust_env_code:
         return _doctor_fix(args)
-    from rlx.diagnostics.doctor import doctor
-    from rlx.diagnostics.group_doctor import doctor_group
+    from rlx.diagnostics.doctor import Diagnosis, doctor
+    from rlx.diagnostics.group_doctor import GroupDiagnosis, doctor_group
 
+    diagnoses: list[Diagnosis | GroupDiagnosis]
     if args.group:
         diagnoses = [doctor_group(args.runs)]
     else:
@@ -874,9 +875,9 @@ def _tune(argv: list[str]) -> int:
     parser = _tune_parser(algo)
     given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in TUNE_OPTIONS}
-    import rlx
+    from rlx.tune import tune  # what rlx.tune(...) calls
 
-    result = rlx.tune(
+    result = tune(
         algo,
         options.get("env"),
         study_dir=options["study_dir"],
@@ -1073,10 +1074,11 @@ def _solve(argv: list[str]) -> int:
     if args.make:
         print("rlx: --make is deprecated; use --env-kwargs KEY=VALUE ...", file=sys.stderr)
     from rlx import planning
-    from rlx.mdp import GridWorld, from_gymnasium
+    from rlx.mdp import GridWorld, TabularMDP, from_gymnasium
 
     env_kwargs = key_values((*args.env_kwargs, *args.make))
     gamma = {} if args.gamma is None else {"gamma": args.gamma}
+    mdp: GridWorld | TabularMDP
     if GridWorld.is_id(args.env):
         mdp = GridWorld.from_id(args.env, **gamma, **env_kwargs)
     else:

@@ -38,7 +38,7 @@ import sys
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -121,7 +121,7 @@ def merged_changes(findings: Iterable[Finding]) -> list[Change]:
     return changes
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -792,7 +792,11 @@ def _rolled_back(
 
 # ============================================================================ helpers
 def _fields(config: Any) -> dict[str, Any]:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+    return (
+        dataclasses.asdict(config)
+        if dataclasses.is_dataclass(config) and not isinstance(config, type)
+        else {}
+    )
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -80,7 +80,8 @@ def env_label(env: Any) -> str:
     if isinstance(env, EnvRecipe):
         return env.label
     if is_env_factory(env):
-        return import_path(env) or getattr(env, "__name__", type(env).__name__)
+        path = import_path(env)
+        return path if path else getattr(env, "__name__", type(env).__name__)
     spec = getattr(env, "spec", None)
     if spec is not None and getattr(spec, "id", None):
         return spec.id
@@ -513,7 +514,11 @@ def _live_doctor(
     stop_on = check_rule_ids(stop_on)
     if not enabled and not stop_on:
         return []
-    fields = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+    fields = (
+        dataclasses.asdict(config)
+        if dataclasses.is_dataclass(config) and not isinstance(config, type)
+        else {}
+    )
     return [LiveDoctor(algo, env_id, fields, stop_on=stop_on, printer=_to_stderr)]
 
 

@@ -315,7 +315,7 @@ class _GroupPlanner:
         overwrite: bool,
         jobs: int | None,
         command: str | None,
-    ) -> tuple[Any, list[tuple[int, Plan | None]]]:
+    ) -> tuple[Any, Sequence[tuple[int, Plan | None]]]:
         """A new group in ``folder`` (over ``previous`` with ``overwrite``, or over a group
         none of whose seeds started)."""
         from rlx.runs.group import new_group, seed_folder_name
@@ -370,7 +370,7 @@ class _GroupPlanner:
 
     def resume(
         self, previous: Any, more: list[int], command: str | None
-    ) -> tuple[Any, list[tuple[int, Plan | None]]]:
+    ) -> tuple[Any, Sequence[tuple[int, Plan | None]]]:
         """The group ``previous`` continued: each seed resumed, started (never started, or
         new in ``more``) or left as it is (completed, when no override raises its budget)."""
         from rlx.runs import read_summary
@@ -437,7 +437,7 @@ class _GroupRunner:
         self,
         record: Any,
         previous: Any,
-        planned: list[tuple[int, Plan | None]],
+        planned: Sequence[tuple[int, Plan | None]],
         options: dict[str, Any],
         callbacks: Sequence[Any],
     ) -> None:
@@ -481,7 +481,8 @@ class _GroupRunner:
         options = {**self.options, "progress": False}
         try:  # the algorithm by name: its functions may be closures pickle cannot copy
             payloads = [
-                pickle.dumps((p.spec.name, dataclasses.replace(p, spec=None), options))
+                # spec=None only in the pickle: the worker puts registry.get(name) back
+                pickle.dumps((p.spec.name, dataclasses.replace(p, spec=None), options))  # type: ignore[arg-type]
                 for _, p in self.planned
             ]
         except Exception:  # an env object or a setting pickle cannot copy

@@ -73,7 +73,7 @@ import socket
 import sys
 import types
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,7 @@ class Suggest:
     fixed) and the budget. A field the user fixed is never sampled."""
 
     def __init__(
-        self, trial: Any, base: Mapping[str, Any], fixed: Sequence[str], budget: int
+        self, trial: Any, base: Mapping[str, Any], fixed: Iterable[str], budget: int
     ) -> None:
         self.trial, self.base, self.fixed, self.budget = trial, dict(base), set(fixed), budget
         self.fields: dict[str, Any] = {}
@@ -525,7 +525,7 @@ def prepare_study(
 ) -> StudySettings:
     """Create the study in ``study_dir``, or check that what is asked matches the study it
     holds (only ``trials`` may change); returns the settings the workers read."""
-    given = {"algo": algo, "env": env, "total_steps": total_steps, "seed": seed,
+    given: dict[str, Any] = {"algo": algo, "env": env, "total_steps": total_steps, "seed": seed,
              "evaluations": evaluations, "eval_episodes": eval_episodes,
              "env_kwargs": env_kwargs or None, "fixed": dict(fixed or {}) or None}  # fmt: skip
     if trials is not None:

@@ -480,7 +480,8 @@ class DQNLearner(ReplayLearner):
     def sync_target(self) -> None:
         """``theta^- <- tau theta + (1 - tau) theta^-``."""
         with torch.no_grad():
-            online, target = list(self.online.parameters()), list(self.target.parameters())
+            online: list[Tensor] = list(self.online.parameters())
+            target: list[Tensor] = list(self.target.parameters())
             if self.config.tau >= 1.0:
                 torch._foreach_copy_(target, online)
             else:

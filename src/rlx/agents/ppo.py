@@ -20,7 +20,7 @@ each, handed in as ``remote``: the learner sees one rollout of K x N copies.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -166,7 +166,9 @@ def update(
     manual = manual_grad.supports(policy, config) and batch.masks is None
     weights = manual_grad.weights_of(policy) if manual else None
     # a single minibatch is the whole batch every epoch: prepare it once
-    whole = minibatches(batch, 1, rng, config) if config.num_minibatches == 1 else None
+    whole: list[RolloutBatch] | list[manual_grad.PreparedBatch] | None = (
+        minibatches(batch, 1, rng, config) if config.num_minibatches == 1 else None
+    )
     if whole is not None and manual:
         whole = [manual_grad.PreparedBatch(whole[0], policy.action_dim)]
     rows: list[dict[str, Tensor]] = []
@@ -183,7 +185,8 @@ def update(
                 terms.append(step_terms)
                 norms.append(gradient_step(optimizer, grads, params, config.max_grad_norm))
             else:
-                loss, metrics = ppo_loss(policy, minibatch, config, clip_eps)
+                # only the manual path prepares the batches
+                loss, metrics = ppo_loss(policy, cast(RolloutBatch, minibatch), config, clip_eps)
                 metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, params, config.max_grad_norm)
                 rows.append(metrics)
         if config.target_kl is not None:

@@ -148,7 +148,8 @@ def learn(
     Carlo returns and baseline-subtracted weights, then one policy-gradient step (and the
     baseline's regression); ``approx_kl`` between the policy before and after it."""
     batch = monte_carlo_batch(rollout.buffer, policy, rollout.last_obs, config)
-    loss, metrics = reinforce_loss(policy, batch, config)
+    loss, loss_metrics = reinforce_loss(policy, batch, config)
+    metrics: dict[str, Any] = loss_metrics  # tensors, and the explained variance (a float)
     metrics[M.GRAD_NORM] = gradient_step(optimizer, loss, optimizer.params, config.max_grad_norm)
     metrics[M.APPROX_KL] = policy_shift(policy, batch)
     if policy.has_critic:

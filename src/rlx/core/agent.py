@@ -10,7 +10,7 @@ evaluation, a user's script) dispatch on the protocol rather than on an agent's 
 - ``run_dir``: the run folder it came from (None before it is saved).
 
 Two refinements say where an agent acts: a :class:`GameAgent` plays a board game (``game``)
-and a :class:`TextAgent` completes prompts (``tokenizer``); any other agent acts in the
+and a :class:`TextAgent` completes prompts (``model``, ``tokenizer``); any other agent acts in the
 environment its run was trained on (``env_id``).
 """
 
@@ -45,15 +45,21 @@ class EnvAgent(Agent, Protocol):
 
 @runtime_checkable
 class GameAgent(Agent, Protocol):
-    """An agent that plays a board game: observations are game states, actions moves."""
+    """An agent that plays a board game: observations are game states, actions moves; called
+    on a state it plays its move there (a player of :func:`rlx.games.evaluation.arena`)."""
 
     game: Any
+
+    def __call__(self, state: Any) -> int:
+        """The move to play in ``state``."""
+        ...
 
 
 @runtime_checkable
 class TextAgent(Agent, Protocol):
     """A language model: observations are prompts, actions their completions."""
 
+    model: Any
     tokenizer: Any
 
 

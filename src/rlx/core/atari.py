@@ -102,7 +102,8 @@ def atari_env(
     )
     if episodic_life:
         env = EpisodicLife(env)
-    if "FIRE" in env.unwrapped.get_action_meanings():
+    # ale_py's AtariEnv, which gym.Env's type does not describe
+    if "FIRE" in env.unwrapped.get_action_meanings():  # type: ignore[attr-defined]
         env = FireReset(env)
     if clip_rewards:
         env = ClipReward(env, -1.0, 1.0)
@@ -122,7 +123,7 @@ class EpisodicLife(gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.game_over = terminated or truncated
-        lives = self.env.unwrapped.ale.lives()
+        lives = self.env.unwrapped.ale.lives()  # type: ignore[attr-defined]  # ale_py's AtariEnv
         # lives at 0 before the game reports its end (Q*bert stays there for a few frames)
         # is not a lost life: only the game over ends that episode
         if 0 < lives < self.lives:
@@ -138,7 +139,7 @@ class EpisodicLife(gym.Wrapper):
             if terminated or truncated:  # the no-op ended the game: start a new one
                 obs, info = self.env.reset(**kwargs)
         self.game_over = False
-        self.lives = self.env.unwrapped.ale.lives()
+        self.lives = self.env.unwrapped.ale.lives()  # type: ignore[attr-defined]  # ale_py's env
         return obs, info
 
 

@@ -80,7 +80,9 @@ class ActionScaler:
     every env.
     """
 
-    def __init__(self, low: Sequence[float], high: Sequence[float]) -> None:
+    def __init__(
+        self, low: Sequence[float] | np.ndarray, high: Sequence[float] | np.ndarray
+    ) -> None:
         self.low = np.asarray(low, dtype=np.float32)
         self.high = np.asarray(high, dtype=np.float32)
         self.center = (self.high + self.low) / 2

@@ -33,7 +33,7 @@ def env_state(env: Any) -> dict[str, Any] | None:
 def restore_env_state(env: Any, state: dict[str, Any]) -> None:
     """Write back what :func:`env_state` recorded, into an env built the same way."""
     for name, saved in state.items():
-        current = getattr(env, name, None)
+        current: Any = getattr(env, name, None)
         if name == "env":
             restore_env_state(current, saved)
         elif name == "envs":

@@ -31,7 +31,7 @@ def gridworld_from_id(env_id: str, gamma: float | None = None) -> Any:
     if m is None:
         raise EnvError(f"{env_id!r} is not a GridWorld id; use 'GridWorld' or 'GridWorld-RxC'.")
     rows, cols = (int(m.group(1)), int(m.group(2))) if m.group(1) else (4, 4)
-    kwargs = {} if gamma is None else {"gamma": gamma}
+    kwargs: dict[str, Any] = {} if gamma is None else {"gamma": gamma}
     return GridWorld(rows, cols, **kwargs)
 
 
@@ -94,7 +94,9 @@ def _built(env: Any, kwargs: dict[str, Any], build: Any) -> Any:
             raise
         if isinstance(env, str):
             raise kwargs_error(env, kwargs, exc) from exc
-        label = import_path(env) or getattr(env, "__name__", type(env).__name__)
+        label = import_path(env)
+        if not label:
+            label = getattr(env, "__name__", type(env).__name__)
         raise kwargs_error(label, kwargs, exc, env) from exc
 
 

@@ -140,7 +140,7 @@ class FrameReplayBuffer:
                        next_masks)  # fmt: skip
 
     def _frames_of(
-        self, env: int, stack: np.ndarray, known: np.ndarray, shifted: bool = False
+        self, env: int | np.integer, stack: np.ndarray, known: np.ndarray, shifted: bool = False
     ) -> np.ndarray:
         """The frame keys of ``stack`` in copy ``env``'s pool, writing what is not there.
 
@@ -162,7 +162,7 @@ class FrameReplayBuffer:
                 keys[k] = self._write(env, stack[k])
         return keys
 
-    def _write(self, env: int, frame: np.ndarray) -> int:
+    def _write(self, env: int | np.integer, frame: np.ndarray) -> int | np.integer:
         """Put ``frame`` into copy ``env``'s pool; returns its key. The oldest transitions of
         that copy whose frames the new one would overwrite are dropped first."""
         number = int(self.written[env])
@@ -171,7 +171,7 @@ class FrameReplayBuffer:
         self.written[env] = number + 1
         return number * self.num_envs + env
 
-    def _release(self, env: int, oldest_kept: int) -> None:
+    def _release(self, env: int | np.integer, oldest_kept: int) -> None:
         """Drop copy ``env``'s oldest transitions while they use a frame numbered below
         ``oldest_kept``: frame numbers only grow along a column, so its oldest transition
         holds its oldest frame."""

@@ -13,11 +13,11 @@ autograd (the losses of :mod:`rlx.core.policy_losses`).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from rlx import metrics as M
 from rlx.core.nets import MLP
@@ -95,7 +95,9 @@ def weights_of(policy: Any) -> tuple[Weights, Weights]:
 
 
 def _views(net: MLP) -> Weights:
-    return [(_array(layer.weight), _array(layer.bias)) for layer in net.layers]
+    return [
+        (_array(layer.weight), _array(layer.bias)) for layer in cast("list[nn.Linear]", net.layers)
+    ]
 
 
 def _forward(

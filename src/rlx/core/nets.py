@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -58,7 +59,7 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(cast("list[nn.Linear]", self.layers)):
             x = F.linear(x, layer.weight, layer.bias)
             if i < last:
                 x = self.activation(x)
@@ -144,9 +145,10 @@ class QNetwork(nn.Module):
         outputs = n_actions + 1 if dueling else n_actions
         self.flat = not is_image_space(obs_shape, obs_dtype)
         if encoder is not None:
-            self.body = nn.Sequential(encoder, mlp(encoder.features, outputs, hidden_sizes))
+            features = cast(int, encoder.features)  # the encoder's outputs (an int attribute)
+            self.body: nn.Module = nn.Sequential(encoder, mlp(features, outputs, hidden_sizes))
         elif self.flat:
-            self.body: nn.Module = mlp(int(np.prod(obs_shape)), outputs, hidden_sizes)
+            self.body = mlp(int(np.prod(obs_shape)), outputs, hidden_sizes)
         else:
             cnn = NatureCNN(obs_shape)
             self.body = nn.Sequential(

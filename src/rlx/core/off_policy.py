@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from rlx import metrics as M
-from rlx.core.buffers import ReplayBuffer, ReplaySample
+from rlx.core.buffers import ReplaySample
 from rlx.core.checks import in_range
 from rlx.core.continuous import ActionScaler, box_action_bounds
 from rlx.core.devices import resolve_device
@@ -54,6 +54,7 @@ from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.training_evaluation import TrainingEvaluation
 from rlx.core.transitions import (
     ActingCopy,
+    AnyReplayBuffer,
     ReplayLayout,
     RunnerTransitions,
     Transitions,
@@ -132,7 +133,10 @@ class ReplayLearner:
 class OffPolicyMethod(Protocol):
     """An off-policy algorithm as :func:`train_off_policy` sees it."""
 
-    name: str  # the registered name, e.g. "dqn"
+    @property
+    def name(self) -> str:
+        """The registered name, e.g. "dqn" (read-only: the methods are frozen dataclasses)."""
+        ...
 
     def layout(self, config: Any, obs_space: Any, action_space: Any, env_id: str) -> ReplayLayout:
         """How the algorithm's transitions look for these spaces; refuses spaces it cannot
@@ -247,7 +251,7 @@ def off_policy_state(
     step: int,
     gradient_steps: int,
     learner: ReplayLearner,
-    buffer: ReplayBuffer,
+    buffer: AnyReplayBuffer,
     collector: Any,
     rng: np.random.Generator,
     layout: ReplayLayout,
@@ -271,7 +275,7 @@ def off_policy_state(
 def restore_off_policy_state(
     state: dict[str, Any],
     learner: ReplayLearner,
-    buffer: ReplayBuffer,
+    buffer: AnyReplayBuffer,
     collector: Any,
     rng: np.random.Generator,
     algo: str,
@@ -414,7 +418,7 @@ def train_off_policy(
     return agent
 
 
-def replay_buffer(layout: ReplayLayout, config: Any, columns: int) -> ReplayBuffer:
+def replay_buffer(layout: ReplayLayout, config: Any, columns: int) -> AnyReplayBuffer:
     """The empty replay buffer of a run: ``config.buffer_size`` transitions of ``layout``
     over ``columns`` env copies (the one place a run's buffer is chosen)."""
     return layout.replay_buffer(config.buffer_size, columns, config.gamma)
@@ -568,7 +572,12 @@ class ContinuousAgent:
         return self.act_batch(np.asarray(obs)[None], deterministic)[0]
 
     def __repr__(self) -> str:
-        fields = dataclasses.asdict(self.config) if dataclasses.is_dataclass(self.config) else {}
+        config = self.config
+        fields = (
+            dataclasses.asdict(config)
+            if dataclasses.is_dataclass(config) and not isinstance(config, type)
+            else {}
+        )
         return (
             f"ContinuousAgent({self.algo}, env={self.env_id}, hidden={fields.get('hidden_sizes')})"
         )

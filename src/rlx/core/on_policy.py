@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -414,8 +414,12 @@ class Rollout:
     step: int  # env steps done before it (where annealed settings are read)
 
 
+OptimizerT = TypeVar("OptimizerT", bound=Optimizer)
+"""The optimizer an on-policy algorithm builds and its update takes."""
+
+
 @dataclass(frozen=True)
-class OnPolicyMethod:
+class OnPolicyMethod(Generic[OptimizerT]):
     """What an on-policy algorithm adds to :func:`train_on_policy`.
 
     Attributes:
@@ -429,15 +433,15 @@ class OnPolicyMethod:
     """
 
     name: str
-    optimizer: Callable[[ActorCritic, Any], Optimizer]
-    learn: Callable[[ActorCritic, Optimizer, Rollout, Any, np.random.Generator], dict[str, Any]]
+    optimizer: Callable[[ActorCritic, Any], OptimizerT]
+    learn: Callable[[ActorCritic, OptimizerT, Rollout, Any, np.random.Generator], dict[str, Any]]
     rollout_steps: str = "num_steps"
     whole_episodes: bool = False
     critic: Callable[[Any], bool] | None = None
 
 
 def train_on_policy(
-    method: OnPolicyMethod, config: Any, env: Any, run: Any, remote: EnvRunners | None = None
+    method: OnPolicyMethod[Any], config: Any, env: Any, run: Any, remote: EnvRunners | None = None
 ) -> PolicyAgent:
     """The on-policy loop, inside an open :class:`rlx.runs.Run`; returns the trained agent.
 

@@ -16,10 +16,13 @@ They keep the interface the agents use: ``zero_grad``, ``step``, ``lr``, ``state
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
+
+# what torch's ``_foreach_*`` and fused kernels take as a list of tensors
+TensorList = list[Tensor] | tuple[Tensor, ...]
 
 
 class Adam:
@@ -33,12 +36,12 @@ class Adam:
 
     def __init__(
         self,
-        params: Iterable[nn.Parameter],
+        params: Iterable[Tensor],
         lr: float,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-5,
     ) -> None:
-        self.params = [p for p in params if p.requires_grad]
+        self.params: list[Tensor] = [p for p in params if p.requires_grad]
         self.lr, self.betas, self.eps = float(lr), betas, eps
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
@@ -50,7 +53,7 @@ class Adam:
             p.grad = None
 
     @torch.no_grad()
-    def step(self, grads: Sequence[Tensor] | None = None) -> None:
+    def step(self, grads: TensorList | None = None) -> None:
         """One update from the parameters' ``.grad`` (or from ``grads``, in their order)."""
         if grads is None:
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
@@ -119,9 +122,9 @@ class RMSprop:
     """
 
     def __init__(
-        self, params: Iterable[nn.Parameter], lr: float, alpha: float = 0.99, eps: float = 1e-5
+        self, params: Iterable[Tensor], lr: float, alpha: float = 0.99, eps: float = 1e-5
     ) -> None:
-        self.params = [p for p in params if p.requires_grad]
+        self.params: list[Tensor] = [p for p in params if p.requires_grad]
         self.lr, self.alpha, self.eps = float(lr), alpha, eps
         self.square_avg = [torch.zeros_like(p) for p in self.params]
 
@@ -130,7 +133,7 @@ class RMSprop:
             p.grad = None
 
     @torch.no_grad()
-    def step(self, grads: Sequence[Tensor] | None = None) -> None:
+    def step(self, grads: TensorList | None = None) -> None:
         """One update from the parameters' ``.grad`` (or from ``grads``, in their order)."""
         if grads is None:
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
@@ -152,7 +155,7 @@ Optimizer = Adam | RMSprop
 
 
 def clip_grad_norm(
-    params: Sequence[nn.Parameter], max_norm: float | None, grads: Sequence[Tensor] | None = None
+    params: Sequence[Tensor], max_norm: float | None, grads: TensorList | None = None
 ) -> Tensor:
     """Scale the gradients so their global L2 norm ``sqrt(sum_p ||g_p||**2)`` is at most
     ``max_norm`` (None: leave them); returns the norm before clipping, as a 0-d tensor.
@@ -169,10 +172,28 @@ def clip_grad_norm(
     return norm
 
 
+@overload
 def gradient_step(
     optimizer: Optimizer | torch.optim.Optimizer,
-    loss: Tensor | Sequence[Tensor],
-    params: Sequence[nn.Parameter] | None = None,
+    loss: Tensor | TensorList,
+    params: Sequence[Tensor],
+    max_grad_norm: float | None = None,
+) -> Tensor: ...
+
+
+@overload
+def gradient_step(
+    optimizer: Optimizer | torch.optim.Optimizer,
+    loss: Tensor | TensorList,
+    params: None = None,
+    max_grad_norm: float | None = None,
+) -> None: ...
+
+
+def gradient_step(
+    optimizer: Optimizer | torch.optim.Optimizer,
+    loss: Tensor | TensorList,
+    params: Sequence[Tensor] | None = None,
     max_grad_norm: float | None = None,
 ) -> Tensor | None:
     """``zero_grad; backward; clip the global norm to max_grad_norm; step``: one gradient step
@@ -187,9 +208,11 @@ def gradient_step(
     """
     if not isinstance(loss, Tensor):
         assert params is not None, "gradients given as a list need their params"
-        norm = clip_grad_norm(params, max_grad_norm, loss)
+        # only these optimizers take the gradients as an argument (torch.optim's do not)
+        assert isinstance(optimizer, (Adam, RMSprop)), "gradients as a list need Adam or RMSprop"
+        clipped = clip_grad_norm(params, max_grad_norm, loss)
         optimizer.step(loss)
-        return norm
+        return clipped
     optimizer.zero_grad()  # torch.optim's too sets the gradients to None (its default)
     loss.backward()
     norm = None if params is None else clip_grad_norm(params, max_grad_norm)

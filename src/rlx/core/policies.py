@@ -26,8 +26,8 @@ stream drives every action and its state travels in a checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -69,7 +69,7 @@ def describe_action_space(space: Any, algo: str, env_id: str) -> dict[str, Any]:
             "start": [int(s) for s in space.start],
         }
     if isinstance(space, gym.spaces.MultiBinary) and np.ndim(space.n) == 0:
-        return {"binary": int(space.n)}
+        return {"binary": int(cast(int, space.n))}  # a scalar n, checked above
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return {
             "low": np.asarray(space.low, dtype=np.float32),
@@ -144,7 +144,7 @@ class ActorCritic(nn.Module):
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is not one of {', '.join(ACTIVATIONS)}.")
         # what rebuilds this network from a checkpoint (plain data)
-        self.architecture = {
+        self.architecture: dict[str, Any] = {
             "obs_dim": int(obs_dim),
             "actions": dict(actions),
             "hidden_sizes": [int(h) for h in hidden_sizes],
@@ -313,7 +313,11 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0, out=x)
 
 
-_NUMPY_ACTIVATIONS = {torch.relu: _relu, F.relu: _relu, torch.tanh: np.tanh}
+_NUMPY_ACTIVATIONS: dict[Any, Callable[[np.ndarray], np.ndarray]] = {
+    torch.relu: _relu,
+    F.relu: _relu,
+    torch.tanh: np.tanh,
+}
 
 
 class NumpyForward:
@@ -350,6 +354,7 @@ class NumpyForward:
             if bias is not None:
                 x += bias
             if i < last:
+                assert self.activation is not None  # several layers: __init__ found it
                 x = self.activation(x)
         return x
 

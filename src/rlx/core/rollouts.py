@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -357,7 +357,8 @@ class RolloutWorker:
     def collect(self, weights: dict[str, Any]) -> RolloutFragment:
         """A fragment collected with ``weights`` (the policy's and the normaliser's)."""
         self.policy.load_state_dict(torch_state(weights["policy"]))
-        normalizer = self.collector.normalizer
+        # __init__ made it a _BatchRecorder
+        normalizer = cast("_BatchRecorder | None", self.collector.normalizer)
         if normalizer is not None:
             normalizer.load_state_dict(weights["normalizer"])
         _, episodes = self.collector.collect(self.policy, self.buffer, self.rng, 0)

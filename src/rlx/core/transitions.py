@@ -33,6 +33,9 @@ from rlx.core.masks import MASK_KEY, masks_from_infos, masks_from_method
 from rlx.core.runners import EnvRunners, RunnerGroup
 from rlx.core.seeding import env_seed
 
+AnyReplayBuffer = ReplayBuffer | FrameReplayBuffer
+"""The two replay buffers (same interface; :meth:`ReplayLayout.replay_buffer` picks one)."""
+
 
 # ---------------------------------------------------------------------------- what is stored
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class ReplayLayout:
             obs = self.flatten(obs)
         return np.asarray(obs, dtype=self.obs_dtype).reshape(len(obs), *self.obs_shape)
 
-    def replay_buffer(self, capacity: int, columns: int, gamma: float) -> ReplayBuffer:
+    def replay_buffer(self, capacity: int, columns: int, gamma: float) -> AnyReplayBuffer:
         """An empty replay buffer of this layout with ``columns`` env copies; stacked uint8
         frames go to one that stores each frame once (:mod:`rlx.core.frame_buffer`)."""
         frames = stores_frames_once(self.obs_shape, self.obs_dtype)
@@ -105,7 +108,7 @@ class Transitions(NamedTuple):
     stored: np.ndarray
     next_masks: np.ndarray | None = None  # the valid actions at next_obs, if the env masks
 
-    def store_in(self, buffer: ReplayBuffer) -> None:
+    def store_in(self, buffer: AnyReplayBuffer) -> None:
         """Add every vector step to ``buffer``, in time order, the stored transitions only."""
         for t in range(len(self.stored)):
             masks = None if self.next_masks is None else self.next_masks[t]
@@ -190,6 +193,7 @@ class VectorCollector:
 
     def collect(self, explorer: Explorer, step: int, rng: np.random.Generator) -> Collected:
         """One vector step with the explorer's actions; ``step`` is the count before it."""
+        assert self.obs is not None, "start() resets the envs first"
         starts = ~self.after_done & (self.tracker.lengths == 0)
         masked = {} if self.masks is None else {"masks": self.masks}
         actions, start_values = explorer.explore(self.obs, starts, rng, **masked)
@@ -207,7 +211,7 @@ class VectorCollector:
         self.after_done = terminated | truncated
         self.obs = next_obs
         step += int(stored.sum())
-        one_step = Transitions(*(None if x is None else np.asarray(x)[None] for x in block))
+        one_step = Transitions._make(None if x is None else np.asarray(x)[None] for x in block)
         return Collected(one_step, ended, np.full(len(ended.envs), step), step, NO_COLUMNS)
 
     # ------------------------------------------------------------------ checkpoints
@@ -233,7 +237,7 @@ class VectorCollector:
         self.after_done = np.array(state["after_done"])
         self.tracker.load_state_dict(state["tracker"])
 
-    def fitting_replay(self, saved: dict[str, Any] | None, buffer: ReplayBuffer) -> Any:
+    def fitting_replay(self, saved: dict[str, Any] | None, buffer: AnyReplayBuffer) -> Any:
         """The saved replay buffer to restore (its layout must match: the run's own config)."""
         return saved
 
@@ -283,8 +287,8 @@ class TransitionWorker:
         self.actor.load_acting_state(acting_state)
         steps = [self.collector.collect(self.actor, 0, self.rng) for _ in range(self.steps)]
         blocks = [got.transitions for got in steps]
-        transitions = Transitions(
-            *(None if a[0] is None else np.concatenate(a) for a in zip(*blocks, strict=True))
+        transitions = Transitions._make(
+            None if a[0] is None else np.concatenate(a) for a in zip(*blocks, strict=True)
         )
         ended = [got.episodes for got in steps if len(got.episodes.envs)] or [NO_EPISODES]
         episodes = FinishedEpisodes(*(np.concatenate(a) for a in zip(*ended, strict=True)))
@@ -342,7 +346,7 @@ class RunnerTransitions:
         N = self.envs_per_runner
         kept = [(r, f) for r, f in enumerate(fragments) if f is not None]
         template = kept[0][1].transitions
-        arrays = []
+        arrays: list[np.ndarray | None] = []
         for i, like in enumerate(template):
             if like is None:  # no masks (the runners' envs give none)
                 arrays.append(None)
@@ -351,7 +355,7 @@ class RunnerTransitions:
             for r, fragment in kept:
                 full[:, r * N : (r + 1) * N] = fragment.transitions[i]
             arrays.append(full)
-        transitions = Transitions(*arrays)
+        transitions = Transitions._make(arrays)
         counted = step + np.cumsum(transitions.stored.sum(axis=1))
         episodes = FinishedEpisodes(
             *(np.concatenate([getattr(f.episodes, k) + (r * N if k == "envs" else 0)
@@ -398,6 +402,7 @@ class RunnerTransitions:
 
 __all__ = [
     "ActingCopy",
+    "AnyReplayBuffer",
     "Collected",
     "Explorer",
     "ReplayLayout",

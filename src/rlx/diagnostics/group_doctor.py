@@ -101,16 +101,16 @@ def read_group_runs(group: GroupInput) -> GroupRuns:
     folders = [Path(p) for p in group]
     if not folders:
         raise ConfigError("a group needs at least one run folder.")
-    members = []
+    listed: list[Member] = []
     for folder in folders:
         seed = read_json_or_empty(folder / CONFIG_FILE).get("seed")
         label = f"seed {seed}" if isinstance(seed, int) and not isinstance(seed, bool) else ""
-        members.append(Member(label or folder.name, folder, seed if label else None))
-    if len({m.label for m in members}) < len(members):  # two runs of one seed: by folder
-        members = [Member(str(m.run_dir), m.run_dir, m.seed) for m in members]
+        listed.append(Member(label or folder.name, folder, seed if label else None))
+    if len({m.label for m in listed}) < len(listed):  # two runs of one seed: by folder
+        listed = [Member(str(m.run_dir), m.run_dir, m.seed) for m in listed]
     parent = {f.parent for f in folders}
     label = parent.pop().name if len(parent) == 1 and folders[0].parent.name else "group"
-    return GroupRuns(label or "group", tuple(members))
+    return GroupRuns(label or "group", tuple(listed))
 
 
 # ============================================================================ final returns
@@ -347,7 +347,7 @@ class GroupDiagnosis:
     def to_dict(self) -> dict[str, Any]:
         seeds = []
         for seed in self.seeds:
-            entry = {"seed": seed.member.seed, "label": seed.member.label,
+            entry: dict[str, Any] = {"seed": seed.member.seed, "label": seed.member.label,
                      "run_dir": str(seed.member.run_dir), "status": seed.member.status,
                      "error": seed.member.error, "final_return": seed.final}  # fmt: skip
             if seed.diagnosis is not None:

@@ -488,7 +488,7 @@ def _draw_evaluations(ax: Any, run: ReportedRun) -> bool:
             ax.errorbar(
                 series.steps,
                 series.values,
-                yerr=spread.values if same_steps else None,
+                yerr=spread.values if same_steps and spread is not None else None,
                 ls="none",
                 marker="D",
                 ms=5,
@@ -548,7 +548,7 @@ def metric_svg(runs: Sequence[ReportedRun], metric: str) -> tuple[str, str]:
             ms=4,
         )
     lines = threshold_lines(runs, metric)
-    values = [run.log.get(metric).finite().values for run in runs if run.log.get(metric)]
+    values = [logged.finite().values for run in runs if (logged := run.log.get(metric))]
     # the rules' thresholds and every finding's evidence stay inside the y-range
     marks = [v for v, _ in lines] + evidence_values(runs, metric)
     axis = y_axis(np.concatenate(values) if values else np.array([]), marks)

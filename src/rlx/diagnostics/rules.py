@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -695,15 +695,18 @@ def either(*checks: Check) -> Check:
 
 
 # ============================================================================ rules
-Suggest = Callable[[Mapping[str, Any], "str | None"], Any]
-"""How a fix picks the new value of its field from the run's config (and algorithm); None when
-the change does not apply (Double DQN already on, a step size that is not far too low)."""
+class Suggest(Protocol):
+    """How a fix picks the new value of its field from the run's config (and algorithm); None
+    when the change does not apply (Double DQN already on, a step size that is not far too
+    low)."""
+
+    def __call__(self, config: Mapping[str, Any], algo: str | None = None, /) -> Any: ...
 
 
 @dataclass(frozen=True)
 class Fix:
     """A config field that carries a rule's fix, what changing it means in words, and how to
-    pick its new value (:data:`Suggest`). ``algos``: the algorithms whose field of this name
+    pick its new value (:class:`Suggest`). ``algos``: the algorithms whose field of this name
     means this (SAC's ``alpha`` is a temperature, a tabular learner's a step size); None: any
     run whose config has the field."""
 

@@ -37,7 +37,7 @@ CURVE_POINTS = 100
 TUKEY_K = 1.5
 """Tukey's multiple of the interquartile range for an outlier's fence."""
 
-Statistic = Callable[..., np.ndarray]
+Statistic = Callable[..., float | np.ndarray]
 
 
 def iqm(values: ArrayLike, axis: int | None = None) -> float | np.ndarray:

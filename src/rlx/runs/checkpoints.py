@@ -239,7 +239,12 @@ def _write(handle: Any, step: int, state: dict[str, Any]) -> None:
 
         torch.save({"step": step, "state": _to_storable(state)}, handle)
         return
-    np.savez(handle, **arrays, **{_STRUCTURE: _json_bytes({"step": step, "state": structure})})
+    # the keys are "a0", "a1", ... and _STRUCTURE: never savez's allow_pickle
+    np.savez(
+        handle,
+        **arrays,  # type: ignore[arg-type]
+        **{_STRUCTURE: _json_bytes({"step": step, "state": structure})},  # type: ignore[arg-type]
+    )
 
 
 def _read(path: Path) -> tuple[int, dict[str, Any]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rlx.errors import RunError
 from rlx.runs.folder import CONFIG_FILE, read_json, write_json_atomic
@@ -157,7 +157,7 @@ def read_group(path: str | Path) -> GroupRecord:
     runs = data.get("runs")
     if not isinstance(data.get("algo"), str) or not isinstance(runs, list):
         raise RunError(f"{where} is not an rlx seed group's file (no algo or runs).")
-    entries = []
+    entries: list[SeedEntry] = []
     for item in runs:
         entry = _entry(item)
         if entry is None:
@@ -179,7 +179,8 @@ def _entry(item: Any) -> SeedEntry | None:
         return None
     if Path(run_dir).is_absolute() or ".." in Path(run_dir).parts or not run_dir.strip():
         return None  # a seed folder lies inside its group
-    status = item.get("status") if item.get("status") in STATUSES else "pending"
+    # one of STATUSES (strings)
+    status = cast(str, item.get("status")) if item.get("status") in STATUSES else "pending"
     error = item.get("error")
     return SeedEntry(seed, run_dir, status, str(error) if error is not None else None)
 

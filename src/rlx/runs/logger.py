@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -85,6 +85,7 @@ class MetricLogger:
         """One csv row per finished episode; ``steps`` is the env-step count at its end."""
         if self._episodes is None:
             return
+        assert self._episodes_file is not None  # opened with the csv writer
         steps, returns, lengths = (np.atleast_1d(np.asarray(x)) for x in (steps, returns, lengths))
         wall = round(self.wall_s, 4)
         self._episodes.writerows(
@@ -95,6 +96,7 @@ class MetricLogger:
 
     def close(self) -> None:
         if self._metrics is not None:
+            assert self._episodes_file is not None  # both opened together
             self._metrics.close()
             self._episodes_file.close()
         if self._tb is not None:
@@ -131,7 +133,8 @@ def _wandb_run(run_dir: Path, fields: Mapping[str, Any]) -> Any:
         project=os.environ.get("WANDB_PROJECT", "rlx"),
         name=str(fields.get("name", run_dir.name)),
         config=dict(fields.get("config", {})),
-        mode=os.environ.get("WANDB_MODE", "offline"),
+        # wandb checks the value (online, offline, disabled, shared)
+        mode=cast(Any, os.environ.get("WANDB_MODE", "offline")),
     )
 
 

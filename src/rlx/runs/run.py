@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from rlx.errors import RLXError, RunError, TrainingError
 from rlx.runs.checkpoints import (
@@ -235,6 +235,7 @@ class Run:
                 RESUME_REWRITES, copy=True, moved=[str(p.relative_to(self.dir)) for p in later]
             )
             if later:
+                assert chosen is not None  # later is empty without a chosen checkpoint
                 point_latest(chosen)
             wall = _truncate_logs_after(self.dir, step)
             self._record.update(self._extra_record)
@@ -246,10 +247,10 @@ class Run:
             return 0.0
         history: list[dict[str, Any]] = []
         if self.overwrite:
-            state = inspect_folder(self.dir)
-            if state.kind in ("files", "foreign"):
+            folder = inspect_folder(self.dir)
+            if folder.kind in ("files", "foreign"):
                 raise RunError(
-                    f"{self.dir} is not an rlx run folder ({state.reason}), so starting over "
+                    f"{self.dir} is not an rlx run folder ({folder.reason}), so starting over "
                     "in it would delete what it holds; choose another folder."
                 )
             history = _history(read_json_or_empty(config_path))
@@ -584,10 +585,14 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
 
 
 def _fields(config: Any) -> dict[str, Any]:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+    return (
+        dataclasses.asdict(config)
+        if dataclasses.is_dataclass(config) and not isinstance(config, type)
+        else {}
+    )
 
 
-def _real(value: Any) -> bool:
+def _real(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
