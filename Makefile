@@ -45,10 +45,14 @@ else \
 fi
 endef
 
+# mypy checks src/rlx's types ([tool.mypy] in pyproject.toml) on the second core while the
+# tests run on the first.
 test: $(STAMP)
 	@status=0; \
+	$(BIN)/mypy > .mypy.log 2>&1 & mypy_pid=$$!; \
 	$(BIN)/python -m pytest -q -m 'not slow and not ray' || status=1; \
 	$(private_network) || status=1; \
+	if wait $$mypy_pid; then tail -n 1 .mypy.log; else cat .mypy.log; echo "make: mypy found type errors"; status=1; fi; \
 	exit $$status
 
 test-ray: $(STAMP)
@@ -73,6 +77,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples docs
 	$(BIN)/ruff format --check src tests benchmarks examples docs/*.py
+	$(BIN)/mypy
 
 # The documentation site, built offline into site/; --strict turns a broken link or reference
 # into an error. The reference pages are generated from the code on every build.

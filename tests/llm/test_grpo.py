@@ -16,7 +16,8 @@ import torch
 from rlx import llm
 from rlx.core.policy_losses import clipped_surrogate
 from rlx.errors import ConfigError
-from rlx.llm.online import RewardFunctionError, frozen_copy
+from rlx.llm.models import frozen_copy
+from rlx.llm.online import RewardFunctionError
 from rlx.llm.stages import grpo as G
 from rlx.llm.training import StageData, resolved
 

@@ -183,7 +183,7 @@ def reference_of(model: Any, start: str | Path = "") -> Any:
     """``pi_ref``, the start model: for a new LoRA adapter the model with its adapter
     disabled; otherwise a frozen copy (a run that starts from an adapter folder ``start``
     keeps that adapter's merged weights, since disabling it would give the base model)."""
-    from rlx.llm.online import frozen_copy
+    from rlx.llm.models import frozen_copy
 
     if is_peft_model(model) and not is_adapter_folder(start):
         return AdapterDisabled(model)

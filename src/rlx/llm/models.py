@@ -18,6 +18,7 @@ Transformers is imported inside the functions, so ``import rlx.llm`` stays fast.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -510,6 +511,12 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     return out
 
 
+def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` in eval mode whose parameters take no gradient: the reference
+    (:func:`rlx.llm.lora.reference_of` gives a LoRA model's without a copy)."""
+    return copy.deepcopy(model).eval().requires_grad_(False)
+
+
 __all__ = [
     "ARCHITECTURES",
     "CHAT_SPECIAL_TOKENS",
@@ -521,6 +528,7 @@ __all__ = [
     "causal_lm_folder",
     "character_tokenizer",
     "count_parameters",
+    "frozen_copy",
     "load_model",
     "load_tokenizer",
     "make_tiny_chat_lm",

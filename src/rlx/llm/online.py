@@ -10,13 +10,11 @@ frozen reference.
 - :func:`score`: their weighted sum for a batch of completions, checked (one finite number or
   None each), with the data's other columns passed by name (:func:`row_columns`);
 - :func:`check_prompt_lengths`: every prompt plus ``max_new_tokens`` fits the model's context;
-- :func:`frozen_copy`: the reference ``pi_ref``, a copy of the start model without gradients;
 - :func:`evaluate`: greedy exact match on held-out rows that carry answers.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -124,12 +122,6 @@ def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: An
                 f"max_new_tokens={config.max_new_tokens} exceeds the model's context of "
                 f"{context} tokens; shorten the prompt or lower max_new_tokens."
             )
-
-
-def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` in eval mode whose parameters take no gradient: the reference
-    (:func:`rlx.llm.lora.reference_of` gives a LoRA model's without a copy)."""
-    return copy.deepcopy(model).eval().requires_grad_(False)
 
 
 def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: Any) -> dict[str, float]:
@@ -312,7 +304,6 @@ __all__ = [
     "check_prompt_lengths",
     "completions_for_rewards",
     "evaluate",
-    "frozen_copy",
     "guarded_reward",
     "online_steps",
     "row_columns",
