@@ -88,6 +88,7 @@ def rlx_kwargs(steps: int, lr: float, precision: str) -> dict[str, Any]:
         "weight_decay": 0.0, "max_grad_norm": 1.0, "precision": precision,
         "gradient_checkpointing": False, "seed": SEED, "num_threads": THREADS, "device": "cpu",
         "eval_exact_match": False, "eval_every": 10**6, "progress": False,
+        "checkpoint_every_steps": steps,  # one checkpoint, at the end, as TRL's below
     }  # fmt: skip
 
 
@@ -101,7 +102,8 @@ def trl_config(out: Path, steps: int, lr: float, precision: str) -> Any:
         num_generations=G, max_completion_length=MAX_TOKENS, temperature=1.0, top_p=1.0,
         learning_rate=lr, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0,
         max_grad_norm=1.0, beta=BETA, epsilon=CLIP, loss_type="grpo", num_iterations=1,
-        logging_steps=10, save_strategy="no", report_to=[], use_cpu=True, bf16=bf16,
+        logging_steps=10, save_strategy="steps", save_steps=steps, report_to=[], use_cpu=True,
+        bf16=bf16,
         # with bf16, eager attention, as rlx computes it on a CPU (SDPA's bf16 backward is slow)
         model_init_kwargs={"attn_implementation": "eager"} if bf16 else None,
         activation_checkpointing=False, disable_tqdm=True, dataloader_num_workers=0, seed=SEED,

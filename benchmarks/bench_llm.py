@@ -172,6 +172,7 @@ def rlx_kwargs(stage: Stage, precision: str, seed: int) -> dict[str, Any]:
         "eval_every": 10**9, "eval_fraction": 0.0, "precision": precision,
         "gradient_checkpointing": False, "num_threads": THREADS, "device": "cpu",
         "progress": False,
+        "checkpoint_every_steps": stage.steps,  # one checkpoint, at the end, as TRL's below
     }  # fmt: skip
     if stage.name == "dpo":
         kwargs["beta"] = BETA
@@ -196,7 +197,9 @@ def trl_config(stage: Stage, precision: str, seed: int, out: str) -> Any:
         max_grad_norm=1.0,
         max_length=MAX_LENGTH,
         logging_steps=50,
-        save_strategy="no",
+        # TRL's default strategy: a checkpoint (model, optimizer, RNG) at the end, as rlx's
+        save_strategy="steps",
+        save_steps=stage.steps,
         report_to="none",
         use_cpu=True,
         bf16=bf16,

@@ -32,10 +32,21 @@ Protocol (one torch thread, CPU, every training run in a fresh process):
 - **Peak memory**: the process's peak resident memory (``ru_maxrss``) above what it held
   after the imports (median over the repeats).
 
+- **Where each run got to**: SFT's and DPO's training loss, GRPO's mean reward, each the mean
+  over the run's steps as the library itself logged them (both log every step), beside the
+  speed: equal work should reach about the same place.
+
 Goal: GRPO at least 1.5x TRL's prompts/s and every other stage at least TRL's speed (ratio of
 the medians), per LoRA setting and precision. Written to ``benchmarks/results/lora.json``.
 
+**A real pretrained model** (``--model DIR``, e.g. ``models/smollm2-135m-instruct`` from
+``make real-model``): the same protocol on that folder instead of the random Qwen2, GRPO
+completions of up to ``--max-new-tokens`` (12 by default there) and the step size a user of
+each setting would take (``REAL_LR``: 1e-5 for full fine-tuning, ten times that for LoRA, on
+both sides). Written to ``benchmarks/results/real_model.json``.
+
 Run: ``.venv/bin/python benchmarks/bench_lora.py [--steps 20] [--precisions fp32 bf16-mixed]``;
+``--model models/smollm2-135m-instruct --steps 5 --precisions fp32`` for the real model;
 ``--quick`` checks that it works (2 steps, one repeat, a smaller model).
 """
 
@@ -72,6 +83,8 @@ LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0}
 PRECISIONS = ("fp32", "bf16-mixed")
 LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "tokenizers", "accelerate")
 QUICK = {"steps": 2, "hidden": 64, "layers": 2}
+REAL_LR = {False: 1e-5, True: 1e-4}  # full fine-tuning; LoRA (peft practice: ~10x higher)
+REAL_MAX_TOKENS = 12
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -82,9 +95,10 @@ def assistant(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
-def build(root: Path, hidden: int, layers: int, rows: int) -> dict[str, str]:
-    """The model folder and one JSONL file of ``rows`` rows per stage (one pass of the run),
-    in TRL's conversational columns."""
+def build(root: Path, hidden: int, layers: int, rows: int, model: Path | None = None
+          ) -> dict[str, str]:  # fmt: skip
+    """The model folder (``model`` when given, else a random Qwen2 built here) and one JSONL
+    file of ``rows`` rows per stage (one pass of the run), in TRL's conversational columns."""
     from rlx import llm
 
     problems = llm.arithmetic(rows, seed=0)
@@ -105,6 +119,8 @@ def build(root: Path, hidden: int, layers: int, rows: int) -> dict[str, str]:
     for stage, stage_rows in shapes.items():
         files[stage] = str(root / f"{stage}.jsonl")
         llm.write_jsonl(files[stage], stage_rows)
+    if model is not None:
+        return {"model": str(model), **files}
     texts = [f"{p.prompt}{p.answer}" for p in problems]
     model = llm.make_tiny_chat_lm(root / "qwen", texts=texts, hidden_size=hidden,
                                   num_layers=layers, num_heads=4)  # fmt: skip
@@ -117,22 +133,24 @@ def exact_match(prompts, completions, answer, **kwargs):
 
 
 # ---------------------------------------------------------------------------- configurations
-def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int) -> dict[str, Any]:
+def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int, lr: float = LR,
+               max_new_tokens: int = MAX_TOKENS) -> dict[str, Any]:  # fmt: skip
     """What the benchmark passes to ``llm.sft`` / ``llm.dpo`` / ``llm.grpo`` (besides the
     model, the data, the reward and the run folder)."""
     kwargs: dict[str, Any] = {
-        "steps": steps, "batch_size": BATCH, "learning_rate": LR, "warmup_ratio": 0.0,
+        "steps": steps, "batch_size": BATCH, "learning_rate": lr, "warmup_ratio": 0.0,
         "weight_decay": 0.0, "max_grad_norm": 1.0, "max_length": MAX_LENGTH,
         "precision": precision, "gradient_checkpointing": False, "seed": SEED,
         "num_threads": THREADS, "device": "cpu", "eval_fraction": 0.0,
         "eval_exact_match": False, "progress": False,
+        "checkpoint_every_steps": steps,  # one checkpoint, at the end, as TRL's below
     }  # fmt: skip
     if lora:
         kwargs["lora"] = dict(LORA)
     if stage == "dpo":
         kwargs["beta"] = DPO_BETA
     elif stage == "grpo":
-        kwargs |= {"group_size": G, "max_new_tokens": MAX_TOKENS, "beta": GRPO_BETA,
+        kwargs |= {"group_size": G, "max_new_tokens": max_new_tokens, "beta": GRPO_BETA,
                    "clip_eps": CLIP, "num_epochs": 1, "loss_aggregation": "sequence",
                    "temperature": 1.0, "top_p": 1.0}  # fmt: skip
     return kwargs
@@ -148,9 +166,11 @@ def rlx_config(stage: str, kwargs: dict[str, Any]) -> Any:
     return registry.get(stage).config(**fields)
 
 
-def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str) -> tuple[Any, Any]:
+def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str, lr: float = LR,
+               max_new_tokens: int = MAX_TOKENS) -> tuple[Any, Any]:  # fmt: skip
     """TRL's config for the stage, as the child process builds it, and the peft config (None
-    without LoRA). Everything not set here is TRL's default."""
+    without LoRA). Everything not set here is TRL's default. It logs every step, as rlx does,
+    so both report where the run got to."""
     import trl
     from peft import LoraConfig
 
@@ -162,13 +182,14 @@ def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str) -> 
         "dpo": {"beta": DPO_BETA, "per_device_train_batch_size": BATCH,
                 "max_length": MAX_LENGTH},
         "grpo": {"beta": GRPO_BETA, "per_device_train_batch_size": BATCH * G,
-                 "num_generations": G, "max_completion_length": MAX_TOKENS, "epsilon": CLIP,
+                 "num_generations": G, "max_completion_length": max_new_tokens, "epsilon": CLIP,
                  "loss_type": "grpo", "num_iterations": 1, "temperature": 1.0, "top_p": 1.0},
     }[stage]  # fmt: skip
     config = Config(
-        output_dir=out, max_steps=steps, learning_rate=LR, lr_scheduler_type="linear",
-        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**6,
-        save_strategy="no", report_to="none", use_cpu=True, bf16=bf16,
+        output_dir=out, max_steps=steps, learning_rate=lr, lr_scheduler_type="linear",
+        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=1,
+        # TRL's default strategy: a checkpoint (model, optimizer, RNG) at the end, as rlx's
+        save_strategy="steps", save_steps=steps, report_to="none", use_cpu=True, bf16=bf16,
         # rlx computes bf16 attention eagerly on a CPU (PyTorch's SDPA backward is slow there)
         model_init_kwargs={"attn_implementation": "eager"} if bf16 else None,
         activation_checkpointing=False, seed=SEED, dataloader_num_workers=0,
@@ -203,6 +224,7 @@ def rlx_settings(stage: str, config: Any) -> dict[str, Any]:
         "seed": config.seed,
         "torch threads": config.num_threads,
         "device": config.device,
+        "checkpoints (weights, optimizer, RNG)": rlx_checkpoints(config),
         "LoRA": _lora_text(config.lora, config.lora_r, config.lora_alpha, config.lora_dropout,
                            config.lora_target_modules),
     }  # fmt: skip
@@ -250,6 +272,7 @@ def trl_settings(stage: str, config: Any, peft: Any) -> dict[str, Any]:
         "seed": config.seed,
         "torch threads": THREADS,  # the child process sets it
         "device": "cpu" if config.use_cpu else "auto",
+        "checkpoints (weights, optimizer, RNG)": trl_checkpoints(config),
         "LoRA": "off" if peft is None else _lora_text(
             True, peft.r, peft.lora_alpha, peft.lora_dropout, peft.target_modules),
     }  # fmt: skip
@@ -277,6 +300,24 @@ def trl_settings(stage: str, config: Any, peft: Any) -> dict[str, Any]:
     return settings
 
 
+def rlx_checkpoints(config: Any) -> str:
+    """When an rlx stage writes a checkpoint: at its cadence, and always at the end."""
+    every_s, every_steps = config.checkpoint_every_s, config.checkpoint_every_steps
+    if every_steps is not None and every_s is None:
+        return "at the end" if every_steps >= config.steps else f"every {every_steps} steps"
+    return f"every {30 if every_s is None else every_s:g} s and at the end"
+
+
+def trl_checkpoints(config: Any) -> str:
+    """When TRL's trainer writes one: by its save strategy, and at the end unless "no"."""
+    strategy = _value(config.save_strategy)
+    if strategy == "no":
+        return "none"
+    if strategy == "steps" and config.save_steps >= config.max_steps:
+        return "at the end"
+    return f"{strategy} {config.save_steps:g}"
+
+
 def _value(x: Any) -> str:
     return str(getattr(x, "value", x))
 
@@ -289,26 +330,42 @@ def _lora_text(on: bool, r: int, alpha: float, dropout: float, targets: Any) -> 
     return f"r {r}, alpha {alpha:g}, dropout {dropout:g}, {targets}"
 
 
-def like_for_like(stage: str, lora: bool, precision: str, steps: int) -> list[dict[str, Any]]:
+def like_for_like(stage: str, lora: bool, precision: str, steps: int, lr: float = LR,
+                  max_new_tokens: int = MAX_TOKENS) -> list[dict[str, Any]]:  # fmt: skip
     """Both libraries' settings for one configuration, read from their config objects."""
-    rlx = rlx_settings(stage, rlx_config(stage, rlx_kwargs(stage, lora, precision, steps)))
+    kwargs = rlx_kwargs(stage, lora, precision, steps, lr, max_new_tokens)
+    rlx = rlx_settings(stage, rlx_config(stage, kwargs))
     with tempfile.TemporaryDirectory() as out:
-        trl = trl_settings(stage, *trl_config(stage, lora, precision, steps, out))
+        trl = trl_settings(stage, *trl_config(stage, lora, precision, steps, out, lr,
+                                              max_new_tokens))  # fmt: skip
     return settings_table(rlx, trl)
 
 
+REACHED = {"sft": "loss", "dpo": "loss", "grpo": "reward"}
+"""What each stage reports as where the run got to: both libraries log it under this name."""
+
+
+def mean_logged(rows: list[dict[str, Any]], name: str) -> float | None:
+    """The mean of ``name`` over the logged rows that carry it (None when none does)."""
+    values = [float(r[name]) for r in rows if isinstance(r.get(name), int | float)]
+    return sum(values) / len(values) if values else None
+
+
 # ---------------------------------------------------------------------------- one run
-def run_rlx(spec: dict) -> None:
+def run_rlx(spec: dict) -> float | None:
     from rlx import llm
 
     stage = spec["stage"]
-    kwargs = rlx_kwargs(stage, spec["lora"], spec["precision"], spec["steps"])
+    kwargs = rlx_kwargs(stage, spec["lora"], spec["precision"], spec["steps"], spec["lr"],
+                        spec["max_new_tokens"])  # fmt: skip
     train = {"sft": llm.sft, "dpo": llm.dpo, "grpo": llm.grpo}[stage]
     extra = {"reward": exact_match} if stage == "grpo" else {}
     train(spec["model"], spec[stage], run_dir=spec["out"], **extra, **kwargs)
+    with open(Path(spec["out"]) / "metrics.jsonl", encoding="utf-8") as handle:
+        return mean_logged([json.loads(line) for line in handle], REACHED[stage])
 
 
-def run_trl(spec: dict) -> None:
+def run_trl(spec: dict) -> float | None:
     import datasets
     import trl
 
@@ -317,7 +374,7 @@ def run_trl(spec: dict) -> None:
     with open(spec[stage], encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     config, peft = trl_config(stage, spec["lora"], spec["precision"], spec["steps"],
-                              spec["out"])  # fmt: skip
+                              spec["out"], spec["lr"], spec["max_new_tokens"])  # fmt: skip
     Trainer = {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer, "grpo": trl.GRPOTrainer}[stage]
     kwargs: dict[str, Any] = {"reward_funcs": exact_match} if stage == "grpo" else {}
     if peft is not None:
@@ -326,6 +383,7 @@ def run_trl(spec: dict) -> None:
                       train_dataset=datasets.Dataset.from_list(rows), **kwargs)  # fmt: skip
     trainer.train()
     trainer.save_model(spec["out"])
+    return mean_logged(trainer.state.log_history, REACHED[stage])
 
 
 def child(spec: dict) -> None:
@@ -344,10 +402,11 @@ def child(spec: dict) -> None:
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    (run_trl if spec["library"] == "TRL" else run_rlx)(spec)
+    reached = (run_trl if spec["library"] == "TRL" else run_rlx)(spec)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "peak_mb": (peak - baseline) / 1024}))
+    print(json.dumps({"seconds": seconds, "peak_mb": (peak - baseline) / 1024,
+                      "reached": reached}))  # fmt: skip
 
 
 def measure(spec: dict) -> dict:
@@ -370,6 +429,7 @@ def compare(spec: dict, repeats: int, tmp: Path, key: str) -> tuple[list[list], 
                   flush=True)  # fmt: skip
     secs = {lib: spread([r["seconds"] for r in rs]) for lib, rs in runs.items()}
     peak = {lib: spread([r["peak_mb"] for r in rs]) for lib, rs in runs.items()}
+    reached = {lib: [r["reached"] for r in rs] for lib, rs in runs.items()}
     by_median = ratio(secs["TRL"]["median"], secs["rlx"]["median"])
     by_min = ratio(secs["TRL"]["min"], secs["rlx"]["min"])
     stage, rows = spec["stage"], []
@@ -379,8 +439,17 @@ def compare(spec: dict, repeats: int, tmp: Path, key: str) -> tuple[list[list], 
         rows.append([stage, "yes" if spec["lora"] else "no", spec["precision"], library,
                      secs[library]["median"], secs[library]["min"], f"{rate:.3g} {UNITS[stage]}",
                      by_median if ours else "", by_min if ours else "",
-                     round(peak[library]["median"])])  # fmt: skip
-    return rows, {"seconds": secs, "peak_mb": peak}
+                     round(peak[library]["median"]), _reached_text(reached[library])])  # fmt: skip
+    return rows, {"seconds": secs, "peak_mb": peak, REACHED[stage]: reached}
+
+
+def _reached_text(values: list[float | None]) -> str:
+    """The repeats' mean loss or reward as ``median (min-max)``."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "not logged"
+    middle = known[len(known) // 2]
+    return f"{middle:.3g} ({known[0]:.3g}-{known[-1]:.3g})" if len(known) > 1 else f"{middle:.3g}"
 
 
 # ---------------------------------------------------------------------------- main
@@ -394,6 +463,13 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", default=None, choices=PRECISIONS,
                         help="each run on both sides (default: both; float32 only on a CPU "
                              "without native bfloat16)")  # fmt: skip
+    parser.add_argument("--model", type=Path, default=None,
+                        help="a pretrained Hugging Face folder to train instead of the random "
+                             "Qwen2 (make real-model writes models/smollm2-135m-instruct); "
+                             "results go to real_model.json")  # fmt: skip
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help=f"GRPO's completion length (default {MAX_TOKENS}, "
+                             f"{REAL_MAX_TOKENS} with --model)")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="2 steps, 1 repeat, a small model: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
@@ -412,36 +488,50 @@ def main() -> None:
     precisions = args.precisions or default_configs(PRECISIONS, lambda p: p == "bf16-mixed")
     columns = ["stage", "LoRA", "precision", "library", "seconds, median", "seconds, min",
                "rows/s (median)", "rlx / TRL (medians)", "rlx / TRL (mins)",
-               "peak memory MB (median)"]  # fmt: skip
+               "peak memory MB (median)", "mean loss (SFT, DPO) or reward (GRPO)"]  # fmt: skip
+    real = args.model is not None
+    if real and not (args.model / "config.json").is_file():
+        parser.error(f"--model {args.model}: no Hugging Face model folder there "
+                     "(make real-model writes models/smollm2-135m-instruct)")  # fmt: skip
+    tokens = args.max_new_tokens or (REAL_MAX_TOKENS if real else MAX_TOKENS)
     table, goals, settings, details = [], [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = build(Path(tmp), args.hidden, args.layers, args.steps * BATCH)
+        paths = build(Path(tmp), args.hidden, args.layers, args.steps * BATCH,
+                      args.model.resolve() if real else None)  # fmt: skip
         for stage in args.stages:
             for lora in (False, True):
                 for precision in precisions:
                     key = f"{stage}, LoRA {'on' if lora else 'off'}, {precision}"
-                    checked = like_for_like(stage, lora, precision, args.steps)
+                    lr = REAL_LR[lora] if real else LR
+                    checked = like_for_like(stage, lora, precision, args.steps, lr, tokens)
                     settings += [{**r, "setting": f"{key}: {r['setting']}"} for r in checked]
                     spec = {**paths, "stage": stage, "lora": lora, "precision": precision,
-                            "steps": args.steps}  # fmt: skip
+                            "steps": args.steps, "lr": lr, "max_new_tokens": tokens}  # fmt: skip
                     rows, details[key] = compare(spec, args.repeats, Path(tmp), key)
                     table += rows
                     by_median, target = rows[0][7], GOALS[stage]
                     goals.append(goal(f"{key}: rlx at least {target:g}x TRL's {UNITS[stage]}",
                                       f"ratio >= {target:g}", by_median,
                                       by_median is not None and by_median >= target))  # fmt: skip
-    notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {MAX_TOKENS} "
-             f"tokens), lr {LR}, LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
-             f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML, one thread; each "
+    model_text = (f"the pretrained model in {args.model.name} (its own tokenizer and chat "
+                  "template)" if real else
+                  f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML")  # fmt: skip
+    lr_text = (f"lr {REAL_LR[False]:g} full, {REAL_LR[True]:g} with LoRA" if real
+               else f"lr {LR:g}")  # fmt: skip
+    notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {tokens} "
+             f"tokens), {lr_text}, LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
+             f"{model_text}, one thread; each "
              "precision run on both sides. Each run in a fresh process; both clocks span "
              "reading the data, loading the model, training and saving it (and the adapter); "
              f"{args.repeats} repeats, libraries alternated; ratios divide TRL's seconds by "
              "rlx's. In a short run the fixed costs weigh most; bench_grpo.py and bench_llm.py "
              "time longer runs. Peak memory: the process's peak resident memory above what it "
              "held after the imports.")  # fmt: skip
+    title = (f"A real pretrained model ({args.model.name}), with and without LoRA: rlx vs TRL"
+             if real else "Chat models with and without LoRA: rlx vs TRL")  # fmt: skip
     write_result(
-        "lora",
-        title="Real models with and without LoRA: rlx vs TRL",
+        "real_model" if real else "lora",
+        title=title,
         columns=columns,
         rows=table,
         libraries=LIBRARIES,
