@@ -161,7 +161,7 @@ def policy_and_config(num_envs: int, runners: int | None = None):
 
 
 def local_row(num_envs: int, rounds: int) -> Row:
-    from rlx.core.on_policy import build_policy
+    from rlx.core.policy_agent import build_policy
     from rlx.core.rollouts import Collector
 
     config = policy_and_config(num_envs)
@@ -180,7 +180,7 @@ def local_row(num_envs: int, rounds: int) -> Row:
 
 
 def ray_row(runners: int, rounds: int) -> Row:
-    from rlx.core.on_policy import build_policy
+    from rlx.core.policy_agent import build_policy
     from rlx.core.rollouts import RunnerCollector
     from rlx.distributed.env_runners import RayEnvRunners
 
@@ -217,8 +217,9 @@ def ppo_update_ms(rounds: int) -> float:
     """The learner's share of a PPO update: V, log pi_old and GAE of one 8 x 32 rollout and
     the preset's full-batch epochs (median milliseconds)."""
     from rlx.agents.ppo import update
-    from rlx.core.on_policy import build_policy, prepare_batch
     from rlx.core.optim import Adam
+    from rlx.core.policy_agent import build_policy
+    from rlx.core.rollout_batch import prepare_batch
     from rlx.core.rollouts import Collector
 
     config = policy_and_config(NUM_ENVS)

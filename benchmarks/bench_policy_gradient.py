@@ -154,7 +154,7 @@ def sb3_model(algo: str, recipe: Mapping[str, Any] | None = None) -> Any:
 
 def rlx_settings(algo: str, config: Any) -> dict[str, Any]:
     """The settings that change the work, from rlx's config object."""
-    from rlx.core.on_policy import annealed
+    from rlx.core.optim import annealed
 
     def schedule(value: float, anneal: bool) -> str:
         total = config.total_steps

@@ -41,7 +41,7 @@ _NAMES = {
     "evaluate": "rlx.core.evaluation",
     "EvalStats": "rlx.core.evaluation",
     "doctor": "rlx.diagnostics.doctor",
-    "recommend": "rlx.diagnostics.recommend",
+    "recommend": "rlx.choose",
     "report": "rlx.diagnostics.report",
     "SeedGroup": "rlx.seed_groups",
 }

@@ -9,8 +9,8 @@ import torch
 import rlx
 from rlx import metrics as M
 from rlx.agents import a2c
-from rlx.core.on_policy import RolloutBatch
 from rlx.core.policies import ActorCritic
+from rlx.core.rollout_batch import RolloutBatch
 from rlx.errors import ConfigError
 from tests.agents.pg_helpers import (
     last_returns,

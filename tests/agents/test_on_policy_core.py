@@ -9,9 +9,9 @@ import torch
 
 from rlx.core.env_state import env_state, restore_env_state
 from rlx.core.envs import EpisodeTracker, make_vec_env
-from rlx.core.on_policy import prepare_batch
 from rlx.core.optim import Adam, RMSprop, clip_grad_norm
 from rlx.core.policies import ActorCritic, NumpyForward
+from rlx.core.rollout_batch import prepare_batch
 from rlx.core.rollouts import Collector
 
 

@@ -272,7 +272,7 @@ def test_clipped_update_matches_the_cheat_sheets_update_lines(ratio_shift, adv):
 def test_hand_written_ppo_gradient_matches_autograd(activation, ent_coef):
     from rlx.agents import ppo
     from rlx.core import manual_grad
-    from rlx.core.on_policy import RolloutBatch
+    from rlx.core.rollout_batch import RolloutBatch
 
     torch.manual_seed(0)
     policy = ActorCritic(4, {"n": 3}, (16, 8), activation=activation).double()
@@ -306,7 +306,7 @@ def test_an_updates_metrics_reduced_together_equal_the_mean_of_each_steps(sizes)
     """PPO's update keeps each step's per-sample terms and reduces them at its end: the result
     is the mean over steps of what each step's own metrics are (equal or unequal sizes)."""
     from rlx.core import manual_grad
-    from rlx.core.on_policy import RolloutBatch
+    from rlx.core.rollout_batch import RolloutBatch
 
     torch.manual_seed(1)
     policy = ActorCritic(4, {"n": 3}, (16, 8)).double()

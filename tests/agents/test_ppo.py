@@ -11,9 +11,9 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.agents import ppo
 from rlx.core import manual_grad
-from rlx.core.on_policy import RolloutBatch
 from rlx.core.optim import Adam
 from rlx.core.policies import ActorCritic
+from rlx.core.rollout_batch import RolloutBatch
 from rlx.errors import ConfigError
 from tests.agents import continuous_envs  # noqa: F401  (registers rlx-test/Target-v0)
 from tests.agents.pg_helpers import (

@@ -24,20 +24,14 @@ from torch import Tensor
 
 from rlx import metrics as M
 from rlx import registry
+from rlx.core.checks import check_on_policy_fields
 from rlx.core.fields import RunFields, RunnerFields
-from rlx.core.on_policy import (
-    OnPolicyMethod,
-    PolicyAgent,
-    Rollout,
-    RolloutBatch,
-    check_learner_fields,
-    policy_shift,
-    prepare_batch,
-    train_on_policy,
-)
+from rlx.core.on_policy import OnPolicyMethod, Rollout, train_on_policy
 from rlx.core.optim import RMSprop, gradient_step
 from rlx.core.policies import ActorCritic
+from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
+from rlx.core.rollout_batch import RolloutBatch, policy_shift, prepare_batch
 from rlx.core.runners import EnvRunners
 
 
@@ -82,7 +76,7 @@ class A2CConfig(RunnerFields, RunFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_on_policy_fields(self)
 
 
 # ============================================================================ the loss

@@ -64,14 +64,14 @@ from torch import Tensor, nn
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.buffers import ReplaySample
-from rlx.core.checks import at_least, in_range, one_of, positive
+from rlx.core.checks import at_least, check_off_policy_fields, in_range, one_of, positive
 from rlx.core.envs import require_discrete_actions
 from rlx.core.fields import ReplayFields, RunnerFields
 from rlx.core.masks import legal_or_all
 from rlx.core.nets import QNetwork, is_image_space
 from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.observations import ObservationLayout, observation_encoder
-from rlx.core.off_policy import ReplayLearner, check_learner_fields, train_off_policy
+from rlx.core.off_policy import ReplayLearner, train_off_policy
 from rlx.core.optim import Adam, gradient_step
 from rlx.core.policies import FACTORED_ACTIONS
 from rlx.core.runners import EnvRunners, numpy_state, torch_state
@@ -132,7 +132,7 @@ class DQNConfig(RunnerFields, ReplayFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_off_policy_fields(self)
         positive(self, "learning_rate")
         if self.learning_rate_end is not None:
             at_least(self, "learning_rate_end", 0)

@@ -29,21 +29,14 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core import manual_grad
+from rlx.core.checks import check_on_policy_fields
 from rlx.core.fields import RunFields, RunnerFields
-from rlx.core.on_policy import (
-    OnPolicyMethod,
-    PolicyAgent,
-    Rollout,
-    RolloutBatch,
-    annealed,
-    check_learner_fields,
-    mean_metrics,
-    prepare_batch,
-    train_on_policy,
-)
-from rlx.core.optim import Adam, gradient_step
+from rlx.core.on_policy import OnPolicyMethod, Rollout, train_on_policy
+from rlx.core.optim import Adam, annealed, gradient_step
 from rlx.core.policies import ActorCritic
+from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import clipped_surrogate, entropy_bonus, normalize, value_loss
+from rlx.core.rollout_batch import RolloutBatch, mean_metrics, prepare_batch
 from rlx.core.runners import EnvRunners
 from rlx.errors import ConfigError
 
@@ -98,7 +91,7 @@ class PPOConfig(RunnerFields, RunFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_on_policy_fields(self)
         if self.clip_eps <= 0:
             raise ConfigError(
                 f"PPOConfig: clip_eps={self.clip_eps} must be > 0 (default 0.2; 0.1 is timid, "

@@ -25,22 +25,14 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.core.advantages import discounted_returns
 from rlx.core.buffers import RolloutBuffer
-from rlx.core.checks import at_least
+from rlx.core.checks import at_least, check_on_policy_fields
 from rlx.core.fields import RunFields
-from rlx.core.on_policy import (
-    OnPolicyMethod,
-    PolicyAgent,
-    Rollout,
-    RolloutBatch,
-    check_learner_fields,
-    evaluate_rollout,
-    flat_batch,
-    policy_shift,
-    train_on_policy,
-)
+from rlx.core.on_policy import OnPolicyMethod, Rollout, train_on_policy
 from rlx.core.optim import Adam, gradient_step
 from rlx.core.policies import ActorCritic
+from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
+from rlx.core.rollout_batch import RolloutBatch, evaluate_rollout, flat_batch, policy_shift
 from rlx.errors import ConfigError
 
 BASELINES = ("learned", "mean", "none")
@@ -83,7 +75,7 @@ class ReinforceConfig(RunFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_on_policy_fields(self)
         if self.baseline not in BASELINES:
             raise ConfigError(
                 f"ReinforceConfig: baseline={self.baseline!r} is not one of {', '.join(BASELINES)}."

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from rlx import metrics as M
 from rlx import registry
-from rlx.core.checks import positive
+from rlx.core.checks import check_off_policy_fields, positive
 from rlx.core.continuous import (
     polyak_update,
     sac_actor_loss,
@@ -55,7 +55,6 @@ from rlx.core.off_policy import (
     ContinuousLearner,
     ContinuousMethod,
     ReplayBatch,
-    check_learner_fields,
     load_continuous,
     train_off_policy,
 )
@@ -89,7 +88,7 @@ class SACConfig(ReplayFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_off_policy_fields(self)
         positive(self, "actor_learning_rate")
         positive(self, "critic_learning_rate")
         positive(self, "alpha")

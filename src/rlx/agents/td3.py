@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from rlx import registry
-from rlx.core.checks import at_least, positive
+from rlx.core.checks import at_least, check_off_policy_fields, positive
 from rlx.core.continuous import (
     deterministic_actor_loss,
     polyak_update,
@@ -51,7 +51,6 @@ from rlx.core.off_policy import (
     ContinuousLearner,
     ContinuousMethod,
     ReplayBatch,
-    check_learner_fields,
     load_continuous,
     train_off_policy,
 )
@@ -87,7 +86,7 @@ class TD3Config(ReplayFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_learner_fields(self)
+        check_off_policy_fields(self)
         positive(self, "actor_learning_rate")
         positive(self, "critic_learning_rate")
         for field in ("exploration_noise", "policy_noise", "noise_clip"):

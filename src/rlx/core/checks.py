@@ -82,3 +82,57 @@ def parse_address(address: str, owner: str = "ray_address") -> tuple[str, int] |
             "node (its GCS port, 6379 by default), ray://HOST:PORT for Ray Client, or auto."
         )
     return host, int(port)
+
+
+def check_on_policy_fields(config: Any) -> None:
+    """The checks of the hyperparameters the on-policy algorithms share, on the fields a
+    config has (its run and runner fields check themselves, :mod:`rlx.core.fields`).
+
+    Also turns ``hidden_sizes`` into a tuple (a run's config.json stores it as a list).
+    """
+    from rlx.core.policies import ACTIVATIONS  # here: torch only when a config checks
+
+    name = type(config).__name__
+    object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in config.hidden_sizes))
+    for field in ("num_steps", "num_epochs", "minibatch_size"):
+        if hasattr(config, field):
+            at_least(config, field, 1)
+    in_range(config, "gamma", 0, 1)
+    if hasattr(config, "gae_lambda"):
+        in_range(config, "gae_lambda", 0, 1)
+    positive(config, "learning_rate")
+    for field in ("vf_coef", "ent_coef"):
+        if hasattr(config, field):
+            at_least(config, field, 0)
+    for field in ("max_grad_norm", "target_kl", "clip_value"):
+        value = getattr(config, field, None)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{name}: {field}={value} must be > 0, or None to switch it off.")
+    if any(h < 1 for h in config.hidden_sizes):
+        raise ConfigError(
+            f"{name}: hidden_sizes={list(config.hidden_sizes)} must be widths >= 1 "
+            "(an empty list gives a linear policy and critic)."
+        )
+    if getattr(config, "activation", "tanh") not in ACTIVATIONS:
+        raise ConfigError(
+            f"{name}: activation={config.activation!r} is not one of {', '.join(ACTIVATIONS)}."
+        )
+
+
+def check_off_policy_fields(config: Any) -> None:
+    """The checks of the hyperparameters every off-policy config has besides its replay
+    fields: ``gamma``, ``tau``, ``hidden_sizes``. Turns ``hidden_sizes`` into a tuple (a
+    run's config.json stores it as a list)."""
+    name = type(config).__name__
+    object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in config.hidden_sizes))
+    in_range(config, "gamma", 0.0, 1.0)
+    if not 0.0 < config.tau <= 1.0:
+        raise ConfigError(
+            f"{name}: tau={config.tau} must be in (0, 1]: the step of the target networks "
+            "toward the online ones (1 copies them)."
+        )
+    if not config.hidden_sizes or min(config.hidden_sizes) < 1:
+        raise ConfigError(
+            f"{name}: hidden_sizes={list(config.hidden_sizes)} needs at least one layer, "
+            "each width >= 1."
+        )

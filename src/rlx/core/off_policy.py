@@ -42,7 +42,6 @@ from torch import Tensor
 
 from rlx import metrics as M
 from rlx.core.buffers import ReplaySample
-from rlx.core.checks import in_range
 from rlx.core.continuous import ActionScaler, box_action_bounds
 from rlx.core.devices import resolve_device
 from rlx.core.envs import FinishedEpisodes, env_spaces, make_vec_env
@@ -156,25 +155,6 @@ class OffPolicyMethod(Protocol):
         """What builds an env runner's copy of the exploring policy (sent to the runners, so
         it must pickle)."""
         ...
-
-
-def check_learner_fields(config: Any) -> None:
-    """The checks of the hyperparameters every off-policy config has besides its replay
-    fields: ``gamma``, ``tau``, ``hidden_sizes``. Turns ``hidden_sizes`` into a tuple (a
-    run's config.json stores it as a list)."""
-    name = type(config).__name__
-    object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in config.hidden_sizes))
-    in_range(config, "gamma", 0.0, 1.0)
-    if not 0.0 < config.tau <= 1.0:
-        raise ConfigError(
-            f"{name}: tau={config.tau} must be in (0, 1]: the step of the target networks "
-            "toward the online ones (1 copies them)."
-        )
-    if not config.hidden_sizes or min(config.hidden_sizes) < 1:
-        raise ConfigError(
-            f"{name}: hidden_sizes={list(config.hidden_sizes)} needs at least one layer, "
-            "each width >= 1."
-        )
 
 
 # ============================================================================ minibatches

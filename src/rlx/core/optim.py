@@ -229,3 +229,10 @@ def _copy_into(targets: list[Tensor], sources: Sequence[Any]) -> None:
     with torch.no_grad():
         for target, source in zip(targets, sources, strict=True):
             target.copy_(torch.as_tensor(source))
+
+
+def annealed(value: float, step: int, total_steps: int, anneal: bool) -> float:
+    """``value * (1 - step / total_steps)`` when annealing (never below 0), else ``value``."""
+    if not anneal:
+        return value
+    return value * max(0.0, 1.0 - step / total_steps)

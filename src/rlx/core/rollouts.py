@@ -17,6 +17,7 @@ out alike (:mod:`rlx.core.transitions`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -527,6 +528,31 @@ class RunnerCollector:
         self.close()
 
 
+def make_collector(
+    config: Any, env: Any, env_id: str, algo: str, remote: EnvRunners | None = None
+) -> contextlib.AbstractContextManager[Any]:
+    """The collector a config asks for, as a context manager: a :class:`Collector` in this
+    process, or with ``config.runners`` a :class:`RunnerCollector` on the env runners
+    ``remote`` starts (they stop with the context)."""
+    options = {
+        "algo": algo,
+        "env_id": env_id,
+        "normalize_obs": config.normalize_obs,
+        "reward_scale_gamma": config.gamma if getattr(config, "normalize_rewards", False) else None,
+    }
+    if getattr(config, "runners", None) is None:
+        return contextlib.nullcontext(Collector(env, config.num_envs, config.seed, **options))
+    if remote is None:
+        raise ConfigError(
+            f"{algo}: runners={config.runners} needs the Ray env runners that rlx.train builds "
+            "(rlx.distributed); train through rlx.train or rlx train, or leave runners out."
+        )
+    return RunnerCollector(
+        remote, env, config.num_envs, config.seed, runners=config.runners,
+        address=config.ray_address, **options,
+    )  # fmt: skip
+
+
 __all__ = [
     "Collector",
     "Episodes",
@@ -534,5 +560,6 @@ __all__ = [
     "RolloutWorker",
     "RunnerCollector",
     "collector_spaces",
+    "make_collector",
     "rollout_buffer",
 ]

@@ -605,7 +605,7 @@ def packaged_measured_speed() -> dict[str, dict[str, list[Any]]]:
     from importlib import resources
 
     try:
-        text = resources.files("rlx.diagnostics").joinpath(MEASURED_FILE).read_text()
+        text = resources.files("rlx").joinpath(MEASURED_FILE).read_text()
         return json.loads(text)
     except (OSError, ValueError):
         return {}

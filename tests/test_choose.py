@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 from rlx import registry
-from rlx.diagnostics.recommend import (
+from rlx.choose import (
     ALIGN_NAMES,
     ROWS,
     SOLVERS,
@@ -230,7 +230,7 @@ def test_the_table_stays_and_a_measured_alternative_is_named(tmp_path):
     much sooner, the answer says so, with the figures from the result files."""
     import json
 
-    from rlx.diagnostics.recommend import measured_alternative
+    from rlx.choose import measured_alternative
 
     def result(name, algo, seconds):
         figures = {"env": "CartPole-v1", "goal": "a last-20 mean of 475",
@@ -251,7 +251,7 @@ def test_the_packaged_measured_figures_are_the_result_files():
     """An installed rlx has no benchmarks folder: rlx recommend reads the package's copy of the
     measured figures, which must be what benchmarks/results holds (rewritten by
     ``python docs/gen_pages.py benchmarks``); and no module reaches outside the package."""
-    from rlx.diagnostics import recommend
+    from rlx import choose as recommend
     from tests.conftest import ROOT
 
     packaged = recommend.packaged_measured_speed()
@@ -264,3 +264,34 @@ def test_the_packaged_measured_figures_are_the_result_files():
             )
     source = Path(recommend.__file__).read_text()
     assert "parents[" not in source
+
+
+def test_rlx_recommend_from_an_installed_wheel_gives_the_checkouts_answer(tmp_path):
+    """The wheel carries the chooser and its measured figures: unpacked away from the checkout
+    (no benchmarks folder beside it), ``rlx.recommend`` answers as it does here."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from rlx.choose import recommend
+    from tests.conftest import ROOT
+
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path / "dist")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("rlx-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert {"rlx/choose.py", "rlx/measured_speed.json"} <= names
+        archive.extractall(tmp_path / "site")
+    code = "import rlx; print(rlx.recommend('CartPole-v1')); print(rlx.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"),
+                                            "PATH": "/usr/bin:/bin"}, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    answer, location = out.stdout.rsplit("\n", 2)[:2]
+    assert location.startswith(str(tmp_path / "site"))
+    assert answer == str(recommend("CartPole-v1"))
