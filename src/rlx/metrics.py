@@ -82,7 +82,7 @@ TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts b
 EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
 BETA = "beta"  # the KL coefficient in force (RLHF-PPO's adaptive controller moves it)
 GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO, PPO)
-UPDATE_S = "update_s"  # seconds of the step spent in gradient steps (GRPO, RLHF-PPO)
+UPDATE_S = "update_s"  # seconds of the step after sampling: scoring, reference, gradient steps
 
 ALL_METRICS: frozenset[str] = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)

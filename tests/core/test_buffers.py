@@ -138,3 +138,24 @@ def test_rollout_buffer_minibatches_skip_reset_steps():
         buf.add(obs=np.zeros((2, 1)))
     buf.reset()
     assert not buf.full
+
+
+@pytest.mark.parametrize("frames", [False, True])
+def test_a_resume_on_other_runners_keeps_a_fitting_replay_buffer_and_drops_another(frames, capsys):
+    """RunnerTransitions.fitting_replay: a saved buffer laid out for this run's env columns is
+    restored, one for another number of columns is dropped with a message, for the plain
+    buffer and the frame buffer (Atari's stacked uint8 frames) alike."""
+    from rlx.core.frame_buffer import FrameReplayBuffer
+    from rlx.core.transitions import RunnerTransitions
+
+    def buffer(columns: int):
+        if frames:
+            return FrameReplayBuffer(64, (4, 8, 8), np.uint8, num_envs=columns)
+        return ReplayBuffer(64, (3,), np.float32, num_envs=columns)
+
+    saved = buffer(2).state_dict()
+    fitting = RunnerTransitions.fitting_replay
+    assert fitting(None, saved, buffer(2)) is saved
+    assert fitting(None, saved, buffer(4)) is None
+    assert "holds 2 env columns, this run 4" in capsys.readouterr().err
+    assert fitting(None, None, buffer(4)) is None

@@ -377,15 +377,17 @@ class RunnerTransitions:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Nothing to restore (see :meth:`state_dict`)."""
 
-    def fitting_replay(self, saved: dict[str, Any] | None, buffer: ReplayBuffer) -> Any:
+    def fitting_replay(self, saved: dict[str, Any] | None, buffer: AnyReplayBuffer) -> Any:
         """The saved replay buffer, or None when it was laid out for another number of env
         copies (a resume with other runners); learning then waits for ``learning_starts``
-        new transitions."""
-        if saved is None or saved["obs"].shape == buffer.obs.shape:
+        new transitions. A frame buffer (stacked uint8 frames) is laid out by its frame
+        pool, a plain one by its observations: ``[rows, env columns, ...]`` both."""
+        key = "frames" if isinstance(buffer, FrameReplayBuffer) else "obs"
+        if saved is None or np.shape(saved[key]) == getattr(buffer, key).shape:
             return saved
         print(
-            f"rlx: the saved replay buffer holds {saved['obs'].shape[1]} env columns, this run "
-            f"{buffer.num_envs}; starting with an empty replay buffer.",
+            f"rlx: the saved replay buffer holds {np.shape(saved[key])[1]} env columns, this "
+            f"run {buffer.num_envs}; starting with an empty replay buffer.",
             file=sys.stderr,
         )
         return None
