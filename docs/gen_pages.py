@@ -3,7 +3,7 @@
 ``docs/hooks.py`` calls :func:`pages` on every ``mkdocs build``; nothing here is committed as
 Markdown. Each page reads the table it documents:
 
-- ``reference/choose-a-method.md``: :data:`rlx.choose.ROWS`;
+- ``reference/choose-a-method.md``: :data:`rlx.recommend.ROWS`;
 - ``reference/defaults.md``: every registered algorithm's config dataclass (field, default,
   field docstring) and its per-environment presets;
 - ``reference/troubleshooting.md``: :data:`rlx.diagnostics.rules.RULES`;
@@ -64,12 +64,12 @@ def _default_text(f: dataclasses.Field) -> str:
 
 def choose_a_method() -> str:
     """The "Choose a method" table, from the chooser's own rows."""
-    from rlx.choose import ROWS, is_available
+    from rlx.recommend import ROWS, is_available
 
     lines = [
         "# Choose a method",
         "",
-        "_Generated from `rlx.choose.ROWS` on every docs build._",
+        "_Generated from `rlx.recommend.ROWS` on every docs build._",
         "",
         "`rlx recommend TARGET` (or `rlx.recommend(target)`) reads a Gymnasium id or env, a",
         "GridWorld, a JSONL data file or a board game, finds the row below that fits it and prints",
@@ -604,7 +604,7 @@ if __name__ == "__main__":
     print(f"wrote {BENCHMARKS_PAGE}")
     # rlx recommend's measured figures travel inside the package (an installed rlx has no
     # benchmarks folder): the same result files, as one small table
-    from rlx import choose as recommend
+    from rlx import recommend
 
     measured = Path(recommend.__file__).with_name(recommend.MEASURED_FILE)
     table = recommend.measured_speed(RESULTS)

@@ -29,9 +29,11 @@ _SUBPACKAGES = frozenset(
     {
         "agents", "callbacks", "core", "diagnostics", "distributed", "games", "llm", "mdp",
         "metrics", "planning", "registry", "runs", "tabular",
-        # modules you call: rlx.tune(...) runs a study, rlx.tune.read_study(...) reads one;
-        # rlx.heal(run_dir) trains a run's healed child, rlx.heal.HealResult is what it returns
-        "heal", "tune",
+        # modules you call (rlx.callable_module): rlx.tune(...) runs a study,
+        # rlx.tune.read_study(...) reads one; rlx.heal(run_dir) trains a run's healed child,
+        # rlx.heal.HealResult is what it returns; rlx.recommend(env) chooses a method,
+        # rlx.recommend.ROWS is the table it reads
+        "heal", "recommend", "tune",
     }
 )  # fmt: skip
 # Public functions and classes, loaded on first use too.
@@ -41,7 +43,6 @@ _NAMES = {
     "evaluate": "rlx.core.evaluation",
     "EvalStats": "rlx.core.evaluation",
     "doctor": "rlx.diagnostics.doctor",
-    "recommend": "rlx.choose",
     "report": "rlx.diagnostics.report",
     "SeedGroup": "rlx.seed_groups",
 }

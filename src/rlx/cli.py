@@ -150,7 +150,7 @@ def _list(argv: list[str]) -> int:
     from rich.table import Table
 
     from rlx import registry
-    from rlx.choose import use_when
+    from rlx.recommend import use_when
 
     console = Console()
     names = registry.names()
@@ -937,7 +937,7 @@ class RecommendArgs:
 
 def _recommend(argv: list[str]) -> int:
     args = flags.parse(RecommendArgs, argv, "rlx recommend")
-    from rlx.choose import recommend
+    from rlx.recommend import recommend
 
     kwargs = {"has_model": False} if args.no_model else {}
     print(recommend(args.target, safety_critical=args.safety_critical, **kwargs))

@@ -35,7 +35,6 @@ import math
 import os
 import shutil
 import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -43,6 +42,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from rlx import registry
+from rlx.callable_module import make_callable
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.diagnostics.doctor import Diagnosis, Finding, LiveDoctor, check_rule_ids, diagnose, doctor
 from rlx.diagnostics.group_doctor import (
@@ -812,15 +812,7 @@ def _to_stderr(message: str) -> None:
 
 
 # ============================================================================ rlx.heal(...)
-class _CallableModule(types.ModuleType):
-    """``rlx.heal`` is this module and its function at once: ``rlx.heal(run_dir)`` calls
-    :func:`heal`, ``rlx.heal.train_healing`` is reachable too (as ``rlx.tune``)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> HealResult:
-        return heal(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, "heal")  # rlx.heal(...) calls heal
 
 __all__ = [
     "CHILD_SUFFIX",

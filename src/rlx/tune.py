@@ -71,13 +71,14 @@ import math
 import os
 import socket
 import sys
-import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from rlx.callable_module import make_callable
 from rlx.diagnostics.rules import MIN_POINTS
 from rlx.errors import ConfigError, RLXError, TrainingError
 
@@ -1064,7 +1065,7 @@ def write_best(result: StudyResult) -> Path | None:
 
 
 # ============================================================================ Optuna
-def _optuna() -> types.ModuleType:
+def _optuna() -> ModuleType:
     """Optuna (extra ``tune``), or a ConfigError saying how to install it."""
     try:
         import optuna
@@ -1142,16 +1143,7 @@ def _plain(value: Any) -> Any:
 
 
 # ============================================================================ rlx.tune(...)
-class _CallableModule(types.ModuleType):
-    """``rlx.tune`` is this module and its function at once: ``rlx.tune(...)`` calls
-    :func:`tune`, ``rlx.tune.read_study`` reads a study (Python allows a module's class to be
-    a ModuleType subclass for this)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> StudyResult:
-        return tune(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, "tune")  # rlx.tune(...) calls tune
 
 __all__ = [
     "FATAL_RULES",

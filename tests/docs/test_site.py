@@ -93,7 +93,7 @@ def test_troubleshooting_page_has_every_rule_and_every_table_row():
 
 
 def test_choose_a_method_page_has_every_row():
-    from rlx.choose import ROWS
+    from rlx.recommend import ROWS
 
     page = gen_pages.choose_a_method()
     for row in ROWS:

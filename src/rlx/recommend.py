@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlx.callable_module import make_callable
 from rlx.errors import ConfigError, EnvError
 
 # ---------------------------------------------------------------------------- the table
@@ -687,6 +688,8 @@ def _unknown_message(name: str) -> str:
         f"or a board game (tictactoe, connect4).{hint}"
     )
 
+
+make_callable(__name__, "recommend")  # rlx.recommend(...) calls recommend
 
 __all__ = [
     "ALIGN_NAMES",

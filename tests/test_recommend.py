@@ -9,7 +9,8 @@ import gymnasium as gym
 import pytest
 
 from rlx import registry
-from rlx.choose import (
+from rlx.errors import ConfigError
+from rlx.recommend import (
     ALIGN_NAMES,
     ROWS,
     SOLVERS,
@@ -18,7 +19,6 @@ from rlx.choose import (
     is_available,
     recommend,
 )
-from rlx.errors import ConfigError
 
 # The table, verbatim: (Situation, Method).
 CHOOSE_A_METHOD = [
@@ -230,7 +230,7 @@ def test_the_table_stays_and_a_measured_alternative_is_named(tmp_path):
     much sooner, the answer says so, with the figures from the result files."""
     import json
 
-    from rlx.choose import measured_alternative
+    from rlx.recommend import measured_alternative
 
     def result(name, algo, seconds):
         figures = {"env": "CartPole-v1", "goal": "a last-20 mean of 475",
@@ -251,7 +251,7 @@ def test_the_packaged_measured_figures_are_the_result_files():
     """An installed rlx has no benchmarks folder: rlx recommend reads the package's copy of the
     measured figures, which must be what benchmarks/results holds (rewritten by
     ``python docs/gen_pages.py benchmarks``); and no module reaches outside the package."""
-    from rlx import choose as recommend
+    from rlx import recommend
     from tests.conftest import ROOT
 
     packaged = recommend.packaged_measured_speed()
@@ -273,7 +273,7 @@ def test_rlx_recommend_from_an_installed_wheel_gives_the_checkouts_answer(tmp_pa
     import sys
     import zipfile
 
-    from rlx.choose import recommend
+    from rlx.recommend import recommend
     from tests.conftest import ROOT
 
     built = subprocess.run(
@@ -285,7 +285,7 @@ def test_rlx_recommend_from_an_installed_wheel_gives_the_checkouts_answer(tmp_pa
     (wheel,) = (tmp_path / "dist").glob("rlx-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        assert {"rlx/choose.py", "rlx/measured_speed.json"} <= names
+        assert {"rlx/recommend.py", "rlx/measured_speed.json"} <= names
         archive.extractall(tmp_path / "site")
     code = "import rlx; print(rlx.recommend('CartPole-v1')); print(rlx.__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
