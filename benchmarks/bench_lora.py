@@ -526,7 +526,10 @@ def main() -> None:
              f"{args.repeats} repeats, libraries alternated; ratios divide TRL's seconds by "
              "rlx's. In a short run the fixed costs weigh most; bench_grpo.py and bench_llm.py "
              "time longer runs. Peak memory: the process's peak resident memory above what it "
-             "held after the imports.")  # fmt: skip
+             "held after the imports. The loss or reward is each library's own, as it logged "
+             "it; a chat template that ends an assistant turn with eos and a newline "
+             "(SmolLM2's) gives TRL's SFT one more completion token per row than rlx's, which "
+             "stops at eos: TRL's mean token loss averages in that near-free newline.")  # fmt: skip
     title = (f"A real pretrained model ({args.model.name}), with and without LoRA: rlx vs TRL"
              if real else "Chat models with and without LoRA: rlx vs TRL")  # fmt: skip
     write_result(
