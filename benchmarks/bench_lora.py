@@ -206,7 +206,8 @@ def rlx_settings(stage: str, config: Any) -> dict[str, Any]:
     grpo; bench_llm.py and bench_grpo.py use it too)."""
     import torch
 
-    from rlx.llm.training import make_optimizer, resolve_precision
+    from rlx.llm.precision import resolve_precision
+    from rlx.llm.training import make_optimizer
 
     precision = resolve_precision(config.precision, "cpu")
     adam = make_optimizer(torch.nn.Linear(1, 1), 1.0, config.weight_decay).defaults

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from rlx.llm.training import cpu_has_bf16
+from rlx.llm.precision import cpu_has_bf16
 
 
 def default_configs(configs: Iterable[str], is_bf16: Callable[[str], bool]) -> list[str]:

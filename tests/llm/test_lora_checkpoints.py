@@ -15,7 +15,7 @@ import torch
 import rlx
 from rlx import cli, llm
 from rlx.errors import CheckpointError
-from rlx.llm import training
+from rlx.llm import stage_config, training
 from rlx.llm.batching import forward_logits, pad_batch
 from rlx.llm.losses import sft_loss
 from rlx.llm.models import load_model
@@ -50,15 +50,15 @@ def latest(run_dir):
 
 def test_the_default_step_size_is_ten_times_larger_with_lora():
     # GRPO's scale 0.2 on a 135M model: 1e-5 x 0.2 for every weight, ten times that for LoRA
-    assert training.default_learning_rate(135_000_000, 0.2) == pytest.approx(2e-6)
-    assert training.default_learning_rate(135_000_000, 0.2, lora=True) == pytest.approx(2e-5)
+    assert stage_config.default_learning_rate(135_000_000, 0.2) == pytest.approx(2e-6)
+    assert stage_config.default_learning_rate(135_000_000, 0.2, lora=True) == pytest.approx(2e-5)
     # SFT (scale 1) on a 135M model: 1e-4 with LoRA, peft's and TRL's adapter step size
-    assert training.default_learning_rate(135_000_000, 1.0, lora=True) == pytest.approx(1e-4)
-    assert training.default_learning_rate(50_000_000, 0.1) == pytest.approx(1e-5)
-    assert training.default_learning_rate(50_000_000, 0.1, lora=True) == pytest.approx(1e-4)
-    assert training.default_learning_rate(1_000_000, 1.0) == pytest.approx(1e-3)
-    assert training.default_learning_rate(1_000_000, 1.0, lora=True) == pytest.approx(1e-2)
-    assert training.LORA_LR_FACTOR == 10.0
+    assert stage_config.default_learning_rate(135_000_000, 1.0, lora=True) == pytest.approx(1e-4)
+    assert stage_config.default_learning_rate(50_000_000, 0.1) == pytest.approx(1e-5)
+    assert stage_config.default_learning_rate(50_000_000, 0.1, lora=True) == pytest.approx(1e-4)
+    assert stage_config.default_learning_rate(1_000_000, 1.0) == pytest.approx(1e-3)
+    assert stage_config.default_learning_rate(1_000_000, 1.0, lora=True) == pytest.approx(1e-2)
+    assert stage_config.LORA_LR_FACTOR == 10.0
 
 
 class _Run:

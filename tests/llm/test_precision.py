@@ -16,7 +16,7 @@ from rlx import llm
 from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt_completions, pad_batch
 from rlx.llm.models import load_model
-from rlx.llm.training import attention_for, autocast
+from rlx.llm.precision import attention_for, autocast
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "max_length": 32}
 
@@ -152,12 +152,12 @@ def test_an_unknown_precision_is_one_clear_error(files, tmp_path):
 def test_bf16_mixed_on_a_cpu_without_bfloat16_warns_once(files, monkeypatch, capsys, native):
     """Without AVX512-BF16 or AMX, PyTorch emulates bfloat16 and a step runs many times slower
     than float32: the user hears it once per process; with them, nothing is said."""
-    from rlx.llm import training
+    from rlx.llm import precision as P
 
     _, path = files
     model, _ = load_model(path)
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: native)
-    training._warn_emulated_bf16.cache_clear()
+    monkeypatch.setattr(P, "cpu_has_bf16", lambda: native)
+    P._warn_emulated_bf16.cache_clear()
     for _ in range(2):
         with attention_for(model, "bf16-mixed"):
             pass
@@ -169,12 +169,12 @@ def test_bf16_mixed_on_a_cpu_without_bfloat16_warns_once(files, monkeypatch, cap
     else:
         assert err.count("precision='bf16-mixed' on a CPU without bfloat16") == 1
         assert "precision='fp32'" in err
-    training._warn_emulated_bf16.cache_clear()
+    P._warn_emulated_bf16.cache_clear()
 
 
 def test_cpu_has_bf16_reads_the_bf16_flags():
     """Native bfloat16 is AVX512-BF16 or AMX: an AVX-512 CPU without them emulates it."""
-    from rlx.llm.training import cpu_has_bf16
+    from rlx.llm.precision import cpu_has_bf16
 
     avx512 = frozenset({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq"})
     assert cpu_has_bf16(avx512) is False
@@ -186,7 +186,7 @@ def test_cpu_has_bf16_reads_the_bf16_flags():
 def test_cpu_has_bf16_agrees_with_this_machines_cpuinfo():
     from pathlib import Path
 
-    from rlx.llm.training import cpu_has_bf16
+    from rlx.llm.precision import cpu_has_bf16
 
     info = Path("/proc/cpuinfo")
     lines = info.read_text().splitlines() if info.exists() else []

@@ -19,7 +19,7 @@ import torch
 
 import rlx
 from rlx import llm
-from rlx.llm import batching, logprobs, training
+from rlx.llm import batching, logprobs, stage_config
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +69,8 @@ def test_grpo_with_lora_at_the_default_step_size_moves_the_real_model(model_dir,
                    run_dir=tmp_path / "grpo", progress=False)  # fmt: skip
     config = json.loads((run.run_dir / "config.json").read_text())["config"]
     summary = json.loads((run.run_dir / "summary.json").read_text())
-    full = training.default_learning_rate(summary["total_parameters"], 0.2)
-    assert config["learning_rate"] == pytest.approx(training.LORA_LR_FACTOR * full)
+    full = stage_config.default_learning_rate(summary["total_parameters"], 0.2)
+    assert config["learning_rate"] == pytest.approx(stage_config.LORA_LR_FACTOR * full)
     rows = [json.loads(line) for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert any(row["group_reward_std"] > 0 for row in rows)  # some groups had a signal
 

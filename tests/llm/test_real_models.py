@@ -197,7 +197,7 @@ def test_the_lora_reference_is_the_model_with_its_adapter_off(qwen):
 
 def test_device_and_precision_auto_on_this_machine(monkeypatch):
     from rlx.core.devices import resolve_device
-    from rlx.llm.training import resolve_precision
+    from rlx.llm.precision import resolve_precision
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)

@@ -16,7 +16,7 @@ import torch
 import rlx
 from rlx import cli, llm
 from rlx.errors import ConfigError
-from rlx.llm import pairs, training
+from rlx.llm import pairs, stage_config, training
 from rlx.llm.stages import dpo as dpo_stage
 from rlx.llm.stages import reward_model as rm_stage
 from rlx.llm.stages import sft as sft_stage
@@ -60,11 +60,11 @@ def test_epoch_sampler_covers_every_row_once_per_epoch_and_resumes():
 
 def test_default_epochs_and_steps_follow_the_data_size():
     config = sft_stage.SFTConfig(model="m", data="d", batch_size=64)
-    assert training.resolve_epochs(config, 2000, 20_000) == 10.0
-    assert training.resolve_epochs(config, 4000, 20_000) == 5.0
-    assert training.resolve_epochs(config, 10**6, 20_000) == 1.0
+    assert stage_config.resolve_epochs(config, 2000, 20_000) == 10.0
+    assert stage_config.resolve_epochs(config, 4000, 20_000) == 5.0
+    assert stage_config.resolve_epochs(config, 10**6, 20_000) == 1.0
     config = sft_stage.SFTConfig(model="m", data="d", epochs=2.0, batch_size=64)
-    assert training.resolve_steps(config, 100) == 4  # ceil(2 * 100 / 64)
+    assert stage_config.resolve_steps(config, 100) == 4  # ceil(2 * 100 / 64)
 
 
 @pytest.mark.parametrize("stage_module", [sft_stage, rm_stage, dpo_stage])

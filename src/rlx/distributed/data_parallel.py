@@ -2,7 +2,7 @@
 
 Every process loads the whole model and draws the same batches; each takes its shard of every
 batch, and the gradients are all-reduced before each optimizer step, so all processes take
-the same step (:class:`rlx.llm.training.DataParallel` is the stage's side of it). Only rank 0
+the same step (:class:`rlx.llm.parallel.DataParallel` is the stage's side of it). Only rank 0
 writes the run folder.
 
     torchrun --nproc-per-node 8 -m rlx.cli align sft --model M --data D --run-dir runs/sft

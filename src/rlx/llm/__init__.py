@@ -123,6 +123,7 @@ _SUBMODULES = frozenset(
     {
         "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
         "losses", "generation", "online", "training", "stages", "logprobs", "pairs",
+        "precision", "parallel", "stage_config",
     }
 )  # fmt: skip
 

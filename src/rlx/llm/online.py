@@ -26,14 +26,14 @@ from rlx import metrics as M
 from rlx.errors import ConfigError
 from rlx.llm.batching import encode_prompt
 from rlx.llm.chat import completion_message, is_conversation
+from rlx.llm.parallel import DataParallel
+from rlx.llm.precision import attention_for
 from rlx.llm.rewards import RewardFunction, RewardFunctionError, RewardSet
+from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
     MODEL_DIR,
-    DataParallel,
     EpochSampler,
-    StageConfig,
     StageResult,
-    attention_for,
     complete_config,
     make_optimizer,
     resolved,
@@ -212,7 +212,7 @@ def run_online(
     freeze the reference when ``reference(config)``, ``build`` the algorithm's update, then
     the steps; the model is saved at the end.
 
-    ``parallel`` (:class:`rlx.llm.training.DataParallel`, handed in from above): each process
+    ``parallel`` (:class:`rlx.llm.parallel.DataParallel`, handed in from above): each process
     samples and scores its shard of every step's prompts, and the gradients are averaged over
     the processes."""
     from rlx.core.threads import set_torch_threads

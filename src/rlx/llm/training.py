@@ -1,193 +1,46 @@
-"""What every language-model stage shares: its config fields, the data split, the learning-rate
-schedule, the optimizer loop with gradient accumulation, checkpoints and the run folder.
+"""The offline loop of the language-model stages, and the run plumbing every stage shares.
 
-A stage trained on a fixed data set (SFT, reward model, DPO) supplies three things to
-:func:`train_loop`: the per-row weight its loss is normalised by (target tokens for SFT, 1 per
-pair otherwise), a function giving the *summed* loss of some rows, and an evaluation. The loop
+A stage trained on a fixed data set (SFT, reward model, DPO) is a :class:`Stage`: the
+per-row weight its loss is normalised by (target tokens for SFT, 1 per pair otherwise), the
+*summed* loss of some rows, an evaluation and a way to save its model. :func:`train_loop`
 turns sums into the batch mean ``L = sum_rows loss_i / sum_rows w_i`` whatever the split into
 micro-batches, so ``grad_accum`` changes memory, never the gradient.
 
 The schedule is linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0
 (what ``transformers``' Trainer and TRL do by default). The online stages (GRPO, RLHF-PPO)
-sample between updates and run their own loop, on the same config, schedule, sampler and
-checkpoints.
+sample between updates in :mod:`rlx.llm.online`'s loop, on the same config
+(:mod:`rlx.llm.stage_config`), schedule, sampler, checkpoints and run plumbing (here), in the
+same precision (:mod:`rlx.llm.precision`) and over the same processes
+(:mod:`rlx.llm.parallel`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from rlx import metrics as M
-from rlx.core.checks import at_least, positive
-from rlx.core.fields import CheckedFields, CheckpointFields
 from rlx.core.threads import set_torch_threads
 from rlx.errors import ConfigError
+from rlx.llm.parallel import DataParallel, sum_gradients
+from rlx.llm.precision import attention_for, autocast, resolve_precision
+from rlx.llm.stage_config import (
+    Config,
+    StageConfig,
+    default_learning_rate,
+    resolve_epochs,
+    resolve_eval_every,
+    resolve_steps,
+)
 from rlx.runs import MODEL_DIR, Run
-
-
-# ============================================================================ config
-@dataclass(frozen=True)
-class _StageBasics(CheckedFields):
-    """The fields of :class:`StageConfig` ahead of the checkpoint fields in ``--help``: the
-    model, the data, the optimisation, the device and LoRA."""
-
-    model: str = ""
-    """the model folder to start from: a local Hugging Face causal LM (nothing is downloaded)"""
-    data: str = ""
-    """the data: a file (JSONL, JSON, Parquet, CSV) or a folder saved by datasets, with TRL's
-    columns (rlx.llm.data); from Python also a datasets.Dataset or a list of dicts"""
-    split: str | None = None
-    """the split of a DatasetDict or of a saved one (None: train)"""
-    seed: int = 0
-    """seeds the split, the shuffles and any new weights"""
-    steps: int | None = None
-    """optimizer steps (None: `epochs` passes over the training rows)"""
-    epochs: float | None = None
-    """passes over the training rows when `steps` is None (None: enough to see the stage's
-    `TARGET_ROWS` rows, between 1 and 10 passes)"""
-    batch_size: int = 64
-    """rows per optimizer step (pairs for preference data)"""
-    grad_accum: int = 1
-    """micro-batches per optimizer step (same gradient, less memory); must divide batch_size"""
-    learning_rate: float | None = None
-    """AdamW step size (None: from the model size, see `default_learning_rate`; with LoRA
-    ten times that, as adapters train at about ten times full fine-tuning's step size: 1e-4
-    to 2e-4 in the LoRA paper (Hu et al. 2021) and peft's and TRL's LoRA examples against
-    1e-5 to 2e-5 for full fine-tuning, and TRL's "LoRA Without Regret" guide)"""
-    warmup_ratio: float = 0.05
-    """share of the steps with a linear learning-rate warm-up; linear decay to 0 after it"""
-    weight_decay: float = 0.0
-    """AdamW weight decay"""
-    max_grad_norm: float | None = 1.0
-    """clip the global gradient norm (None: no clipping)"""
-    max_length: int = 256
-    """longest sequence in tokens; longer completions lose their tail"""
-    eval_fraction: float = 0.1
-    """share of the rows held out for evaluation (at most 500 rows)"""
-    eval_every: int | None = None
-    """optimizer steps between evaluations (None: about 10 per run)"""
-    device: str = "auto"
-    """auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps"""
-    dtype: str | None = None
-    """model weights: float32, bfloat16 or float16 (None: as saved)"""
-    precision: str = "auto"
-    """training forward passes: auto (bf16-mixed on a GPU that has bfloat16, fp32
-    elsewhere), fp32, or bf16-mixed (matmuls in bfloat16 under torch.autocast;
-    weights, gradients, optimizer and losses stay float32; pays on CPUs with AVX512-BF16 or AMX
-    and on recent GPUs; on a CPU without them PyTorch emulates bfloat16, far slower than fp32:
-    rlx warns there)"""
-    num_threads: int | None = None
-    """torch CPU threads (None: RLX_NUM_THREADS, default 1; more only pays on big models)"""
-    gradient_checkpointing: bool = False
-    """recompute activations in the backward pass instead of keeping them: less memory for
-    long sequences, one more forward pass of compute"""
-    lora: bool = False
-    """train a LoRA adapter (peft) instead of every weight; the reference of DPO, GRPO and
-    RLHF-PPO is then the same model with the adapter disabled, and checkpoints hold the
-    adapter alone (the frozen base is rebuilt from `model`)"""
-    lora_r: int = 16
-    """LoRA rank"""
-    lora_alpha: int = 32
-    """LoRA scaling numerator: the update is (lora_alpha / lora_r) B A"""
-    lora_dropout: float = 0.0
-    """dropout on the LoRA branch's input"""
-    lora_target_modules: tuple[str, ...] | None = None
-    """module names LoRA adapts (None: every linear layer but the output head, peft's
-    all-linear)"""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        name = type(self).__name__
-        at_least(self, "batch_size", 1)
-        at_least(self, "grad_accum", 1)
-        if self.batch_size % self.grad_accum:
-            raise ConfigError(
-                f"{name}: grad_accum={self.grad_accum} must divide batch_size={self.batch_size}."
-            )
-        for count in ("steps", "eval_every", "num_threads"):  # None: chosen by rlx
-            if getattr(self, count) is not None:
-                at_least(self, count, 1)
-        for amount in ("epochs", "learning_rate"):
-            if getattr(self, amount) is not None:
-                positive(self, amount)
-        at_least(self, "max_length", 2)
-        at_least(self, "lora_r", 1)
-        positive(self, "lora_alpha")
-        if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"{name}: lora_dropout={self.lora_dropout} must be in [0, 1).")
-        for share in ("warmup_ratio", "eval_fraction"):
-            if not 0 <= getattr(self, share) < 1:
-                raise ConfigError(f"{name}: {share}={getattr(self, share)} must be in [0, 1).")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"{name}: precision={self.precision!r} must be one of {', '.join(PRECISIONS)}."
-            )
-
-
-@dataclass(frozen=True)
-class StageConfig(CheckpointFields, _StageBasics):
-    """Fields every language-model stage takes. ``None`` means "chosen from the model and the
-    data"; the chosen value is written into the run's ``config.json``. The checkpoint fields
-    (:class:`rlx.core.fields.CheckpointFields`) count optimizer steps."""
-
-
-Config = TypeVar("Config", bound=StageConfig)
-"""A stage's own config class (each stage's loop functions take and keep its type)."""
-
-
-LORA_LR_FACTOR = 10.0
-"""How much larger the default step size is when a LoRA adapter trains than when every weight
-does. An adapter's update ``(alpha / r) B A`` starts from ``B = 0`` and moves in a rank-``r``
-subspace, so at full fine-tuning's step size it barely moves within a run; LoRA practice
-trains it at about ten times that step size: the LoRA paper (Hu et al., 2021) trains GPT-2's
-adapters at 2e-4, peft's and TRL's LoRA examples use 1e-4 to 2e-4 where full fine-tuning
-uses 1e-5 to 2e-5, and Schulman et al.'s "LoRA Without Regret" (2025, reproduced in TRL's
-guide of that name) finds LoRA's best step size about ten times full fine-tuning's."""
-
-
-def default_learning_rate(num_params: int, scale: float = 1.0, lora: bool = False) -> float:
-    """The step size a stage uses when none is given: ``scale`` times 1e-3 below 10M
-    parameters (tiny models trained from scratch), 1e-4 below 100M, 1e-5 above (fine-tuning
-    pretrained models, as TRL's defaults of 1e-5 to 2e-5 do); ``LORA_LR_FACTOR`` (10) times
-    that when ``lora`` (a LoRA adapter trains, the base is frozen)."""
-    factor = LORA_LR_FACTOR if lora else 1.0
-    if num_params < 10_000_000:
-        return 1e-3 * scale * factor
-    if num_params < 100_000_000:
-        return 1e-4 * scale * factor
-    return 1e-5 * scale * factor
-
-
-def resolve_epochs(config: StageConfig, train_rows: int, target_rows: int) -> float:
-    """``epochs``, or, when it is None, the passes that show the model about ``target_rows``
-    rows: many passes over a small data set, one over a large one (clamped to 1..10)."""
-    if config.epochs is not None:
-        return config.epochs
-    return round(min(10.0, max(1.0, target_rows / max(train_rows, 1))), 2)
-
-
-def resolve_steps(config: StageConfig, train_rows: int) -> int:
-    """``steps``, or ``ceil(epochs * rows / batch_size)`` when it is None."""
-    if config.steps is not None:
-        return config.steps
-    assert config.epochs is not None, "resolve_epochs first"
-    return max(1, math.ceil(config.epochs * train_rows / config.batch_size))
-
-
-def resolve_eval_every(config: StageConfig, steps: int) -> int:
-    return config.eval_every or max(1, steps // 10)
 
 
 # ============================================================================ data
@@ -257,161 +110,6 @@ def set_learning_rate(
     for group in optimizer.param_groups:
         group["lr"] = lr
     return lr
-
-
-# ============================================================================ precision
-PRECISIONS = ("fp32", "bf16-mixed", "auto")
-
-
-def resolve_precision(precision: str, device: str | torch.device) -> str:
-    """``precision`` with ``auto`` decided: ``bf16-mixed`` on a CUDA device that computes in
-    bfloat16, else ``fp32`` (a CPU without bfloat16 instructions emulates it slowly)."""
-    if precision != "auto":
-        return precision
-    on_cuda = torch.device(device).type == "cuda"
-    return "bf16-mixed" if on_cuda and torch.cuda.is_bf16_supported() else "fp32"
-
-
-def autocast(precision: str, device: str | torch.device) -> torch.autocast:
-    """The context a training forward pass runs in: for ``bf16-mixed``, ``torch.autocast`` to
-    bfloat16 (matmuls in bfloat16 with float32 accumulation, softmax and losses in float32,
-    float32 master weights: no loss scaling needed); for ``fp32``, a disabled one."""
-    return torch.autocast(
-        torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"
-    )
-
-
-@contextmanager
-def attention_for(model: torch.nn.Module | None, precision: str) -> Iterator[None]:
-    """Eager attention while ``bf16-mixed`` trains on CPU, the model's own afterwards (no
-    model: nothing to do).
-
-    PyTorch's fused CPU attention (SDPA) runs its backward far slower in bfloat16 than in
-    float32, which costs more than the bfloat16 matmuls save; the eager path's small batched
-    matmuls do not.
-    """
-    if not isinstance(model, torch.nn.Module):  # none, or a LoRA reference: the policy's
-        model = None
-    on_cpu = model is not None and next(model.parameters()).device.type == "cpu"
-    if precision == "bf16-mixed" and on_cpu and not cpu_has_bf16():
-        _warn_emulated_bf16()
-    switched = _sdpa_models(model) if precision == "bf16-mixed" and on_cpu else []
-    for hf_model in switched:
-        hf_model.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        for hf_model in switched:
-            hf_model.set_attn_implementation("sdpa")
-
-
-NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-"""x86 CPU flags (as Linux names them) of the instructions that compute in bfloat16."""
-
-
-def cpu_has_bf16(flags: frozenset[str] | None = None) -> bool:
-    """Whether this CPU computes bfloat16 matrix products natively: on x86, whether its flags
-    (``flags``, by default those Linux lists in ``/proc/cpuinfo``) include AVX512-BF16 or AMX;
-    without them PyTorch emulates bfloat16, slowly. Where the flags are unknown (not Linux,
-    not x86), what oneDNN, PyTorch's CPU backend, reports; unknown to it too: True (no
-    warning on a guess)."""
-    flags = cpu_flags() if flags is None else flags
-    if flags is not None:
-        return bool(flags & NATIVE_BF16_FLAGS)
-    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
-    return True if check is None else bool(check())
-
-
-@functools.cache
-def cpu_flags() -> frozenset[str] | None:
-    """The x86 CPU's feature flags from ``/proc/cpuinfo`` (its first ``flags`` line); None
-    where there is no such line (another OS, another architecture)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            return frozenset(value.split())
-    return None
-
-
-@functools.cache
-def _warn_emulated_bf16() -> None:
-    print("rlx: precision='bf16-mixed' on a CPU without bfloat16 instructions (AVX512-BF16 or "
-          "AMX): PyTorch emulates them, and a training step runs many times slower than in "
-          "fp32; use precision='fp32' on this machine.", file=sys.stderr)  # fmt: skip
-
-
-def _sdpa_models(model: torch.nn.Module | None) -> list[Any]:
-    """The outermost Hugging Face models inside ``model`` (itself, or one a wrapper such as a
-    reward model holds) that attend with SDPA; their inner models share their config."""
-    found: list[torch.nn.Module] = []
-    for module in model.modules() if model is not None else ():
-        config = getattr(module, "config", None)
-        if (
-            hasattr(module, "set_attn_implementation")
-            and getattr(config, "_attn_implementation", None) == "sdpa"
-            and not any(config is other.config for other in found)
-        ):
-            found.append(module)
-    return found
-
-
-# ============================================================================ many processes
-class DataParallel(Protocol):
-    """This process's part of a data-parallel run (``torchrun --nproc-per-node N``), handed to
-    a stage's ``train`` from above (:mod:`rlx.distributed.data_parallel`) as ``parallel=``.
-
-    Every process holds the whole model and draws the same batches; each takes its
-    :meth:`shard` of every batch, and :meth:`sum_` adds tensors (gradients, metrics) over the
-    processes in place, so each ends the step with the gradient of the whole batch."""
-
-    rank: int
-    world_size: int
-
-    def shard(self, rows: np.ndarray) -> np.ndarray:
-        """This process's part of a batch's rows (contiguous, sizes differ by at most one)."""
-        ...
-
-    def sum_(self, tensors: Sequence[Tensor]) -> None:
-        """Replace each tensor by its sum over the processes."""
-        ...
-
-
-def sum_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel | None) -> None:
-    """Every parameter's gradient summed over the processes (nothing on one process); a
-    parameter without a gradient on this process counts as a zero one."""
-    if parallel is None:
-        return
-    grads = []
-    for param in params:
-        if param.grad is None:
-            param.grad = torch.zeros_like(param)
-        grads.append(param.grad)
-    parallel.sum_(grads)
-
-
-def average_gradients(params: Sequence[torch.nn.Parameter], parallel: DataParallel | None) -> None:
-    """Every parameter's gradient averaged over the processes: the gradient of the mean of
-    their losses, when each process's loss is a mean over an equal shard of the batch."""
-    if parallel is None:
-        return
-    sum_gradients(params, parallel)
-    for param in params:
-        if param.grad is not None:  # sum_gradients gave every parameter one
-            param.grad.div_(parallel.world_size)
-
-
-def mean_over_processes(metrics: dict[str, Any], parallel: DataParallel | None) -> dict[str, Any]:
-    """Each metric's mean over the processes (unchanged on one process)."""
-    if parallel is None or not metrics:
-        return metrics
-    keys = sorted(metrics)
-    values = torch.tensor([float(metrics[k]) for k in keys], dtype=torch.float64)
-    parallel.sum_([values])
-    return {k: float(v) / parallel.world_size for k, v in zip(keys, values.tolist(), strict=True)}
 
 
 # ============================================================================ the loop

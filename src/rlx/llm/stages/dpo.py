@@ -40,10 +40,10 @@ from rlx.llm.pairs import (
     use_packing,
 )
 from rlx.llm.sharding import check_fsdp
+from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
     Loaded,
     Prepared,
-    StageConfig,
     StageResult,
     run_stage,
     save_stage_model,
@@ -208,7 +208,7 @@ class DPOStage:
 
 def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
-    (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
+    (:class:`rlx.llm.parallel.DataParallel`), handed in from above; with ``fsdp`` it also
     shards the model over those processes (:mod:`rlx.llm.sharding`)."""
     check_fsdp(config, parallel, "dpo", adapter=trains_adapter(config))
     return run_stage(

@@ -50,17 +50,11 @@ from rlx.llm.online import (
     run_online,
     score,
 )
+from rlx.llm.parallel import DataParallel, average_gradients, mean_over_processes
+from rlx.llm.precision import autocast
 from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
-from rlx.llm.training import (
-    DataParallel,
-    StageConfig,
-    StageData,
-    StageResult,
-    autocast,
-    average_gradients,
-    mean_over_processes,
-    stage_entry,
-)
+from rlx.llm.stage_config import StageConfig
+from rlx.llm.training import StageData, StageResult, stage_entry
 
 TARGET_ROWS = 20_000
 """Prompts a run sees when neither steps nor epochs is given (at most 10 passes): GRPO's

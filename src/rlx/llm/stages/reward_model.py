@@ -42,10 +42,10 @@ from rlx.llm.batching import (
 )
 from rlx.llm.losses import bradley_terry_loss
 from rlx.llm.pairs import encode_pairs, pair_table, use_packing
+from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
     Loaded,
     Prepared,
-    StageConfig,
     StageResult,
     load_model_state,
     run_stage,
@@ -363,7 +363,7 @@ def reward_module(config: RewardModelConfig) -> tuple[nn.Module, Any]:
 
 def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
-    (:class:`rlx.llm.training.DataParallel`), handed in from above."""
+    (:class:`rlx.llm.parallel.DataParallel`), handed in from above."""
     return run_stage(
         config,
         run,

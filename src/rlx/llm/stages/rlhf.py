@@ -68,16 +68,11 @@ from rlx.llm.online import (
     run_online,
     score,
 )
+from rlx.llm.parallel import DataParallel, average_gradients, mean_over_processes
+from rlx.llm.precision import autocast
 from rlx.llm.rewards import REWARDS, RewardSet, exact_match_reward, reward_set
-from rlx.llm.training import (
-    DataParallel,
-    StageConfig,
-    StageResult,
-    autocast,
-    average_gradients,
-    mean_over_processes,
-    stage_entry,
-)
+from rlx.llm.stage_config import StageConfig
+from rlx.llm.training import StageResult, stage_entry
 
 TARGET_ROWS = 9_600
 """Prompts a run sees when neither steps nor epochs is given: 150 steps of 64."""

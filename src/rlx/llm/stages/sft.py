@@ -32,10 +32,10 @@ from rlx.llm.batching import (
 from rlx.llm.data import ChatExample
 from rlx.llm.losses import sft_loss
 from rlx.llm.sharding import check_fsdp
+from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
     Loaded,
     Prepared,
-    StageConfig,
     StageResult,
     run_stage,
     save_stage_model,
@@ -175,7 +175,7 @@ def evaluate_sft(
 
 def train(config: SFTConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
-    (:class:`rlx.llm.training.DataParallel`), handed in from above; with ``fsdp`` it also
+    (:class:`rlx.llm.parallel.DataParallel`), handed in from above; with ``fsdp`` it also
     shards the model over those processes (:mod:`rlx.llm.sharding`)."""
     check_fsdp(config, parallel, "sft", adapter=trains_adapter(config))
     return run_stage(
