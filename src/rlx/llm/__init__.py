@@ -105,11 +105,11 @@ _EXPORTS: dict[str, str] = {
     "exact_match": "generation",
     "mistake_pairs": "generation",
     # training stages
-    "sft": "stages.sft",
-    "reward_model": "stages.reward_model",
-    "dpo": "stages.dpo",
-    "grpo": "stages.grpo",
-    "rlhf": "stages.rlhf",
+    "sft": "rlx.align",
+    "reward_model": "rlx.align",
+    "dpo": "rlx.align",
+    "grpo": "rlx.align",
+    "rlhf": "rlx.align",
     "rlhf_pipeline": "pipeline",
     "sample": "generation",
     "BagOfWordsRewardModel": "stages.reward_model",
@@ -130,7 +130,9 @@ _SUBMODULES = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"rlx.llm.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]  # a module of rlx.llm, or a face above it (rlx.align)
+        where = module if module.startswith("rlx.") else f"rlx.llm.{module}"
+        value = getattr(importlib.import_module(where), name)
         globals()[name] = value  # later look-ups skip __getattr__
         return value
     if name in _SUBMODULES:

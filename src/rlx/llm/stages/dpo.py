@@ -48,7 +48,6 @@ from rlx.llm.training import (
     run_stage,
     save_stage_model,
     split_rows,
-    stage_entry,
     stage_rows,
     trains_adapter,
 )
@@ -88,30 +87,6 @@ class DPOConfig(StageConfig):
         super().__post_init__()
         positive(self, "beta")
         at_least(self, "rpo_alpha", 0.0)
-
-
-def dpo(
-    model: str | Path,
-    data: Any,
-    *,
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    tensorboard: bool = False,
-    **overrides: Any,
-) -> StageResult:
-    """Align the causal LM in ``model`` to the preference rows in ``data`` with DPO; the
-    result's ``model_dir`` is a Hugging Face folder."""
-    return stage_entry(
-        "dpo",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-    )
 
 
 def prepare(config: DPOConfig, data: Any = None) -> Prepared:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ from rlx.llm.parallel import DataParallel, average_gradients, mean_over_processe
 from rlx.llm.precision import autocast
 from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
 from rlx.llm.stage_config import StageConfig
-from rlx.llm.training import StageData, StageResult, stage_entry
+from rlx.llm.training import StageData, StageResult
 
 TARGET_ROWS = 20_000
 """Prompts a run sees when neither steps nor epochs is given (at most 10 passes): GRPO's
@@ -132,49 +131,6 @@ class GRPOConfig(StageConfig):
             at_least(self, "clip_eps_high", self.clip_eps)
         one_of(self, "loss_aggregation", AGGREGATIONS)
         at_least(self, "num_epochs", 1)
-
-
-def grpo(
-    model: str | Path,
-    data: Any,
-    *,
-    reward: str | RewardFunction | Sequence[str | RewardFunction] | None = None,
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    tensorboard: bool = False,
-    **overrides: Any,
-) -> StageResult:
-    """Improve the causal LM in ``model`` on the prompt rows in ``data`` with GRPO.
-
-    ``reward`` is a name in :data:`rlx.llm.rewards.REWARDS`, a callable
-    ``fn(prompts, completions, **columns) -> list[float | None]`` (TRL's), or a list of
-    them, weighted by ``reward_weights=``; None: ``"exact-match"``, or, with ``resume``, the
-    run's own. A callable is not recorded in ``config.json``, so a run trained with one
-    resumes with ``reward=`` given again.
-    """
-    env = None
-    rewards = list(reward) if isinstance(reward, (list, tuple)) else [reward]
-    if any(callable(r) for r in rewards):
-        overrides["reward"] = ",".join(
-            f"{CALLABLE_REWARD}{reward_name(r)}" if callable(r) else str(r) for r in rewards
-        )
-        env = StageData(str(data), reward=[r for r in rewards if callable(r)])
-    elif reward is not None or not resume:
-        overrides["reward"] = ",".join(str(r) for r in rewards) if reward else "exact-match"
-    if isinstance(overrides.get("reward_weights"), list):
-        overrides["reward_weights"] = tuple(overrides["reward_weights"])
-    return stage_entry(
-        "grpo",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-        env=env,
-    )
 
 
 def reward_function(name: str, data: Any = None) -> RewardFunction:
@@ -458,7 +414,6 @@ ALGORITHM = registry.register(
 __all__ = [
     "GRPOConfig",
     "group_advantages",
-    "grpo",
     "grpo_loss",
     "kl_k3",
     "reward_function",

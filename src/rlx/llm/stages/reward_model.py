@@ -50,7 +50,6 @@ from rlx.llm.training import (
     load_model_state,
     run_stage,
     split_rows,
-    stage_entry,
     stage_rows,
 )
 
@@ -79,30 +78,6 @@ class RewardModelConfig(StageConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         one_of(self, "kind", KINDS)
-
-
-def reward_model(
-    model: str | Path,
-    data: Any,
-    *,
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    tensorboard: bool = False,
-    **overrides: Any,
-) -> StageResult:
-    """Train a reward model from the causal LM in ``model`` on preference rows in ``data``;
-    ``RUN_DIR/model`` loads back with :func:`load_reward_model`."""
-    return stage_entry(
-        "rm",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-    )
 
 
 # ============================================================================ the models

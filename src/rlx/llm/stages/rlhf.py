@@ -40,7 +40,6 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -72,7 +71,7 @@ from rlx.llm.parallel import DataParallel, average_gradients, mean_over_processe
 from rlx.llm.precision import autocast
 from rlx.llm.rewards import REWARDS, RewardSet, exact_match_reward, reward_set
 from rlx.llm.stage_config import StageConfig
-from rlx.llm.training import StageResult, stage_entry
+from rlx.llm.training import StageResult
 
 TARGET_ROWS = 9_600
 """Prompts a run sees when neither steps nor epochs is given: 150 steps of 64."""
@@ -153,37 +152,6 @@ class RLHFConfig(StageConfig):
         positive(self, "clip_eps")
         positive(self, "clip_value")
         at_least(self, "vf_coef", 0.0)
-
-
-def rlhf(
-    model: str | Path,
-    data: Any,
-    *,
-    reward_model: str | Path,
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    tensorboard: bool = False,
-    stop_on: tuple[str, ...] | list[str] = (),
-    **overrides: Any,
-) -> StageResult:
-    """PPO on the SFT model in ``model`` against the reward model in ``reward_model``, on the
-    prompts of ``data`` (JSONL rows ``{"prompt"}``, optionally ``"answer"`` for the gold
-    reward). ``stop_on`` names doctor rules that end the run when they fire, e.g.
-    ``("reward-hacking", "kl-ref-drift")``; ``RUN_DIR/model`` is then the policy at the stop."""
-    if reward_model:
-        overrides["reward_model"] = str(reward_model)
-    return stage_entry(
-        "rlhf-ppo",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-        stop_on=stop_on,
-    )
 
 
 # ============================================================================ the math
@@ -514,7 +482,6 @@ __all__ = [
     "AdaptiveKLController",
     "RLHFConfig",
     "per_token_rewards",
-    "rlhf",
     "token_advantages",
     "whiten",
 ]

@@ -40,7 +40,6 @@ from rlx.llm.training import (
     run_stage,
     save_stage_model,
     split_rows,
-    stage_entry,
     stage_rows,
     trains_adapter,
 )
@@ -63,31 +62,6 @@ class SFTConfig(StageConfig):
     (torch FSDP2, each decoder layer then the whole model) instead of keeping them whole on
     each: for models that do not fit one device; checkpoints and the model are written
     whole (not with LoRA)"""
-
-
-def sft(
-    model: str | Path,
-    data: Any,
-    *,
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    tensorboard: bool = False,
-    **overrides: Any,
-) -> StageResult:
-    """Fine-tune the causal LM in ``model`` on ``data`` (a file, a saved or in-memory
-    ``datasets`` data set, or a list of dicts); the result's ``model_dir`` is a Hugging Face
-    folder (``RUN_DIR/model``). ``overrides`` are :class:`SFTConfig` fields."""
-    return stage_entry(
-        "sft",
-        model,
-        data,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        tensorboard=tensorboard,
-        overrides=overrides,
-    )
 
 
 def prepare(config: SFTConfig, data: Any = None) -> Prepared:
