@@ -29,7 +29,7 @@ from rlx.llm.chat import completion_message, is_conversation
 from rlx.llm.parallel import DataParallel
 from rlx.llm.precision import attention_for
 from rlx.llm.rewards import RewardFunction, RewardFunctionError, RewardSet
-from rlx.llm.stage_config import StageConfig
+from rlx.llm.stage_config import StageConfig, resolve_eval_every
 from rlx.llm.training import (
     MODEL_DIR,
     EpochSampler,
@@ -273,7 +273,7 @@ def online_steps(
 ) -> tuple[int, dict[str, float]]:
     """The steps from ``step`` to ``config.steps`` (or a stop request): the step reached and
     the last evaluation (every ``eval_every`` steps and at the last)."""
-    eval_every = config.eval_every or max(1, config.steps // 10)
+    eval_every = resolve_eval_every(config, config.steps)
     last_eval: dict[str, float] = {}
     while step < config.steps and not run.stop_requested:
         lr = set_learning_rate(

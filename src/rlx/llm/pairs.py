@@ -67,6 +67,20 @@ def use_packing(
     return ok
 
 
+def pair_tables(
+    tokenizer: Any, train_rows: list[Any], held_out: list[Any], max_length: int,
+    pack: bool | None, packed: Any, separate: Any,
+) -> tuple[bool, PairTable, PairTable]:  # fmt: skip
+    """The training and held-out pairs encoded and padded once, and whether they are packed
+    (``pack`` resolved by :func:`use_packing` on the training pairs, scored by ``packed`` and
+    ``separate``): what the reward model and DPO build before their first step."""
+    pad_id = tokenizer.pad_token_id
+    encoded = encode_pairs(tokenizer, train_rows, max_length)
+    held = encode_pairs(tokenizer, held_out, max_length)
+    packing = use_packing(pack, packed, separate, encoded, pad_id)
+    return packing, pair_table(encoded, pad_id), pair_table(held, pad_id)
+
+
 def pair_logprobs(
     model: Any, table: PairTable, idx: np.ndarray, device: str, packing: bool
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -106,6 +120,7 @@ __all__ = [
     "pair_batch",
     "pair_logprobs",
     "pair_table",
+    "pair_tables",
     "reference_pair_logprobs",
     "use_packing",
 ]

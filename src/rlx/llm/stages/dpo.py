@@ -32,13 +32,7 @@ from rlx.core.checks import at_least, positive
 from rlx.llm.batching import PackedPairs, PairTable, TokenBatch
 from rlx.llm.logprobs import packed_pair_logprobs, sequence_logprobs
 from rlx.llm.losses import dpo_loss
-from rlx.llm.pairs import (
-    encode_pairs,
-    pair_logprobs,
-    pair_table,
-    reference_pair_logprobs,
-    use_packing,
-)
+from rlx.llm.pairs import pair_logprobs, pair_tables, reference_pair_logprobs
 from rlx.llm.sharding import check_fsdp
 from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
@@ -117,18 +111,16 @@ class DPOStage:
     def __init__(self, loaded: Loaded, config: DPOConfig) -> None:
         self.model, self.tokenizer, self.config = loaded.model, loaded.tokenizer, config
         self.held_out = loaded.held_out
-        pad_id = self.tokenizer.pad_token_id
-        encoded = encode_pairs(self.tokenizer, loaded.train_rows, config.max_length)
-        held = encode_pairs(self.tokenizer, loaded.held_out, config.max_length)
-        self.packing = use_packing(config.pack_pairs, self._packed, self._separate, encoded,
-                                   pad_id)  # fmt: skip
-        self.train_table, self.held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+        self.packing, self.train_table, self.held_table = pair_tables(
+            self.tokenizer, loaded.train_rows, loaded.held_out, config.max_length,
+            config.pack_pairs, self._packed, self._separate,
+        )  # fmt: skip
         # the start model is the reference: score every pair with it before any step
         self.reference = reference_pair_logprobs(self.model, self.train_table, config.device,
                                                  self.packing)  # fmt: skip
         self.held_reference = (reference_pair_logprobs(self.model, self.held_table,
                                                        config.device, self.packing)
-                               if held else None)  # fmt: skip
+                               if self.held_out else None)  # fmt: skip
         self.units = np.ones(len(loaded.train_rows))
 
     def _packed(self, packed: PackedPairs) -> tuple[Tensor, Tensor]:

@@ -274,7 +274,6 @@ class GRPOUpdate:
     :func:`grpo_step`; no state beyond the weights, and the model is saved only by a run
     that reached its last step."""
 
-    trained: Any
     lm: Any
     tokenizer: Any
     reference: Any
@@ -283,12 +282,17 @@ class GRPOUpdate:
     packing: bool
     save_when_stopped: bool = False
 
+    @property
+    def trained(self) -> Any:
+        """What the optimizer steps: the policy itself (no value head)."""
+        return self.lm
+
     @classmethod
     def build(cls, setup: OnlineSetup) -> GRPOUpdate:
         config, model, tokenizer = setup.config, setup.model, setup.tokenizer
         packing = use_group_packing(config.pack_groups, model, tokenizer, setup.train_rows)
         model.train()  # sampled and updated in training mode: LoRA's dropout acts
-        return cls(model, model, tokenizer, setup.reference, setup.reward, config, packing)
+        return cls(model, tokenizer, setup.reference, setup.reward, config, packing)
 
     def step(
         self, rows: list[Any], optimizer: torch.optim.Optimizer, parallel: DataParallel | None

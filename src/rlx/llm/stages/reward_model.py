@@ -41,7 +41,7 @@ from rlx.llm.batching import (
     pad_batch,
 )
 from rlx.llm.losses import bradley_terry_loss
-from rlx.llm.pairs import encode_pairs, pair_table, use_packing
+from rlx.llm.pairs import pair_tables
 from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import (
     Loaded,
@@ -271,12 +271,10 @@ class RewardModelStage:
     def __init__(self, loaded: Loaded, config: RewardModelConfig) -> None:
         self.model, self.tokenizer, self.config = loaded.model, loaded.tokenizer, config
         self.held_out = loaded.held_out
-        pad_id = self.tokenizer.pad_token_id
-        encoded = encode_pairs(self.tokenizer, loaded.train_rows, config.max_length)
-        held = encode_pairs(self.tokenizer, loaded.held_out, config.max_length)
-        self.packing = use_packing(config.pack_pairs, self.model.packed, self._separate,
-                                   encoded, pad_id)  # fmt: skip
-        self.train_table, self.held_table = pair_table(encoded, pad_id), pair_table(held, pad_id)
+        self.packing, self.train_table, self.held_table = pair_tables(
+            self.tokenizer, loaded.train_rows, loaded.held_out, config.max_length,
+            config.pack_pairs, self.model.packed, self._separate,
+        )  # fmt: skip
         self.units = np.ones(len(loaded.train_rows))
 
     def _separate(self, batch: TokenBatch) -> Tensor:
