@@ -830,9 +830,11 @@ def _describe(error: BaseException) -> str:
 # --- the judge's process ------------------------------------------------------------------------
 
 
-def main(tests: str | None, seconds: float) -> None:
-    """The judge's process, forked by the launcher into its room: the program's channel on fds
-    3 and 4, the verdict to fd 5 as one JSON object."""
+def main(payload: dict, seconds: float) -> None:
+    """The judge's process, started in its room: ``payload`` is what the trainer sent for it
+    (``{"tests": code or None, ...}``), the program's channel on fds 3 and 4, the verdict to
+    fd 5 as one JSON object."""
+    tests = payload["tests"]
     deadline = time.monotonic() + seconds
     channel = Channel(wire.REQUESTS_FD, wire.ANSWERS_FD, deadline)
 

@@ -233,11 +233,11 @@ def run_with_judge(job: dict) -> dict:
         job, "program", {0: null, 1: 1, 2: 2, 3: requests_read, 4: answers_write},
         files=[("program.py", job["program"])], then=lambda: server.main(job["program"]),
     )  # fmt: skip
-    tests = json.loads(read_frame())["tests"]  # only now: the program holds no copy of them
+    payload = json.loads(read_frame())  # only now: the program holds no copy of the tests
     seconds = deadline - time.monotonic()
     judge_pid = spawn(
         job, "judge", {0: null, 1: 1, 2: 2, 3: requests_write, 4: answers_read, 5: verdict_write},
-        then=lambda: judge.main(tests, seconds),
+        then=lambda: judge.main(payload, seconds),
     )  # fmt: skip
     for fd in (requests_read, requests_write, answers_read, answers_write, verdict_write, null):
         os.close(fd)
