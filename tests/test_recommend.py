@@ -46,15 +46,44 @@ def test_rows_quote_the_table_in_order():
     assert [(row.situation, row.table_method) for row in ROWS] == CHOOSE_A_METHOD
 
 
-def test_cartpole_gets_double_dqn_with_ppo_alternative():
-    rec = recommend("CartPole-v1")
+def test_a_continuous_state_and_discrete_actions_get_double_dqn_with_ppo_alternative():
+    """MountainCar-v0 (nothing measured on it): the table's row, DQN."""
+    rec = recommend("MountainCar-v0")
     assert rec.method == "dqn"
     assert "ppo" in alternative_names(rec)
-    assert "Box(4,) observations" in rec.reason and "Discrete(2) actions" in rec.reason
+    assert "Box(2,) observations" in rec.reason and "Discrete(3) actions" in rec.reason
     assert "Double DQN" in rec.reason
-    assert rec.command == "rlx train dqn --env CartPole-v1"
+    assert rec.command == "rlx train dqn --env MountainCar-v0"
     assert rec.available
     assert registry.get("dqn").config().double  # the reason's claim: Double DQN by default
+
+
+def test_a_state_of_a_few_numbers_is_not_called_high_dimensional():
+    """Two numbers are a continuous state, not a high dimensional one; an Atari frame stack is."""
+    text = str(recommend("MountainCar-v0"))
+    first = text.splitlines()[0]
+    assert first.startswith("Recommended: dqn  (a continuous state of 2 numbers, discrete actions")
+    assert "not high dimensional" in text
+    assert "a high dimensional state of" not in text
+    frames = recommend("ALE/Pong-v5")
+    assert "a high dimensional state of 28224 numbers" in frames.reason  # 4 x 84 x 84
+    assert (
+        str(frames)
+        .splitlines()[0]
+        .startswith("Recommended: dqn  (High dimensional state, discrete actions:")
+    )
+
+
+def test_cartpole_follows_the_measurement_that_ppo_gets_there_sooner():
+    """rlx's own benchmark measured PPO reaching CartPole's goal several times sooner than DQN:
+    the answer follows it, names the table's DQN as the first alternative, and never advises
+    DQN beside a note that contradicts it."""
+    rec = recommend("CartPole-v1")
+    assert rec.method == "ppo"
+    assert rec.command == "rlx train ppo --env CartPole-v1"
+    assert alternative_names(rec)[0] == "dqn"
+    assert "rlx follows its own measurement" in rec.reason and "x sooner" in rec.reason
+    assert rec.situation == "High dimensional state, discrete actions"
 
 
 def test_pendulum_gets_gaussian_ppo_then_sac_and_td3():
@@ -109,7 +138,7 @@ def test_gridworld_id_and_env_object_are_read_too():
         rec = recommend(env)
     finally:
         env.close()
-    assert rec.method == "dqn" and rec.command == "rlx train dqn --env CartPole-v1"
+    assert rec.method == "ppo" and rec.command == "rlx train ppo --env CartPole-v1"
 
 
 def test_preference_file_gets_dpo_then_rlhf(tmp_path):
@@ -245,6 +274,27 @@ def test_the_table_stays_and_a_measured_alternative_is_named(tmp_path):
     assert "60 s for dqn, 10.0x sooner" in note and "bench_policy_gradient.json" in note
     assert measured_alternative("CartPole-v1", "ppo", tmp_path) == ""  # ppo is the faster one
     assert measured_alternative("Pendulum-v1", "dqn", tmp_path) == ""
+
+
+@pytest.mark.parametrize("name", ["chess", "go", "tictactoe", "connect4"])
+def test_the_command_for_a_board_game_runs(name, tmp_path):
+    """Every board-game command plans and passes the arena's check of its opponents (chess
+    printed `--env chess`, which no game is, and the default's tictactoe-only solver)."""
+    import shlex
+
+    from rlx import games
+    from rlx.cli import RUN_OPTIONS, _run_parser
+    from rlx.games.evaluation import check_opponents
+    from rlx.plan import plan
+
+    pytest.importorskip("pyspiel")
+    command = shlex.split(recommend(name).command)
+    assert command[:2] == ["rlx", "train"]
+    spec = registry.get(command[2])
+    given = _run_parser(spec, "rlx train", data_file=False).given(command[3:])
+    options = {key: given.pop(key) for key in list(given) if key in RUN_OPTIONS}
+    planned = plan(spec.name, options["env"], run_dir=tmp_path / "run", overrides=given)
+    check_opponents(games.make(options["env"]), planned.config.eval_opponents)
 
 
 def test_the_packaged_measured_figures_are_the_result_files():

@@ -13,7 +13,10 @@ The table::
     Two player board games                     AlphaZero or MuZero
 
 Each row is a :class:`Row` in :data:`ROWS` (a docs page is generated from it).
-:func:`recommend` finds the row that fits a target by reading it, not by name:
+:func:`recommend` finds the row that fits a target by reading it, not by name, then follows
+rlx's own measurements where it has them: when rlx's benchmark measured another algorithm
+reaching the env's goal :data:`MEASURED_MARGIN` times sooner than the row's method, that one is
+recommended and the row's method becomes the first alternative, with both figures.
 
 - a Gymnasium id or env object: its observation and action spaces, and whether rlx can read
   its model (:func:`rlx.mdp.from_gymnasium`); ``GridWorld`` ids and ``TabularMDP`` objects are
@@ -42,6 +45,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rlx.callable_module import make_callable
 from rlx.errors import ConfigError, EnvError
@@ -237,6 +242,8 @@ class Recommendation:
         available: whether rlx can run ``method`` now (registered, or an ``rlx solve`` method).
         situation: the table row it comes from.
         note: anything the user must know before running ``command`` (e.g. not yet available).
+        reading: how the target fits the row when the row's words fit it loosely (a state of
+            two numbers under "High dimensional state"), shown before the row's name.
     """
 
     method: str
@@ -246,6 +253,7 @@ class Recommendation:
     available: bool
     situation: str
     note: str = ""
+    reading: str = ""
 
     @property
     def why(self) -> str:
@@ -255,6 +263,8 @@ class Recommendation:
     def __str__(self) -> str:
         row = _ROW_BY_SITUATION.get(self.situation)
         title = f"{self.situation}: {row.table_method}" if row else self.situation
+        if self.reading:
+            title = f"{self.reading}; the table's row: {title}"
         lines = [
             f"Recommended: {self.method}  ({title})",
             f"Why: {self.reason}",
@@ -343,7 +353,7 @@ def _from_env(
             has_model = _rlx_reads_model(env)
         return _tabular(where, env_id, spaces, safety_critical, has_model)
     if isinstance(act, Discrete) and isinstance(obs, Box):
-        return _discrete_deep(where, env_id, spaces, safety_critical)
+        return _discrete_deep(where, env_id, spaces, safety_critical, int(np.prod(obs.shape)))
     raise ConfigError(
         f"{where} has {spaces}; the chooser reads Discrete or Box observations with Discrete or "
         "Box actions (flatten other spaces with a Gymnasium wrapper first)."
@@ -365,14 +375,30 @@ def _tabular(
     return _answer(TABULAR_SAMPLES, facts, env_id)
 
 
+SMALL_STATE_NUMBERS = 64
+"""An observation of at most this many numbers is called a small continuous state, not a high
+dimensional one (an image or a long feature vector)."""
+
+
 def _discrete_deep(
-    where: str, env_id: str | None, spaces: str, safety_critical: bool
+    where: str, env_id: str | None, spaces: str, safety_critical: bool, size: int
 ) -> Recommendation:
-    facts = f"{where} has {spaces}: too many states for a table, few actions"
+    if size <= SMALL_STATE_NUMBERS:
+        # The table's row is named for images and long vectors; what puts a state of a few
+        # continuous numbers in it is that a table cannot hold a continuous state, not its size.
+        numbers = "number" if size == 1 else "numbers"
+        facts = (
+            f"{where} has {spaces}: a state of {size} continuous {numbers} (not high "
+            "dimensional, but continuous, so too many states for a table), few actions"
+        )
+        reading = f"a continuous state of {size} {numbers}, discrete actions"
+    else:
+        facts = f"{where} has {spaces}: a high dimensional state of {size} numbers, few actions"
+        reading = ""
     if not safety_critical:
-        return _answer(DISCRETE_DEEP, facts, env_id)
+        return _answer(DISCRETE_DEEP, facts, env_id, reading=reading)
     # The safety row asks for an on-policy learner; its deep counterpart in rlx is PPO.
-    return _answer(SAFETY_CRITICAL_DEEP, facts, env_id)
+    return _answer(SAFETY_CRITICAL_DEEP, facts, env_id, reading=reading)
 
 
 def _continuous(
@@ -532,12 +558,22 @@ def _is_game_object(target: Any) -> bool:
     return all(callable(getattr(target, name, None)) for name in methods)
 
 
+OPENSPIEL_OPPONENTS = ("random", "mcts-200")
+"""The arena opponents the command names for an OpenSpiel game: the default's perfect-play
+``solver`` exists for tictactoe only."""
+
+
 def _board_game(name: str, game: str | None) -> Recommendation:
     facts = f"{name} is a two-player zero-sum board game (turns alternate, perfect information)"
-    note = ""
-    if game is not None and game not in _RLX_GAMES.values():
-        note = f"rlx's games are tictactoe and connect4; {game} needs rlx's game protocol."
-    return _answer(BOARD_GAMES, facts, game or "GAME", note=note, game=True)
+    if game is None or game in _RLX_GAMES.values():
+        return _answer(BOARD_GAMES, facts, game, game=True)
+    # rlx plays OpenSpiel's games through its adapter (rlx.games.make("openspiel:<name>")).
+    note = (
+        ""
+        if importlib.util.find_spec("pyspiel") is not None
+        else "OpenSpiel games need the games extra: pip install 'rlx[games]'."
+    )
+    return _answer(BOARD_GAMES, facts, f"openspiel:{game}", note=note, game=True)
 
 
 # ---------------------------------------------------------------------------- assembling
@@ -552,23 +588,34 @@ def _answer(
     note: str = "",
     data: str | None = None,
     game: bool = False,
+    reading: str = "",
 ) -> Recommendation:
-    """The Recommendation for ``row``: facts read from the target, then the row's reason."""
-    available = is_available(row.method)
+    """The Recommendation for ``row``: facts read from the target, then the row's reason; where
+    rlx measured another method reaching the target's goal much sooner, that method."""
+    method = row.method
+    alternatives = [*row.alternatives, *(extra or [])]
+    reason = f"{facts}. {row.why}"
     notes = [note] if note else []
+    faster = measured_faster(target_id, row.method)
+    if faster is not None:
+        method, sentence = faster
+        alternatives = [
+            (row.method, f"the table's first choice; slower to the goal here (see Why). {row.why}"),
+            *[(name, when) for name, when in alternatives if name != method],
+        ]
+        reason = f"{facts}. The table names {row.method}; rlx follows its own {sentence}"
+    available = is_available(method)
     if not available:
         notes.append(_unavailable_note(row))
-    measured = measured_alternative(target_id, row.method)
-    if measured:
-        notes.append(measured)
     return Recommendation(
-        method=row.method,
-        reason=f"{facts}. {row.why}",
-        alternatives=[*row.alternatives, *(extra or [])],
-        command=_command(row.method, target_id, data=data, game=game),
+        method=method,
+        reason=reason,
+        alternatives=alternatives,
+        command=_command(method, target_id, data=data, game=game),
         available=available,
         situation=row.situation,
         note=" ".join(notes),
+        reading=reading,
     )
 
 
@@ -613,32 +660,39 @@ def packaged_measured_speed() -> dict[str, dict[str, list[Any]]]:
 
 
 def measured_alternative(env_id: str | None, method: str, results: Path | None = None) -> str:
-    """A sentence naming an algorithm that rlx's own benchmark measured reaching ``env_id``'s
-    goal at least :data:`MEASURED_MARGIN` times sooner than ``method``, with the figures and
-    the result file; "" when nothing measured says so.
+    """The sentence of :func:`measured_faster` ("" when nothing measured is faster)."""
+    faster = measured_faster(env_id, method, results)
+    return "" if faster is None else faster[1]
 
-    The table's rule stays the recommendation: this says where measurement disagrees. The
-    figures come from the package's copy (:data:`MEASURED_FILE`), or from the result files in
-    ``results`` when given (:func:`measured_speed`).
+
+def measured_faster(
+    env_id: str | None, method: str, results: Path | None = None
+) -> tuple[str, str] | None:
+    """The algorithm that rlx's own benchmark measured reaching ``env_id``'s goal soonest, when
+    that is at least :data:`MEASURED_MARGIN` times sooner than ``method``, with a sentence
+    giving both figures and the result files; None when nothing measured says so.
+
+    The figures come from the package's copy (:data:`MEASURED_FILE`), or from the result files
+    in ``results`` when given (:func:`measured_speed`).
     """
     if not env_id:
-        return ""
+        return None
     table = measured_speed(results) if results is not None else packaged_measured_speed()
     seconds = {
         algo: (float(entry[0]), str(entry[1]), str(entry[2]))
         for algo, entry in table.get(env_id, {}).items()
     }
     if method not in seconds:
-        return ""
+        return None
     own, goal, own_file = seconds[method]
     faster = [(t, name, f) for name, (t, _, f) in seconds.items() if t * MEASURED_MARGIN <= own]
     if not faster:
-        return ""
+        return None
     best, name, path = min(faster)
-    return (
-        f"measured here: in rlx's benchmark {name} reached {goal} on {env_id} in {best:.3g} s "
-        f"(median over seeds) against {own:.3g} s for {method}, {own / best:.1f}x sooner "
-        f"(benchmarks/results/{path}, {own_file}; docs: Benchmarks)."
+    return name, (
+        f"measurement where it has one: in rlx's benchmark {name} reached {goal} on {env_id} "
+        f"in {best:.3g} s (median over seeds) against {own:.3g} s for {method}, "
+        f"{own / best:.1f}x sooner (benchmarks/results/{path}, {own_file}; docs: Benchmarks)."
     )
 
 
@@ -654,7 +708,10 @@ def _command(method: str, target_id: str | None, *, data: str | None, game: bool
         return f"rlx solve {shlex.quote(target_id)}{option}"
     if target_id is None:
         return f'rlx.train("{method}", env)'
-    return f"rlx train {method} --env {shlex.quote(target_id)}"
+    line = f"rlx train {method} --env {shlex.quote(target_id)}"
+    if game and target_id.startswith("openspiel:"):
+        line += " --eval-opponents " + " ".join(OPENSPIEL_OPPONENTS)
+    return line
 
 
 def is_available(method: str) -> bool:
@@ -709,6 +766,8 @@ __all__ = [
     "Row",
     "describe_space",
     "is_available",
+    "measured_alternative",
+    "measured_faster",
     "recommend",
     "use_when",
 ]
