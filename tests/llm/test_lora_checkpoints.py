@@ -48,16 +48,21 @@ def latest(run_dir):
 # --- the default step size ----------------------------------------------------------------------
 
 
-def test_the_default_step_size_is_ten_times_larger_with_lora():
+def test_the_default_step_size_is_ten_times_larger_with_lora_at_pretrained_scale_only():
     # GRPO's scale 0.2 on a 135M model: 1e-5 x 0.2 for every weight, ten times that for LoRA
     assert stage_config.default_learning_rate(135_000_000, 0.2) == pytest.approx(2e-6)
     assert stage_config.default_learning_rate(135_000_000, 0.2, lora=True) == pytest.approx(2e-5)
     # SFT (scale 1) on a 135M model: 1e-4 with LoRA, peft's and TRL's adapter step size
     assert stage_config.default_learning_rate(135_000_000, 1.0, lora=True) == pytest.approx(1e-4)
+    # below pretrained scale the default is already at or above LoRA practice's 1e-4: no factor
     assert stage_config.default_learning_rate(50_000_000, 0.1) == pytest.approx(1e-5)
-    assert stage_config.default_learning_rate(50_000_000, 0.1, lora=True) == pytest.approx(1e-4)
+    assert stage_config.default_learning_rate(50_000_000, 0.1, lora=True) == pytest.approx(1e-5)
     assert stage_config.default_learning_rate(1_000_000, 1.0) == pytest.approx(1e-3)
-    assert stage_config.default_learning_rate(1_000_000, 1.0, lora=True) == pytest.approx(1e-2)
+    assert stage_config.default_learning_rate(1_000_000, 1.0, lora=True) == pytest.approx(1e-3)
+    edge = stage_config.PRETRAINED_SCALE
+    assert stage_config.default_learning_rate(edge - 1, 1.0, lora=True) == pytest.approx(1e-4)
+    assert stage_config.default_learning_rate(edge, 1.0, lora=True) == pytest.approx(1e-4)
+    assert stage_config.default_learning_rate(edge, 1.0) == pytest.approx(1e-5)
     assert stage_config.LORA_LR_FACTOR == 10.0
 
 
@@ -90,7 +95,7 @@ def test_sft_with_lora_and_its_defaults_moves_the_adapter(tiny, tmp_path):
     result = llm.sft(tiny["model"], tiny["root"] / "sft.jsonl", run_dir=tmp_path / "r",
                      lora=True, lora_r=2, steps=8, **SFT_FAST)  # fmt: skip
     config = json.loads((tmp_path / "r" / "config.json").read_text())["config"]
-    assert config["learning_rate"] == pytest.approx(1e-2)  # tiny model: 1e-3 x 10
+    assert config["learning_rate"] == pytest.approx(1e-3)  # tiny model: no LoRA factor
 
     def completion_nll(folder) -> float:
         model, tokenizer = load_model(folder, device="cpu")

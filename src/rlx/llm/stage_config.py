@@ -130,20 +130,29 @@ subspace, so at full fine-tuning's step size it barely moves within a run; LoRA 
 trains it at about ten times that step size: the LoRA paper (Hu et al., 2021) trains GPT-2's
 adapters at 2e-4, peft's and TRL's LoRA examples use 1e-4 to 2e-4 where full fine-tuning
 uses 1e-5 to 2e-5, and Schulman et al.'s "LoRA Without Regret" (2025, reproduced in TRL's
-guide of that name) finds LoRA's best step size about ten times full fine-tuning's."""
+guide of that name) finds LoRA's best step size about ten times full fine-tuning's.
+
+The factor applies only at pretrained scale (:data:`PRETRAINED_SCALE` parameters and up), where
+the full fine-tuning default is the 1e-5 band those findings start from. Below it the default
+step size is already at LoRA practice's 1e-4 or above (1e-3 for tiny models trained from
+scratch): ten times that overshoots, and a small model's DPO with LoRA fell below its SFT start."""
+
+PRETRAINED_SCALE = 100_000_000
+"""Parameters from which a model is taken for a pretrained one being fine-tuned: the default
+step size drops to the fine-tuning band (1e-5) there, and LoRA's factor lifts it back."""
 
 
 def default_learning_rate(num_params: int, scale: float = 1.0, lora: bool = False) -> float:
     """The step size a stage uses when none is given: ``scale`` times 1e-3 below 10M
-    parameters (tiny models trained from scratch), 1e-4 below 100M, 1e-5 above (fine-tuning
-    pretrained models, as TRL's defaults of 1e-5 to 2e-5 do); ``LORA_LR_FACTOR`` (10) times
-    that when ``lora`` (a LoRA adapter trains, the base is frozen)."""
-    factor = LORA_LR_FACTOR if lora else 1.0
+    parameters (tiny models trained from scratch), 1e-4 below :data:`PRETRAINED_SCALE`
+    (100M), 1e-5 from there (fine-tuning pretrained models, as TRL's defaults of 1e-5 to 2e-5
+    do); from :data:`PRETRAINED_SCALE` on, ``LORA_LR_FACTOR`` (10) times that when ``lora`` (a
+    LoRA adapter trains, the base is frozen)."""
     if num_params < 10_000_000:
-        return 1e-3 * scale * factor
-    if num_params < 100_000_000:
-        return 1e-4 * scale * factor
-    return 1e-5 * scale * factor
+        return 1e-3 * scale
+    if num_params < PRETRAINED_SCALE:
+        return 1e-4 * scale
+    return 1e-5 * scale * (LORA_LR_FACTOR if lora else 1.0)
 
 
 def resolve_epochs(config: StageConfig, train_rows: int, target_rows: int) -> float:
