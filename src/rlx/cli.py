@@ -449,6 +449,12 @@ def _with_config_file(spec: Any, options: dict[str, Any], given: dict[str, Any])
             f"{options['config']}."
         )
     fields = checked_fields(spec, config_file)
+    if config_file.recorded:  # a folder's values: joining a cluster and the like are not taken
+        from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+        from rlx.plan import without_user_only
+
+        where = str(config_file.path)
+        fields = without_user_only(fields, where, given=list(given), consent=ON_THE_COMMAND_LINE)
     if options.get("env") is None and config_file.env is not None:
         if ":" in config_file.env and not options.get("trust_env_code", False):
             raise ConfigError(
@@ -859,6 +865,9 @@ class TuneOptions:
     ray: str | None = field(default=None, metadata={flags.METAVAR: "ADDRESS"})
     """run the --jobs workers as Ray tasks (extra ray): local starts a Ray instance here,
     HOST:PORT or auto joins a cluster whose machines share STUDY_DIR"""
+    trust_env_code: bool = False
+    """resuming a study (no --env), build its recorded env even when that runs code its
+    folder names (package.module:factory); only for a study folder you trust"""
 
 
 TUNE_OPTIONS = frozenset(f.name for f in dataclasses.fields(TuneOptions))
@@ -875,6 +884,7 @@ def _tune(argv: list[str]) -> int:
     parser = _tune_parser(algo)
     given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in TUNE_OPTIONS}
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
     from rlx.tune import tune  # what rlx.tune(...) calls
 
     result = tune(
@@ -889,6 +899,8 @@ def _tune(argv: list[str]) -> int:
         eval_episodes=options.get("eval_episodes"),
         env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
         ray=options.get("ray"),
+        trust_env_code=options.get("trust_env_code", False),
+        consent=ON_THE_COMMAND_LINE,
         **given,
     )
     print(result)

@@ -22,13 +22,21 @@ A file that is not YAML, names a field the algorithm does not have, or gives a v
 wrong type is one :class:`~rlx.errors.ConfigError` sentence naming the file and the field.
 A number written the way people write it (``3e-4``, which YAML 1.1 reads as text) is read as
 the number it is.
+
+Whose values are these? A config file given on the command line is the user's own, except one
+a folder records: a run folder's ``config.json`` (or any file in a run folder) and a study's
+``best.yaml`` (any file in a study folder) travel with folders other people write, so what
+they say about joining a Ray cluster or running code unisolated is not taken from them
+(:attr:`ConfigFile.recorded`, :data:`rlx.plan.USER_ONLY_FIELDS`): the flag on the command
+that trains is. Their env, when it is code, needs ``--trust-env-code`` as any file's does.
+YAML is read with its aliases bounded (:data:`MAX_ALIASES`): a file that expands into more
+than that is refused in one sentence instead of filling the memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import typing
 from collections.abc import Mapping
@@ -55,6 +63,11 @@ class ConfigFile:
     env: str | None
     env_kwargs: dict[str, Any]
     fields: dict[str, Any]
+    recorded: bool = False
+    """True for a file a folder records (a run folder's ``config.json``, any file in a run or
+    study folder such as ``best.yaml``): its values are data, and what only the user sets
+    (:data:`rlx.plan.USER_ONLY_FIELDS`: joining a Ray cluster, running code unisolated) is
+    not taken from it. A config file elsewhere is the user's own."""
 
 
 def read_config_file(path: str | Path) -> ConfigFile:
@@ -93,34 +106,98 @@ def read_config_file(path: str | Path) -> ConfigFile:
                 "keep one."
             )
         fields = {**flat, **fields}
-    return ConfigFile(path, algo, env, env_kwargs, fields)
+    return ConfigFile(path, algo, env, env_kwargs, fields, recorded=in_a_folder(path))
+
+
+def in_a_folder(path: Path) -> bool:
+    """Whether the config file ``path`` is what a run or study folder records: a run
+    folder's ``config.json``, or any file beside one or beside a study's journal."""
+    from rlx.runs.folder import STUDY_JOURNAL
+
+    folder = path.parent
+    return (
+        path.name == CONFIG_JSON
+        or (folder / CONFIG_JSON).is_file()
+        or (folder / STUDY_JOURNAL).is_file()
+    )
+
+
+MAX_YAML_NODES = 100_000
+"""The most values a YAML config file may expand into, its aliases followed (a config is a
+few dozen; a "billion laughs" of nested aliases is refused before it is built)."""
 
 
 def _load(path: Path) -> Any:
+    from rlx.errors import RunError
+    from rlx.runs.files import JsonDepthError, loads_json, read_text_bounded
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {path} does not exist.") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not YAML (not UTF-8 text).") from exc
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read ({exc.strerror or exc}).") from exc
+    except RunError as exc:
+        raise ConfigError(f"config file {path} is not one rlx reads ({exc})") from exc
     if path.suffix == ".json":
         try:
-            return json.loads(text)
+            return loads_json(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"config file {path} is not valid JSON ({exc.msg} at line {exc.lineno})."
             ) from exc
+        except (JsonDepthError, ValueError) as exc:
+            raise ConfigError(f"config file {path} is not JSON rlx reads ({exc}).") from exc
+    return _load_yaml(text, path)
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    """YAML's safe loader, its document refused when it expands (aliases followed) into more
+    than :data:`MAX_YAML_NODES` values, refers to itself, or nests past Python's limit."""
     import yaml
 
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is not None:
+            _count_nodes(node, {}, set(), path)
+            return loader.construct_document(node)
+        return None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise ConfigError(f"config file {path} is not YAML ({problem}{where}).") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"config file {path} nests too deeply to be a config.") from exc
+    finally:
+        loader.dispose()
+
+
+def _count_nodes(node: Any, counted: dict[int, int], open_: set[int], path: Path) -> int:
+    """How many values ``node`` expands into, its aliases (shared nodes) followed; ConfigError
+    past :data:`MAX_YAML_NODES` or for a node inside itself."""
+    key = id(node)
+    if key in counted:
+        return counted[key]
+    if key in open_:
+        raise ConfigError(f"config file {path} holds a YAML alias that refers to itself.")
+    open_.add(key)
+    total = 1
+    if isinstance(node.value, list):
+        for item in node.value:
+            for child in item if isinstance(item, tuple) else (item,):
+                total += _count_nodes(child, counted, open_, path)
+                if total > MAX_YAML_NODES:
+                    raise ConfigError(
+                        f"config file {path} expands into more than {MAX_YAML_NODES} values "
+                        "(YAML aliases repeated inside each other); a config is a few dozen."
+                    )
+    open_.discard(key)
+    counted[key] = total
+    return total
 
 
 def _text(data: Mapping[str, Any], key: str, path: Path) -> str | None:
@@ -189,6 +266,8 @@ def write_config_file(
     """Write a YAML config file (``comment``: lines at its top), atomically."""
     import yaml
 
+    from rlx.runs.files import write_atomic
+
     path = Path(path)
     data: dict[str, Any] = {"algo": algo, "env": env}
     if env_kwargs:
@@ -196,9 +275,7 @@ def write_config_file(
     data["config"] = {name: _plain(value) for name, value in fields.items()}
     head = "".join(f"# {line}\n" if line else "#\n" for line in comment.splitlines())
     text = head + yaml.dump(data, Dumper=_dumper(), sort_keys=False, default_flow_style=False)
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text)  # never through a link planted at its name or its temporary's
     return path
 
 

@@ -475,7 +475,7 @@ def _child_plan(
     overrides = {c.field: c.value for c in changes}
     spec = _algorithm(record)
     if chosen is None:
-        config = recorded_config(spec, record)
+        config = recorded_config(spec, record, consent=consent, warn=True)
         env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
         fields = {**_fields(config), **overrides}
         planned = plan(

@@ -187,7 +187,8 @@ def _resume_plan(
             f"{run_dir} holds a {record.algo!r} run, not a {spec.name!r} one: continue it as "
             f"{record.algo}, or start {spec.name} in another folder."
         )
-    config, _ = checked_config(spec, record.env, overrides, base=recorded_config(spec, record))
+    base = recorded_config(spec, record, given=list(overrides), consent=consent, warn=True)
+    config, _ = checked_config(spec, record.env, overrides, base=base)
     if env is None:
         env, recipe = recorded_env(record, trust_env_code=trust_env_code, consent=consent)
     else:
@@ -397,16 +398,67 @@ def recorded_env(
     return cleared.as_env, cleared if has_recipe else None
 
 
-def recorded_config(spec: registry.Algorithm, record: RunRecord) -> Any:
+USER_ONLY_FIELDS: dict[str, Any] = {"ray_address": None, "allow_unisolated": False}
+"""Config fields only the user sets, on the command (or call) that trains: joining a Ray
+cluster (``ray_address``) and running model-written code without isolation
+(``allow_unisolated``). A value a folder records for one (a run folder's ``config.json`` on a
+resume, a heal or a load; a study's ``best.yaml`` or a run's ``config.json`` given as
+``--config``) is data from whoever wrote the folder: it is dropped back to the default, with
+one line naming the flag that keeps it (:func:`without_user_only`)."""
+
+
+def without_user_only(
+    values: dict[str, Any],
+    where: str,
+    *,
+    given: Sequence[str] = (),
+    consent: Consent = IN_PYTHON,
+    warn: bool = True,
+) -> dict[str, Any]:
+    """``values`` (config fields ``where`` records) without what :data:`USER_ONLY_FIELDS` the
+    user must set: each recorded value other than the default is left out, and, with
+    ``warn``, named on stderr with the flag (in ``consent``'s words) that keeps it, unless the
+    user gives that field now (``given``)."""
+    kept = dict(values)
+    for name, default in USER_ONLY_FIELDS.items():
+        if name not in kept or kept[name] == default:
+            continue
+        value = kept.pop(name)
+        if warn and name not in given:
+            if isinstance(default, bool):
+                flag = consent.arg(name)  # --allow-unisolated, allow_unisolated=True
+            elif consent.flags:
+                flag = consent.arg(name, str(value))  # --ray-address HOST:PORT
+            else:
+                flag = f"{name}={value!r}"
+            print(
+                f"warning: {where} records {name}={value!r}, which rlx takes only from you: it "
+                f"is left at {default!r}; pass {flag} on this command to keep it.",
+                file=sys.stderr,
+            )
+    return kept
+
+
+def recorded_config(
+    spec: registry.Algorithm,
+    record: RunRecord,
+    *,
+    given: Sequence[str] = (),
+    consent: Consent = IN_PYTHON,
+    warn: bool = False,
+) -> Any:
     """The config a run folder's ``config.json`` records, its values checked as data first:
-    RunError naming the file when one is not what its field takes."""
+    RunError naming the file when one is not what its field takes. What only the user sets
+    (:data:`USER_ONLY_FIELDS`) is left at its default (:func:`without_user_only`: ``given``,
+    ``consent`` and ``warn`` as there)."""
     where = str(record.path / CONFIG_FILE)
     known = {f.name for f in dataclasses.fields(spec.config)}
     values = {spec.renamed.get(key, key): value for key, value in record.config.items()}
     check_types(spec, {k: v for k, v in values.items() if k in known}, where=where)
+    values = without_user_only(values, where, given=given, consent=consent, warn=warn)
     try:
         with user_words(spec):
-            return registry.config_from_record(spec, record.config)
+            return registry.config_from_record(spec, values)
     except ConfigError as exc:
         raise RunError(f"{where} records a config rlx cannot use: {exc}") from exc
 

@@ -76,14 +76,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlx.callable_module import make_callable
 from rlx.diagnostics.rules import MIN_POINTS
 from rlx.errors import ConfigError, RLXError, TrainingError
+from rlx.runs.folder import STUDY_JOURNAL
 
-STORAGE_FILE = "study.journal"
-"""Optuna's journal of the study, in the study folder."""
+if TYPE_CHECKING:
+    from rlx.core.env_recipe import Consent
+
+STORAGE_FILE = STUDY_JOURNAL
+"""Optuna's journal of the study, in the study folder (its name is :mod:`rlx.runs.folder`'s)."""
 LOCK_FILE = ".rlx-tune.lock"
 """Held while a worker decides whether to start a trial (so K workers start N, not N + K - 1)."""
 BEST_FILE = "best.yaml"
@@ -448,6 +452,8 @@ def tune(
     eval_episodes: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     ray: str | None = None,
+    trust_env_code: bool = False,
+    consent: Consent | None = None,
     **fixed: Any,
 ) -> StudyResult:
     """Search ``algo``'s hyperparameters on ``env`` (extra ``tune``: Optuna).
@@ -469,6 +475,11 @@ def tune(
         ray: run the ``jobs`` workers as Ray tasks (extra ``ray``): ``"local"`` starts a Ray
             instance on this machine, ``"HOST:PORT"`` (or ``"auto"``) joins a cluster whose
             machines share ``study_dir``.
+        trust_env_code: resuming a study (``env`` not given), let its recorded env be built
+            from code its journal names (``package.module:factory``, an id whose module
+            registers it); without it that is refused in one sentence, since a study folder
+            may come from someone else.
+        consent: words the refusals for where the user is (Python or the command line).
         **fixed: config fields set for every trial, left out of the search.
 
     Returns the :class:`StudyResult`; the best trial's config is in ``study_dir/best.yaml``.
@@ -478,12 +489,17 @@ def tune(
     study_dir = Path(study_dir)
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ConfigError(f"jobs={jobs!r} must be a whole number >= 1.")
+    recorded = is_study(study_dir)
     settings = prepare_study(
         study_dir, algo, env, trials=trials, total_steps=total_steps, seed=seed,
         evaluations=evaluations, eval_episodes=eval_episodes, env_kwargs=env_kwargs,
         fixed=fixed,
     )  # fmt: skip
-    del settings
+    if recorded and env is None:  # the env is the folder's, not the user's: data until cleared
+        from rlx.core.env_recipe import IN_PYTHON, recipe_of
+
+        recipe = dataclasses.replace(recipe_of(settings.env, settings.env_kwargs), trusted=False)
+        recipe.cleared(trust_env_code, consent or IN_PYTHON, source=f"the study folder {study_dir}")
     if ray is not None:
         from rlx.distributed.tune_ray import run_workers_on_ray
 
@@ -638,10 +654,21 @@ _SETTING_NAMES = ("trials", "total_steps", "seed", "evaluations", "eval_episodes
 
 
 def read_settings(study_dir: str | Path) -> StudySettings:
-    """The settings kept in a study's storage."""
+    """The settings kept in a study's storage, checked as data (names and types)."""
     data = _open_study(Path(study_dir)).user_attrs.get(SETTINGS_ATTR)
+    where = f"{study_dir}/{STORAGE_FILE}"
     if not isinstance(data, dict):
-        raise ConfigError(f"{study_dir}/{STORAGE_FILE} is not a study written by rlx tune.")
+        raise ConfigError(f"{where} is not a study written by rlx tune.")
+    kinds: dict[str, Any] = {
+        "algo": str, "env": str, "trials": int, "total_steps": (int, type(None)), "seed": int,
+        "evaluations": int, "eval_episodes": int, "env_kwargs": dict, "fixed": dict,
+    }  # fmt: skip
+    for name, value in data.items():
+        if name not in kinds or not isinstance(value, kinds[name]) or isinstance(value, bool):
+            raise ConfigError(
+                f"{where} records the study setting {name}={value!r}, which is not one rlx tune "
+                "writes; the study folder is damaged or was written by another program."
+            )
     return StudySettings(**data)
 
 
@@ -1031,7 +1058,7 @@ _STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed",
 
 def _record(trial: Any, folder: Path) -> TrialRecord:
     attrs = trial.user_attrs
-    run_dir = folder / attrs.get("run_dir", TRIAL_DIR.format(number=trial.number))
+    run_dir = trial_folder(folder, trial.number, attrs.get("run_dir"))
     return TrialRecord(
         number=trial.number,
         state=_STATES.get(trial.state.name, trial.state.name.lower()),
@@ -1044,6 +1071,28 @@ def _record(trial: Any, folder: Path) -> TrialRecord:
         error=attrs.get("error"),
         intermediate=dict(trial.intermediate_values),
     )
+
+
+def trial_folder(folder: Path, number: int, recorded: Any) -> Path:
+    """The run folder of trial ``number``, as the study's journal records it (``trial-NNNN``
+    when it records none): a ConfigError unless it is a folder's name inside the study
+    (relative, no ``..``, no link out of it), so a journal never points rlx elsewhere."""
+    name = TRIAL_DIR.format(number=number) if recorded is None else recorded
+    parts = Path(name).parts if isinstance(name, str) else ()
+    run_dir = folder / name if parts else folder
+    inside = (
+        len(parts) == 1
+        and not Path(name).is_absolute()
+        and parts[0] not in ("..", ".")
+        and not run_dir.is_symlink()
+        and run_dir.resolve().parent == folder.resolve()
+    )
+    if not inside:
+        raise ConfigError(
+            f"{folder / STORAGE_FILE} records {name!r} as trial {number}'s run folder, which is "
+            f"not a folder inside the study (a name such as {TRIAL_DIR.format(number=number)!r})."
+        )
+    return run_dir
 
 
 def write_best(result: StudyResult) -> Path | None:
@@ -1082,6 +1131,12 @@ def _storage(folder: Path) -> Any:
     optuna = _optuna()
     from optuna.storages.journal import JournalFileBackend
 
+    journal = folder / STORAGE_FILE  # Optuna appends to what it names (its lock is a link)
+    if journal.is_symlink() or journal.is_dir():
+        raise ConfigError(
+            f"{journal} is a link or a folder, not the study's own file; rlx tune writes a "
+            "study only into a real file: remove it, or use another study folder."
+        )
     return optuna.storages.JournalStorage(JournalFileBackend(str(folder / STORAGE_FILE)))
 
 
@@ -1097,6 +1152,10 @@ def _open_study(folder: Path, *, worker: int = 0, settings: StudySettings | None
         study = optuna.load_study(study_name=STUDY_NAME, storage=storage)
     except KeyError as exc:
         raise ConfigError(f"{folder}/{STORAGE_FILE} holds no rlx study.") from exc
+    except (ValueError, RecursionError) as exc:  # a journal line rlx tune did not write
+        raise ConfigError(
+            f"{folder}/{STORAGE_FILE} is not a journal rlx tune can read ({type(exc).__name__})."
+        ) from exc
     if settings is None:
         return study
     import numpy as np
@@ -1124,7 +1183,9 @@ def _locked(path: Path) -> Iterator[None]:
     except ImportError:  # not POSIX: one worker at a time is the user's to keep
         yield
         return
-    with open(path, "a") as handle:
+    from rlx.runs.files import append_file
+
+    with append_file(path) as handle:  # never through a link planted at its name
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -385,7 +385,7 @@ def test_trl_algo_guess(keys, algo):
 # ---------------------------------------------------------------------------- errors
 def test_malformed_json_names_the_file(tmp_path):
     path = write(tmp_path / "trainer_state.json", '{"log_history": [')
-    with pytest.raises(RunError, match=re.escape(f"{path} is not readable JSON")):
+    with pytest.raises(RunError, match=re.escape(f"{path} is not valid JSON")):
         read_foreign(tmp_path)
 
 

@@ -30,12 +30,12 @@ allow it.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rlx.errors import CheckpointError, EnvError
+from rlx.runs.files import loads_json
 
 KINDS = ("id", "entry_point", "gymnasium_spec", "unrebuildable")
 GYMNASIUM_WRAPPERS = "gymnasium.wrappers"
@@ -96,7 +96,7 @@ class EnvRecipe:
     def label(self) -> str:
         """A short printable name (the id, the entry point, or the spec's id)."""
         if self.kind == "gymnasium_spec":
-            return str(json.loads(self.target).get("id", "env"))
+            return str(loads_json(self.target).get("id", "env"))
         return self.target or "env"
 
     def make(self) -> Any:
@@ -145,7 +145,7 @@ class EnvRecipe:
         if module is not None:
             return [f"import the module {module!r} that the Gymnasium id {self.target!r} names"]
         if self.kind == "gymnasium_spec":
-            return _spec_code(json.loads(self.target))
+            return _spec_code(loads_json(self.target))
         return []
 
     def cleared(
@@ -230,7 +230,7 @@ def _check_spec(target: str) -> None:
     from gymnasium.envs.registration import EnvSpec
 
     try:
-        spec = json.loads(target)
+        spec = loads_json(target)
     except ValueError:
         raise _malformed("holds a Gymnasium spec that is not JSON") from None
     if not isinstance(spec, dict):

@@ -108,7 +108,9 @@ def evaluate(
         from rlx.core.video import VideoOptions, record_episodes
 
         options = video_options or VideoOptions()
-        clip = record_episodes(agent, env, target, options, seed=seed, deterministic=deterministic)
+        root = getattr(agent, "run_dir", None) if video is True else None  # its run folder
+        clip = record_episodes(agent, env, target, options, seed=seed,
+                               deterministic=deterministic, root=root)  # fmt: skip
     if isinstance(env, str) and is_gridworld_id(env):
         env = gridworld_from_id(env)
     if isinstance(env, TabularMDP):

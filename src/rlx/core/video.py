@@ -116,16 +116,18 @@ def record_episodes(
     *,
     seed: int = 0,
     deterministic: bool = True,
+    root: str | Path | None = None,
 ) -> Clip:
     """Play ``options.episodes`` episodes of ``agent`` on ``env`` (an id, a recipe, a factory
     or an env made with ``render_mode="rgb_array"``) from ``seed`` and write them to ``path``
-    as a GIF. RenderError, before anything is written, when the env cannot draw frames."""
+    as a GIF (``root``: the run folder it lies in, :func:`write_gif`). RenderError, before
+    anything is written, when the env cannot draw frames."""
 
     options = options or VideoOptions()
     with headless():
         frames, episodes, fps = _frames(agent, env, options, seed, deterministic)
     frame_ms = 1000.0 * options.frame_skip / fps
-    return write_gif(frames, path, frame_ms, episodes=episodes)
+    return write_gif(frames, path, frame_ms, episodes=episodes, root=root)
 
 
 def _frames(
@@ -276,11 +278,16 @@ def write_gif(
     frame_ms: float | Sequence[float],
     *,
     episodes: int = 1,
+    root: str | Path | None = None,
 ) -> Clip:
     """Write RGB ``frames`` (all of one size) to ``path`` as a looping GIF, each shown
     ``frame_ms`` milliseconds (one figure, or one per frame), the last one longer. The file
-    appears whole or not at all: written beside it, then renamed over it."""
+    appears whole or not at all: written beside it under a new name, then renamed over it,
+    never through a link (:func:`rlx.runs.files.atomic_file`; ``root``: the run folder, from
+    which no link is followed)."""
     from PIL import Image
+
+    from rlx.runs.files import atomic_file
 
     if not frames:
         raise ConfigError("a clip needs at least one frame; the episode gave none.")
@@ -293,20 +300,15 @@ def write_gif(
     durations[-1] = max(durations[-1], LAST_FRAME_MS)
     # GIF stores hundredths of a second
     durations = [max(MIN_FRAME_MS, round(ms / 10.0) * 10) for ms in durations]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.part")
-    try:
+    with atomic_file(path, root=root) as handle:
         images[0].save(
-            part,
+            handle,
             format="GIF",
             save_all=True,
             append_images=images[1:],
             duration=durations,
             loop=0,
         )
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
     return Clip(path, len(images), images[0].size, episodes)
 
 

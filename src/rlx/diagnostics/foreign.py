@@ -20,7 +20,6 @@ values are kept (the doctor has a rule for them); an empty CSV cell means "not l
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from rlx import metrics as M
 from rlx.diagnostics.series import RunLog, Series
 from rlx.errors import RunError
+from rlx.runs.files import load_json_file
 
 Transform = Callable[[float], float]
 Target = str | tuple[str, Transform]
@@ -407,10 +407,7 @@ def _add_history_entry(
 
 
 def _json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path} is not readable JSON ({exc}).") from exc
+    data = load_json_file(path)  # bounded: depth, size, an integer's digits
     if not isinstance(data, dict):
         raise RunError(f"{path} holds a JSON {type(data).__name__}; expected a trainer state.")
     return data
@@ -502,10 +499,15 @@ def _event_scalars(path: Path) -> Points:
     for tag in tags.get(ea.TENSORS, []):
         if accumulator.SummaryMetadata(tag).plugin_data.plugin_name != "scalars":
             continue  # text, histograms ...
-        scalars[tag] = {
-            float(e.step): float(tensor_util.make_ndarray(e.tensor_proto).item())
-            for e in accumulator.Tensors(tag)
-        }
+        points = {}
+        for e in accumulator.Tensors(tag):
+            try:
+                value = tensor_util.make_ndarray(e.tensor_proto)
+            except Exception:  # a tensor its own library cannot read: no point
+                continue
+            if value.size == 1 and value.dtype.kind in "biuf":  # a scalar, as the plugin writes
+                points[float(e.step)] = float(value.reshape(()))
+        scalars[tag] = points
     return scalars
 
 

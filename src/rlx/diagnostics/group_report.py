@@ -43,8 +43,9 @@ from rlx.diagnostics.group_doctor import (
     doctor_group,
     training_returns,
 )
-from rlx.diagnostics.report import CSS, REPORT_FILE, RUN_COLORS, figure_svg
+from rlx.diagnostics.report import CSS, REPORT_FILE, RUN_COLORS, figure_svg, plain_label
 from rlx.errors import ConfigError
+from rlx.runs.files import write_atomic
 
 SMOOTHING_SHARE = 20
 """Each seed's returns are averaged over ``episodes / SMOOTHING_SHARE`` episodes (1 to 100)."""
@@ -77,8 +78,7 @@ def report_groups(
     diagnoses = [doctor_group(group) for group in groups]
     path = Path(out) if out is not None else _default_out(diagnoses)
     page = render_group_html(diagnoses, title or _default_title(diagnoses))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, page)  # never through a link planted at the page's name
     return path
 
 
@@ -223,7 +223,7 @@ def final_returns_svg(rows: Sequence[Row]) -> str:
             if np.isfinite(low) and np.isfinite(high):
                 ax.plot([low, high], [y, y], color=color, lw=6, alpha=0.35, solid_capstyle="butt")
             ax.plot([finals.iqm], [y], "|", color=color, ms=18, mew=2.5)
-    ax.set_yticks(range(len(rows)), [label for label, _, _ in rows])
+    ax.set_yticks(range(len(rows)), [plain_label(label) for label, _, _ in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.invert_yaxis()
     return figure_svg(fig)

@@ -49,7 +49,8 @@ from rlx.diagnostics.doctor import (
 from rlx.diagnostics.rules import RULES
 from rlx.diagnostics.series import RunLog, Series
 from rlx.diagnostics.sources import episode_series
-from rlx.errors import ConfigError
+from rlx.errors import ConfigError, RunError
+from rlx.runs.files import read_regular, write_atomic
 from rlx.runs.folder import newest_video
 
 REPORT_FILE = "report.html"
@@ -120,8 +121,7 @@ def report(
     ]
     path = Path(out) if out is not None else _default_out(reported)
     page = render_html(reported, title or _default_title(reported), page=path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, page)  # never through a link planted at the page's name
     return path
 
 
@@ -295,9 +295,13 @@ def _videos_html(runs: Sequence[ReportedRun], page: Path | None) -> str:
         clip = newest_video(source) if source.is_dir() else None
         if clip is None:
             continue
-        size = clip.stat().st_size
+        size = clip.lstat().st_size
         if size <= MAX_INLINE_VIDEO_BYTES:
-            src = "data:image/gif;base64," + base64.b64encode(clip.read_bytes()).decode("ascii")
+            try:  # the folder's own regular file, opened without following a link
+                data = read_regular(clip, source, limit=MAX_INLINE_VIDEO_BYTES)
+            except RunError:
+                continue
+            src = "data:image/gif;base64," + base64.b64encode(data).decode("ascii")
             where = f"{clip.parent.name}/{clip.name}"
         else:
             base = (page or Path(REPORT_FILE)).resolve().parent
@@ -639,9 +643,12 @@ def _finish(fig: Any, ax: Any) -> str:
 
 def figure_svg(fig: Any) -> str:
     """The figure as an inline ``<svg>`` element: text kept as text (searchable, and no
-    embedded glyphs), no XML prologue, no date (so a page is reproducible)."""
+    embedded glyphs), no XML prologue, no date (so a page is reproducible). Every text but
+    the axes' own (ticks, their offsets) is drawn as it is: titles, legends and annotations
+    hold a folder's names (metrics, runs, heal labels), whose ``$`` is no mathtext."""
     import matplotlib
 
+    _plain_texts(fig)
     buffer = io.StringIO()
     # one short font list: matplotlib writes the whole fallback list into every <text>
     with matplotlib.rc_context(
@@ -650,6 +657,26 @@ def figure_svg(fig: Any) -> str:
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     return text[text.index("<svg") :].strip()
+
+
+def plain_label(text: str) -> str:
+    """``text`` for a tick label matplotlib draws as given: its ``$`` escaped, no mathtext
+    (the other texts of a figure are plain already, :func:`figure_svg`)."""
+    return str(text).replace("$", r"\$")
+
+
+def _plain_texts(artist: Any) -> None:
+    """``parse_math=False`` on every text under ``artist`` outside its axes' ``Axis`` objects
+    (whose tick labels matplotlib writes as mathtext on a log scale)."""
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    for child in artist.get_children():
+        if isinstance(child, Axis):
+            continue
+        if isinstance(child, Text):
+            child.set_parse_math(False)
+        _plain_texts(child)
 
 
 def _downsample(series: Series, max_points: int = MAX_PLOT_POINTS) -> Series:

@@ -39,7 +39,11 @@ from rlx.diagnostics.report import (
     learning_curve_svg,
     report,
 )
+from rlx.errors import RunError
+from rlx.runs.files import read_regular, write_atomic
 
+MAX_YAML_BYTES = 1 << 20
+"""The largest ``best.yaml`` the page shows (rlx writes a few hundred bytes)."""
 STUDY_CSS = """
 .states span { margin-right: 1.2em; }
 tr.state-pruned td { background: #fff8e1; } tr.state-failed td { background: #fdecea; }
@@ -69,8 +73,7 @@ def study_report(
         _trial_report(trial.run_dir)
     page = render_study(result, title or f"rlx tune: {result.settings.algo} on "
                         f"{result.settings.env} ({result.study_dir})", path.parent)  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, page)  # never through a link planted at the page's name
     return path
 
 
@@ -154,7 +157,11 @@ def _best_html(result: Any, page_dir: Path) -> str:
         f"<code>rlx train --config {_e(result.best_file)}</code>:</p>"
     )
     if result.best_file.is_file():
-        parts.append(f'<pre class="yaml">{_e(result.best_file.read_text())}</pre>')
+        try:  # the study's own regular file, never one a link planted there points to
+            best_yaml = read_regular(result.best_file, result.study_dir, limit=MAX_YAML_BYTES)
+            parts.append(f'<pre class="yaml">{_e(best_yaml.decode("utf-8", "replace"))}</pre>')
+        except RunError as exc:
+            parts.append(f"<p>{_e(exc)}</p>")
     curve = _curve(best.run_dir, f"trial {best.number}")
     if curve is not None:
         svg, notes = curve

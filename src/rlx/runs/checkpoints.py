@@ -30,7 +30,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rlx.errors import CheckpointError
+from rlx.runs.files import atomic_file
 from rlx.runs.folder import CHECKPOINT_DIR
 
 LATEST = "latest"
@@ -217,18 +217,10 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
 
 
 def _write_atomic(final: Path, step: int, state: dict[str, Any]) -> None:
-    """Write to a temporary file beside ``final``, flush it to disk, rename it over ``final``."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=final.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            _write(f, int(step), state)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write to a temporary file beside ``final``, flush it to disk, rename it over ``final``
+    (never through a link: :func:`rlx.runs.files.atomic_file`)."""
+    with atomic_file(final) as handle:
+        _write(handle, int(step), state)
 
 
 def _write(handle: Any, step: int, state: dict[str, Any]) -> None:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlx.errors import RunError
+from rlx.runs.files import JsonDepthError, load_json_file, loads_json, open_text, write_atomic
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -43,6 +43,9 @@ REPORT_FILE = "report.html"
 VIDEO_DIR = "videos"
 WANDB_DIR = "wandb"
 ADAPTER_DIR = "adapter"
+STUDY_JOURNAL = "study.journal"
+"""The journal of an ``rlx tune`` study (Optuna's storage): the file that makes a folder a
+study (:data:`rlx.tune.STORAGE_FILE`)."""
 PREVIOUS_DIR = ".rlx-previous"
 """Where a run that starts over (or resumes) keeps the files it replaces until it has really
 started, so that a run refused at the start leaves the folder as it was."""
@@ -118,9 +121,11 @@ def video_file(run_dir: str | Path, step: int | None) -> Path:
 
 
 def newest_video(run_dir: str | Path) -> Path | None:
-    """The clip of a run folder written last (what the report shows), or None."""
+    """The clip of a run folder written last (what the report shows), or None; a link is
+    none (the folder's own files only)."""
     folder = Path(run_dir) / VIDEO_DIR
-    clips = [p for p in folder.glob("*.gif") if p.is_file()] if folder.is_dir() else []
+    real = folder.is_dir() and not folder.is_symlink()
+    clips = [p for p in folder.glob("*.gif") if p.is_file() and not p.is_symlink()] if real else []
     return max(clips, key=lambda p: (p.stat().st_mtime_ns, p.name), default=None)
 
 
@@ -157,21 +162,23 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[float, float]]]:
     """Metric name -> ``[(step, value), ...]`` from ``metrics.jsonl``, in file order.
 
     Only numeric values are kept (``step`` and ``wall_s`` are not metrics); a line torn by a
-    crash is skipped, everything before it counts. A number too large for a float is infinite
-    (a line with one too long for Python to read is skipped); a line that is JSON but not an
-    object is a RunError naming it, as is one without a numeric ``step``.
+    crash is skipped, everything before it counts. A number too large for a float is infinite;
+    a line that is JSON but not an object, nests too deeply (:func:`.files.loads_json`) or has
+    no numeric ``step`` is a RunError naming it.
     """
     path = Path(run_dir) / METRICS_FILE
     points: dict[str, list[tuple[float, float]]] = {}
     if not path.exists():
         return points
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except ValueError:  # torn, or an integer of more digits than Python converts
+                row = loads_json(line)
+            except JsonDepthError as exc:
+                raise RunError(f"{path}, line {number}: not a metrics row ({exc}).") from exc
+            except ValueError:  # torn by a crash
                 continue
             if not isinstance(row, dict):
                 raise RunError(f"{path}, line {number}: not a JSON object.")
@@ -199,7 +206,7 @@ def read_episodes(run_dir: str | Path) -> list[tuple[float, float, float]]:
     if not path.exists():
         return []
     rows = []
-    with path.open(newline="", encoding="utf-8") as handle:
+    with open_text(path, newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             try:
                 rows.append((float(row["step"]), float(row["return"]), float(row["length"])))
@@ -208,32 +215,24 @@ def read_episodes(run_dir: str | Path) -> list[tuple[float, float, float]]:
     return rows
 
 
-def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` beside ``path`` and rename it into place: never half a file."""
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")
-    os.replace(tmp, path)
+def write_json_atomic(path: Path, data: Mapping[str, Any], *, root: Path | None = None) -> None:
+    """Write ``data`` to ``path`` whole, never through a link (:func:`.files.write_atomic`;
+    ``root``: the folder from which no link is followed)."""
+    text = json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n"
+    write_atomic(path, text, root=root)
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file; RunError naming the file when it is missing or not JSON."""
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError as exc:
-        raise RunError(f"{path} does not exist; is {path.parent} an rlx run folder?") from exc
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from exc
-    except UnicodeDecodeError as exc:
-        raise RunError(f"{path} is not valid JSON (not UTF-8 text).") from exc
-    except OSError as exc:
-        raise RunError(f"{path} cannot be read ({exc.strerror or exc}).") from exc
+    """A JSON object file, bounded (:func:`.files.load_json_file`); RunError naming the file
+    when it is missing or not JSON."""
+    return load_json_file(path)
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
-    """A JSON object file, or ``{}`` when it is missing or unreadable."""
+    """A JSON object file, or ``{}`` when it is missing, unreadable or not JSON rlx reads."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):  # missing, unreadable, not UTF-8 or not JSON
+        data = load_json_file(path)
+    except RunError:
         return {}
     return data if isinstance(data, dict) else {}
 

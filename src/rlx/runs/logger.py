@@ -20,6 +20,7 @@ import numpy as np
 
 from rlx.errors import ConfigError
 from rlx.metrics import PROGRESS_METRICS
+from rlx.runs.files import append_file
 from rlx.runs.folder import EPISODE_COLUMNS, EPISODES_FILE, METRICS_FILE, TENSORBOARD_DIR
 
 
@@ -51,9 +52,10 @@ class MetricLogger:
         if write:
             # kept open for the whole run and closed by close(); line-buffered so a crash loses
             # nothing
-            self._metrics = open(run_dir / METRICS_FILE, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+            # nothing is written through a link planted at a log's name (rlx.runs.files)
+            self._metrics = append_file(run_dir / METRICS_FILE, buffering=1, encoding="utf-8")
             new_csv = not (run_dir / EPISODES_FILE).exists()
-            self._episodes_file = open(run_dir / EPISODES_FILE, "a", newline="", encoding="utf-8")  # noqa: SIM115
+            self._episodes_file = append_file(run_dir / EPISODES_FILE, newline="", encoding="utf-8")
             self._episodes = csv.writer(self._episodes_file)
             if new_csv:
                 self._episodes.writerow(EPISODE_COLUMNS)

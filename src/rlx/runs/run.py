@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import platform
@@ -40,6 +39,7 @@ from rlx.runs.checkpoints import (
     save_checkpoint,
     step_checkpoint,
 )
+from rlx.runs.files import loads_json, open_text, write_atomic
 from rlx.runs.folder import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -562,11 +562,13 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
     metrics = run_dir / METRICS_FILE
     if metrics.exists():
         kept = []
-        for line in metrics.read_text().splitlines():
+        with open_text(metrics, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        for line in lines:
             try:
-                row = json.loads(line)
+                row = loads_json(line)
             except ValueError:
-                continue  # a line cut short by a crash (or not rlx's: too long a number)
+                continue  # a line cut short by a crash (or not rlx's: nested too deeply)
             logged = row.get("step", 0) if isinstance(row, dict) else None
             if not _real(logged):
                 continue  # not a row rlx wrote
@@ -575,12 +577,13 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
                 wall_s = row.get("wall_s", 0.0)
                 if _real(wall_s) and math.isfinite(as_float(wall_s)):
                     wall = max(wall, float(wall_s))
-        metrics.write_text("".join(k + "\n" for k in kept))
+        write_atomic(metrics, "".join(k + "\n" for k in kept))
     episodes = run_dir / EPISODES_FILE
     if episodes.exists():
-        lines = episodes.read_text().splitlines()
+        with open_text(episodes, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
         kept = lines[:1] + [ln for ln in lines[1:] if (_csv_step(ln) or 0) <= step]
-        episodes.write_text("".join(k + "\n" for k in kept))
+        write_atomic(episodes, "".join(k + "\n" for k in kept))
     return wall
 
 

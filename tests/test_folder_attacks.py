@@ -1,0 +1,474 @@
+"""Folders stay data: run and study folders attacked as their author could attack them (a folder
+travels: papers, model hubs, colleagues), each attack beside the honest case, each verdict
+asserted.
+
+- a study's journal that names env code runs none of it on ``rlx tune --study-dir`` without
+  ``--trust-env-code`` (consent is the only gate: with it, the code runs);
+- links planted in a folder (``.tmp-config.json``, ``report.html``, a clip's temporary and
+  final names, ``best.yaml``, ``videos/*.gif``) are never written through nor inlined: their
+  targets stay as they were, and the page holds none of their bytes;
+- a study trial whose journal records a run folder outside the study is one sentence;
+- ``ray_address`` and ``allow_unisolated`` a folder records are dropped, with one line naming
+  the flag, unless the user gives them on this command; a config file of the user's own keeps
+  them;
+- malformed content (a YAML alias bomb, JSON nested 100k deep, a TensorBoard "scalar" of shape
+  [2], a metric named ``$...$``, an integer of 5000 digits) is one :class:`rlx.errors.RLXError`
+  sentence, exit 2, or read as data: never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import rlx
+from rlx import registry
+from rlx.cli import main
+from rlx.errors import EnvError, RLXError
+from tests.runs import toy_drift
+
+SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nthe user's key\n"
+
+
+# ---------------------------------------------------------------------------- a toy with flags
+@dataclasses.dataclass(frozen=True)
+class FlagsConfig(toy_drift.DriftConfig):
+    """toy-drift with the two fields only the user sets."""
+
+    ray_address: str | None = None
+    """join the Ray cluster at HOST:PORT (the toy joins nothing)"""
+    allow_unisolated: bool = False
+    """run model-written code unisolated (the toy runs none)"""
+
+
+FLAGS = dataclasses.replace(toy_drift.DRIFT, name="toy-drift-flags", config=FlagsConfig)
+if FLAGS.name not in registry._REGISTRY:
+    registry.register(FLAGS)
+QUICK = {"total_steps": 20, "progress": False, "doctor": False}
+
+
+def cli(argv, capsys) -> tuple[int, str]:
+    """``rlx ARGV`` in this process: its exit code and its stderr."""
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    return int(code or 0), capsys.readouterr().err
+
+
+def one_sentence(err: str) -> None:
+    assert "Traceback" not in err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, err
+
+
+def victim(tmp_path: Path) -> Path:
+    """A file of the user's outside every folder (a private key)."""
+    path = tmp_path / "id_rsa"
+    path.write_bytes(SECRET)
+    return path
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("toy") / "run"
+    rlx.train(FLAGS.name, "X", run_dir=run, **QUICK)
+    return run
+
+
+def copy_run(source: Path, where: Path, name: str = "run") -> Path:
+    run = where / name
+    shutil.copytree(source, run, symlinks=True)
+    return run
+
+
+def edit_config(run: Path, **fields) -> None:
+    path = run / "config.json"
+    record = json.loads(path.read_text())
+    record["config"].update(fields)
+    path.write_text(json.dumps(record))
+
+
+# ---------------------------------------------------------------------------- a study's env code
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> Path:
+    """An honest study of one tabular trial (a registered id: no code to consent to)."""
+    pytest.importorskip("optuna")
+    folder = tmp_path_factory.mktemp("study") / "study"
+    result = rlx.tune("q-learning", "FrozenLake-v1", study_dir=folder, trials=1, episodes=1_000,
+                      eval_episodes=20, env_kwargs={"is_slippery": False})  # fmt: skip
+    assert result.best is not None and (folder / "best.yaml").is_file()
+    return folder
+
+
+def hostile_study(study: Path, where: Path, marker: Path) -> Path:
+    """A copy of the study whose journal names ``os:system`` touching ``marker`` as its env."""
+    from rlx.tune import SETTINGS_ATTR, create_study
+
+    folder = where / "study"
+    shutil.copytree(study, folder, symlinks=True)
+    journal = create_study(folder)
+    settings = dict(journal.user_attrs[SETTINGS_ATTR])
+    settings.update(env="os:system", env_kwargs={"command": f"touch {marker}"}, trials=2)
+    journal.set_user_attr(SETTINGS_ATTR, settings)
+    return folder
+
+
+def test_a_study_resumed_runs_no_env_code_its_journal_names(study, tmp_path, capsys):
+    marker = tmp_path / "MARKER"
+    folder = hostile_study(study, tmp_path, marker)
+    with pytest.raises(EnvError, match=r"'os:system'.*trust_env_code=True"):
+        rlx.tune(study_dir=folder)
+    code, err = cli(["tune", "--study-dir", folder], capsys)
+    assert code == 2 and "--trust-env-code" in err and "the study folder" in err
+    one_sentence(err)
+    assert not marker.exists()
+    # consent is the only gate: with it, the folder's code runs (and fails as an env)
+    with pytest.raises(Exception):  # noqa: B017 - os.system returns no env
+        rlx.tune(study_dir=folder, trust_env_code=True)
+    assert marker.exists()
+
+
+def test_a_study_of_a_registered_id_resumes_without_consent(study, tmp_path):
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder, symlinks=True)
+    result = rlx.tune(study_dir=folder, trials=2)
+    assert len(result.trials) == 2
+
+
+# ---------------------------------------------------------------------------- links in a study
+def test_a_trial_run_folder_outside_the_study_is_one_sentence(study, tmp_path, capsys):
+    from rlx.tune import create_study
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.json").write_text("{}")
+    honest = tmp_path / "honest"
+    shutil.copytree(study, honest, symlinks=True)
+    code, err = cli(["report", honest], capsys)
+    assert code == 0 and (honest / "report.html").is_file()
+    for recorded in (str(outside), "../elsewhere", "trial-0000/../../elsewhere"):
+        folder = tmp_path / f"study-{abs(hash(recorded))}"
+        shutil.copytree(study, folder, symlinks=True)
+        journal = create_study(folder)
+        trial = journal.ask()
+        trial.set_user_attr("run_dir", recorded)
+        journal.tell(trial, 1.0)
+        code, err = cli(["report", folder], capsys)
+        assert code == 2 and "not a folder inside the study" in err
+        one_sentence(err)
+        assert sorted(p.name for p in outside.iterdir()) == ["config.json"]
+
+
+def test_a_trial_folder_linked_out_of_the_study_is_refused(study, tmp_path, capsys):
+    outside = copy_run(study / "trial-0000", tmp_path, "elsewhere")
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder, symlinks=True)
+    shutil.rmtree(folder / "trial-0000")
+    (folder / "trial-0000").symlink_to(outside)
+    code, err = cli(["report", folder], capsys)
+    assert code == 2 and "not a folder inside the study" in err
+    assert not (outside / "report.html").exists()
+
+
+def test_best_yaml_linked_to_a_key_is_neither_inlined_nor_written_through(study, tmp_path):
+    from rlx.diagnostics.study_report import study_report
+    from rlx.tune import read_study, write_best
+
+    key = victim(tmp_path)
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder, symlinks=True)
+    honest = study_report(folder).read_text()
+    assert "algo: q-learning" in honest  # the study's own best.yaml is shown
+    (folder / "best.yaml").unlink()
+    (folder / "best.yaml").symlink_to(key)
+    (folder / "report.html").unlink()
+    page = study_report(folder).read_text()
+    assert "the user&#x27;s key" not in page and "PRIVATE KEY" not in page
+    write_best(read_study(folder))  # replaces the link, never writes through it
+    assert key.read_bytes() == SECRET
+    assert not (folder / "best.yaml").is_symlink()
+    assert "algo: q-learning" in (folder / "best.yaml").read_text()
+
+
+def test_a_linked_journal_is_refused(study, tmp_path, capsys):
+    folder = tmp_path / "study"
+    shutil.copytree(study, folder, symlinks=True)
+    real = tmp_path / "real.journal"
+    shutil.move(folder / "study.journal", real)
+    (folder / "study.journal").symlink_to(real)
+    before = real.read_bytes()
+    code, err = cli(["tune", "--study-dir", folder, "--trials", "2"], capsys)
+    assert code == 2 and "is a link" in err
+    one_sentence(err)
+    assert real.read_bytes() == before
+
+
+# ---------------------------------------------------------------------------- links in a run
+def test_resume_never_writes_through_a_planted_temporary(toy_run, tmp_path, capsys):
+    key = victim(tmp_path)
+    run = copy_run(toy_run, tmp_path)
+    (run / ".tmp-config.json").symlink_to(key)
+    (run / ".tmp-summary.json").symlink_to(key)
+    code, err = cli(["train", FLAGS.name, "--resume", "--run-dir", run, "--total-steps", 30,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert key.read_bytes() == SECRET
+    assert json.loads((run / "summary.json").read_text())["steps"] == 30  # the honest resume
+
+
+def test_logs_planted_as_links_are_never_appended_to(toy_run, tmp_path, capsys):
+    key = victim(tmp_path)
+    run = copy_run(toy_run, tmp_path)
+    for name in ("metrics.jsonl", "episodes.csv"):
+        (run / name).unlink(missing_ok=True)
+        (run / name).symlink_to(key)
+    code, err = cli(["train", FLAGS.name, "--resume", "--run-dir", run, "--total-steps", 30,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert key.read_bytes() == SECRET
+    assert code == 0 or (code == 2 and "Traceback" not in err)
+
+
+def test_report_never_writes_through_a_planted_page(toy_run, tmp_path, capsys):
+    key = victim(tmp_path)
+    honest = copy_run(toy_run, tmp_path, "honest")
+    code, _ = cli(["report", honest], capsys)
+    assert code == 0 and "<html" in (honest / "report.html").read_text()
+    run = copy_run(toy_run, tmp_path)
+    (run / "report.html").symlink_to(key)
+    code, err = cli(["report", run], capsys)
+    assert code == 0, err
+    assert key.read_bytes() == SECRET
+    assert not (run / "report.html").is_symlink()
+
+
+def test_report_inlines_no_clip_that_is_a_link(toy_run, tmp_path):
+    from rlx.diagnostics.report import report
+
+    key = victim(tmp_path)
+    honest = copy_run(toy_run, tmp_path, "honest")
+    (honest / "videos").mkdir()
+    (honest / "videos" / "eval-step20.gif").write_bytes(b"GIF89a-honest")
+    assert "data:image/gif;base64," in report(honest).read_text()
+    for planted in ("file", "folder"):
+        run = copy_run(toy_run, tmp_path, planted)
+        if planted == "file":
+            (run / "videos").mkdir()
+            (run / "videos" / "eval-step20.gif").symlink_to(key)
+        else:
+            (tmp_path / "keys").mkdir()
+            (tmp_path / "keys" / "eval-step20.gif").write_bytes(SECRET)
+            (run / "videos").symlink_to(tmp_path / "keys")
+        page = report(run).read_text()
+        assert "data:image/gif" not in page and "LS0tLS1CRUdJTi" not in page  # base64 of it
+
+
+@pytest.fixture(scope="module")
+def ppo_run(tmp_path_factory) -> Path:
+    pytest.importorskip("pygame", reason="CartPole draws its frames with pygame")
+    run = tmp_path_factory.mktemp("ppo") / "run"
+    rlx.train("ppo", "CartPole-v1", total_steps=256, seed=0, run_dir=run, progress=False)
+    return run
+
+
+def test_eval_video_never_writes_through_a_planted_clip(ppo_run, tmp_path, capsys):
+    key = victim(tmp_path)
+    step = rlx.load(ppo_run).checkpoint_step
+    honest = copy_run(ppo_run, tmp_path, "honest")
+    code, err = cli(["eval", honest, "--episodes", 1, "--video"], capsys)
+    assert code == 0, err
+    assert (honest / "videos" / f"eval-step{step}.gif").read_bytes().startswith(b"GIF8")
+    run = copy_run(ppo_run, tmp_path)
+    (run / "videos").mkdir()
+    for name in (f".eval-step{step}.gif.part", f"eval-step{step}.gif"):
+        (run / "videos" / name).symlink_to(key)
+    code, err = cli(["eval", run, "--episodes", 1, "--video"], capsys)
+    assert code == 0, err
+    assert key.read_bytes() == SECRET
+    assert (run / "videos" / f"eval-step{step}.gif").read_bytes().startswith(b"GIF8")
+    # a videos folder that is a link out of the run: refused in one sentence
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    linked = copy_run(ppo_run, tmp_path, "linked")
+    (linked / "videos").symlink_to(elsewhere)
+    code, err = cli(["eval", linked, "--episodes", 1, "--video"], capsys)
+    assert code == 2 and "link" in err
+    one_sentence(err)
+    assert list(elsewhere.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- flags a folder sets
+def test_resume_drops_what_only_the_user_sets(toy_run, tmp_path, capsys):
+    run = copy_run(toy_run, tmp_path)
+    edit_config(run, ray_address="10.6.6.6:6379", allow_unisolated=True)
+    code, err = cli(["train", FLAGS.name, "--resume", "--run-dir", run, "--total-steps", 30,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "--ray-address 10.6.6.6:6379" in err and "--allow-unisolated" in err
+    config = json.loads((run / "config.json").read_text())["config"]
+    assert config["ray_address"] is None and config["allow_unisolated"] is False
+    # the user's flags on this command keep them
+    run = copy_run(toy_run, tmp_path, "given")
+    edit_config(run, ray_address="10.6.6.6:6379", allow_unisolated=True)
+    code, err = cli(["train", FLAGS.name, "--resume", "--run-dir", run, "--total-steps", 30,
+                     "--ray-address", "10.1.1.1:6379", "--allow-unisolated", "--no-progress"],
+                    capsys)  # fmt: skip
+    assert code == 0, err
+    assert "warning" not in err
+    config = json.loads((run / "config.json").read_text())["config"]
+    assert config["ray_address"] == "10.1.1.1:6379" and config["allow_unisolated"] is True
+
+
+def test_the_python_resume_drops_them_too(toy_run, tmp_path, capsys):
+    run = copy_run(toy_run, tmp_path)
+    edit_config(run, ray_address="10.6.6.6:6379", allow_unisolated=True)
+    rlx.train(FLAGS.name, run_dir=run, resume=True, total_steps=30, progress=False)
+    assert "ray_address='10.6.6.6:6379'" in capsys.readouterr().err
+    config = json.loads((run / "config.json").read_text())["config"]
+    assert config["ray_address"] is None and config["allow_unisolated"] is False
+    run = copy_run(toy_run, tmp_path, "given")
+    rlx.train(FLAGS.name, run_dir=run, resume=True, total_steps=30, progress=False,
+              allow_unisolated=True)  # fmt: skip
+    assert json.loads((run / "config.json").read_text())["config"]["allow_unisolated"] is True
+
+
+def test_a_folders_config_file_is_data_and_the_users_own_is_not(tmp_path, capsys):
+    text = f"algo: {FLAGS.name}\nenv: X\nconfig:\n  ray_address: 10.6.6.6:6379\n  total_steps: 20\n"
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "study.journal").write_text("")
+    (study / "best.yaml").write_text(text)
+    own = tmp_path / "mine.yaml"
+    own.write_text(text)
+    code, err = cli(["train", FLAGS.name, "--config", study / "best.yaml", "--run-dir",
+                     tmp_path / "a", "--no-progress"], capsys)  # fmt: skip
+    assert code == 0 and "--ray-address 10.6.6.6:6379" in err
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["config"]["ray_address"] is None
+    code, err = cli(["train", FLAGS.name, "--config", own, "--run-dir", tmp_path / "b",
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 0 and "warning" not in err
+    recorded = json.loads((tmp_path / "b" / "config.json").read_text())["config"]
+    assert recorded["ray_address"] == "10.6.6.6:6379"
+
+
+# ---------------------------------------------------------------------------- malformed content
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def test_a_yaml_alias_bomb_is_one_sentence(tmp_path, capsys):
+    honest = tmp_path / "honest.yaml"
+    honest.write_text("a: &a [1, 2]\nb: *a\nconfig:\n  total_steps: 20\n")
+    from rlx.config_file import read_config_file
+
+    assert read_config_file(honest).fields["b"] == [1, 2]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    code, err = cli(["train", FLAGS.name, "--config", bomb, "--run-dir", tmp_path / "r"], capsys)
+    assert code == 2 and str(bomb) in err and "expands into more than" in err
+    one_sentence(err)
+
+
+def deep(depth: int = 100_000) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("command", ["doctor", "report"])
+def test_json_nested_100k_deep_is_one_sentence(toy_run, tmp_path, capsys, command):
+    honest = copy_run(toy_run, tmp_path, "honest")
+    assert cli([command, honest], capsys)[0] == 0
+    run = copy_run(toy_run, tmp_path)
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 21, "x": ' + deep() + "}\n")
+    code, err = cli([command, run], capsys)
+    assert code == 2 and "metrics.jsonl, line" in err and "nested deeper" in err
+    one_sentence(err)
+    # summary.json is read as data: too deep, it is no summary
+    run = copy_run(toy_run, tmp_path, "summary")
+    (run / "summary.json").write_text(deep())
+    code, err = cli([command, run], capsys)
+    assert code in (0, 1, 3) and "Traceback" not in err
+    # config.json too deep: one sentence naming it
+    run = copy_run(toy_run, tmp_path, "config")
+    (run / "config.json").write_text('{"algo": "x", "config": ' + deep() + "}")
+    code, err = cli(["eval", run], capsys)
+    assert code == 2 and "config.json" in err and "nested deeper" in err
+    one_sentence(err)
+
+
+def trainer_state(tmp_path: Path, loss: str) -> Path:
+    folder = tmp_path / "trl"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(
+        '{"global_step": 2, "log_history": [{"step": 1, "loss": 1.0}, {"step": 2, "loss": '
+        + loss + "}]}"
+    )  # fmt: skip
+    return folder
+
+
+@pytest.mark.parametrize("case", ["honest", "digits", "deep"])
+def test_a_trl_log_with_a_huge_integer_or_deep_json(tmp_path, capsys, case):
+    loss = {"honest": "0.5", "digits": "9" * 5000, "deep": deep()}[case]
+    folder = trainer_state(tmp_path, loss)
+    code, err = cli(["doctor", folder], capsys)
+    assert "Traceback" not in err
+    if case == "deep":
+        assert code == 2 and "trainer_state.json" in err and "nested deeper" in err
+        one_sentence(err)
+    else:
+        assert code != 2, err
+        log = rlx.diagnostics.sources.read_run(folder)
+        assert len(log.get("loss")) == 2  # the 5000 digits read as the (infinite) float they are
+
+
+def write_events(folder: Path, shape: tuple[int, ...]) -> None:
+    """A TensorBoard event file with a ``scalars`` tensor of ``shape`` at steps 1 and 2."""
+    pytest.importorskip("tensorboard")
+    import numpy as np
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    writer = EventFileWriter(str(folder))
+    for step in (1, 2):
+        metadata = summary_pb2.SummaryMetadata(
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+        )
+        tensor = tensor_util.make_tensor_proto(np.full(shape, float(step), dtype=np.float32))
+        value = summary_pb2.Summary.Value(tag="loss", tensor=tensor, metadata=metadata)
+        writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+
+
+@pytest.mark.parametrize("shape", [(), (2,)])
+def test_a_tensorboard_scalar_that_is_no_scalar(tmp_path, capsys, shape):
+    write_events(tmp_path, shape)
+    _, err = cli(["doctor", tmp_path], capsys)
+    assert "Traceback" not in err
+    log = rlx.diagnostics.sources.read_run(tmp_path)
+    assert len(log.get("loss") or ()) == (2 if shape == () else 0)
+
+
+@pytest.mark.parametrize("name", ["loss", r"$\undefinedmacro{$", "$x$ and $", "$$"])
+def test_a_metric_named_as_mathtext_is_drawn_as_text(toy_run, tmp_path, name):
+    from rlx.diagnostics.report import report
+
+    run = copy_run(toy_run, tmp_path)
+    with (run / "metrics.jsonl").open("a") as f:
+        for step in (21, 22, 23):
+            f.write(json.dumps({"step": step, name: step / 10}) + "\n")
+    page = report(run).read_text()
+    assert f'data-metric="{name}"' in page or json.dumps(name)[1:-1] in page
+
+
+def test_every_refusal_is_an_rlx_error():
+    from rlx.runs.files import load_json_file
+
+    with pytest.raises(RLXError, match="does not exist"):
+        load_json_file(Path("/nonexistent/summary.json"))
