@@ -4,8 +4,9 @@ The same work on both sides: a program that defines ``add`` and the row's two as
 the same interpreter (the trainer's). The peer is what a user writes without a sandbox: the
 program and its tests joined in one file and run by ``subprocess.run([python, "-I", file])``,
 its exit status the verdict (no isolation, the verdict in the program's own hands). rlx runs
-the launcher in fresh namespaces, the program and the judge each in their own room with their
-own uid, and the verdict outside the program's reach (:mod:`rlx.llm.sandbox`).
+the program and the judge each in a bubblewrap room of its own (as root, each as its own
+sandbox uid), with the seccomp filter, and the verdict outside the program's reach
+(:mod:`rlx.llm.sandbox`).
 
 Reported: milliseconds per program, one program at a time (the latency a GRPO group of G
 completions pays ``ceil(G / max_workers)`` times), and programs per second with

@@ -39,13 +39,13 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ISOLATION = current_isolation()
 needs_namespaces = pytest.mark.skipif(
     not ISOLATION.namespaces,
-    reason="needs network/PID/mount namespaces: run as root with a working `unshare`",
+    reason="needs bubblewrap's namespaces: bwrap and unprivileged user namespaces",
 )
-needs_uid_drop = pytest.mark.skipif(
-    ISOLATION.uids is None,
-    reason="needs the uid change: run as root, with an interpreter an unprivileged uid can run",
+needs_uid_drop = pytest.mark.skipif(  # the host cannot be written: bubblewrap's rooms or a uid
+    ISOLATION.uids is None and not ISOLATION.namespaces,
+    reason="needs bubblewrap's rooms, or root for the uid change",
 )
-needs_process_isolation = pytest.mark.skipif(
+needs_process_isolation = pytest.mark.skipif(  # a PID namespace, or as root a uid change
     not (ISOLATION.namespaces or ISOLATION.uids is not None),
     reason="a fork bomb or kill(-1) without a PID namespace or uid change would hit the tests",
 )
@@ -56,8 +56,10 @@ def test_ci_has_the_isolation_the_hostile_tests_need():
     rather than running a fork bomb without a PID namespace, keeps the machine safe."""
     if os.environ.get("RLX_REQUIRE_ISOLATION") != "1":
         pytest.skip("isolation is required only where RLX_REQUIRE_ISOLATION=1 (CI)")
-    assert ISOLATION.namespaces, "no network/PID/mount namespaces: run as root with `unshare`"
-    assert ISOLATION.uids is not None, "no uid change: run as root"
+    assert ISOLATION.namespaces, "no bubblewrap rooms: install bwrap, allow user namespaces"
+    assert ISOLATION.seccomp, "no seccomp filter: install libseccomp and pyseccomp"
+    if os.geteuid() == 0:
+        assert ISOLATION.uids is not None, "no uid change as root"
 
 
 ADD_PROMPT = 'def add(a, b):\n    """The sum of a and b."""\n'
@@ -549,7 +551,9 @@ def test_writing_outside_the_folder_fails(tmp_path, where):
     target = folder / f"rlx_escape_{uuid.uuid4().hex}"
     try:
         reward = score(f"open({str(target)!r}, 'w').write('escaped')\n")
-        assert reward == 0.0
+        # in a room, a folder under /tmp may exist on the room's own tmpfs (on the way to a
+        # venv bound there), so the write may land there: never on the host
+        assert reward == 0.0 or str(target).startswith("/tmp/")
         assert not target.exists()
     finally:
         target.unlink(missing_ok=True)
@@ -613,8 +617,8 @@ def test_timeouts_run_concurrently():
 
 
 def test_fallback_without_namespaces_still_isolates_and_cleans_up():
-    """The path taken where ``unshare`` is missing: a host temporary folder, deleted after."""
-    fallback = choose_isolation(lambda option: option.unshare is None and probe(option))
+    """The path taken where bubblewrap cannot run: a host temporary folder, deleted after."""
+    fallback = choose_isolation(lambda option: option.bwrap is None and probe(option))
     before = set(Path(tempfile.gettempdir()).glob("rlx-sandbox-*"))
     write = "open('state.txt', 'w').write('x')\n"
     assert run_sandboxed(write, timeout_s=HONEST_TIMEOUT_S, isolation=fallback).passed

@@ -22,7 +22,11 @@ from rlx.llm.sandbox import current_isolation, python_tests_reward, run_many, ru
 TIMEOUT_S = 2.0
 ISOLATION = current_isolation()
 needs_namespaces = pytest.mark.skipif(
-    not ISOLATION.namespaces, reason="needs the namespaces: root and a working `unshare`"
+    not ISOLATION.namespaces, reason="needs bubblewrap's rooms (bwrap, user namespaces)"
+)
+needs_read_only_host = pytest.mark.skipif(
+    ISOLATION.uids is None and not ISOLATION.namespaces,
+    reason="needs bubblewrap's rooms or, as root, the uid change",
 )
 needs_uids = pytest.mark.skipif(ISOLATION.uids is None, reason="needs the uid change: root")
 
@@ -524,7 +528,7 @@ def test_attack_scores_zero(name, attack):
     assert score(program, tests) == 0.0, name
 
 
-@needs_uids
+@needs_read_only_host
 def test_attack_writing_into_the_project_or_the_installed_packages_fails():
     """The host is read-only to the sandbox: nothing a program writes reaches the project,
     the interpreter's folders or the installed packages."""

@@ -2,60 +2,68 @@
 tests, in a sandbox.
 
 A completion scores 1.0 when its program passes its row's tests (or the share of checks it
-passes, with ``partial=True``), and 0.0 otherwise. Three processes take part:
+passes, with ``partial=True``), and 0.0 otherwise. Two sandboxed processes take part, each in a
+**room** of its own (:mod:`~rlx.llm.sandbox.isolation`), started and supervised by the trainer
+(:mod:`~rlx.llm.sandbox.process`), which runs neither the program nor the tests:
 
-1. the **launcher** (:mod:`~rlx.llm.sandbox.launcher`), the trainer's process in fresh network,
-   PID, IPC and mount namespaces: it makes the host read-only, forks the other two into rooms of
-   their own and supervises them; it runs neither the program nor the tests;
-2. the **program** (``prompt + completion``, :mod:`~rlx.llm.sandbox.server`), forked before the
-   launcher reads the tests: it only defines its names, then answers calls to them;
-3. the **judge** (:mod:`~rlx.llm.sandbox.judge`), forked with the tests into a second room as a
-   second uid: it runs them with the program's names bound to plain data and to handles that
-   can only be called, read, iterated or printed (:mod:`~rlx.llm.sandbox.wire`). Every question
-   a test asks (``==``, ``in``, ``bool``, ``len``, ``isinstance``) the judge answers itself, on
-   plain data. The verdict goes to the launcher on a pipe the program never holds.
+1. the **program** (``prompt + completion``, :mod:`~rlx.llm.sandbox.server`), whose room is
+   given only the program: it defines its names, then answers calls to them;
+2. the **judge** (:mod:`~rlx.llm.sandbox.judge`), whose room is given the tests (and the row's
+   trusted set-up code): it runs them with the program's names bound to plain data and to
+   handles that can only be called, read, iterated or printed (:mod:`~rlx.llm.sandbox.wire`).
+   Every question a test asks (``==``, ``in``, ``bool``, ``len``, ``isinstance``) the judge
+   answers itself, on plain data. The verdict goes to the trainer on a pipe the program never
+   holds.
 
-**The guarantee.** With the namespaces and uids (as root), nothing the program can read, print,
-patch, leave behind or kill decides its score: these score 0 (each is a test in
-``tests/llm/test_sandbox*.py``): module objects named after the standard library, a patched
-server announcing builtins or the tests' names, objects that answer comparisons and
-membership, asserts hidden from partial credit, test layouts that would run nothing, state left
-for a later run, a judge made to exhaust its memory, exits before or during the tests,
-``atexit`` and ``excepthook`` tricks, printed or forged verdicts, frame, heap and raw-memory
-searches (the tests were never in the program's process), kills of the trainer or of other
-runs, programs that never return or flood. What the program *can* do is answer the calls it
-is given, so a test passes only when the program computes what the test expects. Calls pass
-arguments by value (program objects by handle): a test that relies on a function mutating a
-plain argument, or passes a callback, fails.
+**The guarantee.** With the rooms, nothing the program can read, print, patch, leave behind or
+kill decides its score: these score 0 (each is a test in ``tests/llm/test_sandbox*.py``):
+module objects named after the standard library, a patched server announcing builtins or the
+tests' names, objects that answer comparisons and membership, asserts hidden from partial
+credit, test layouts that would run nothing, state left for a later run, a judge made to exhaust
+its memory, exits before or during the tests, ``atexit`` and ``excepthook`` tricks, printed or
+forged verdicts, frame, heap and raw-memory searches (the tests were never in the program's
+room), kills of the trainer or of other runs, programs that never return or flood. What the
+program *can* do is answer the calls it is given, so a test passes only when the program
+computes what the test expects. Calls pass arguments by value (program objects by handle): a
+test that relies on a function mutating a plain argument, or passes a callback, fails.
 
-What protects the trainer (:func:`sandbox_info` says which are active on this machine):
+What protects the trainer (:func:`sandbox_info` says which are active on this machine), and
+whose it is:
 
-- **time**: a wall-clock limit of ``timeout_s`` per program and its tests, held by the launcher
-  (the judge's own alarm first); ``RLIMIT_CPU`` of ``ceil(timeout_s) + 1`` s is a second stop,
-  and the trainer kills a launcher still there 2 s after the limit.
-- **memory**: ``RLIMIT_AS`` of ``memory_mb`` MiB for the program, ``judge_memory_mb`` for the
-  judge. Address space is not memory used: each thread reserves its 8 MiB stack.
-- **processes**: as root, a PID namespace whose init is the launcher, so when it exits the
-  kernel kills whatever is left; each side's own uid with ``RLIMIT_NPROC`` of 32.
-- **network**: as root, a private network namespace whose only interface, loopback, is down.
-- **files and state**: as root, every host mount read-only; fresh size-capped tmpfs mounts on
-  ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` for each side, its own IPC namespace
-  (System V and POSIX queues), a ``/proc`` that shows only its own processes; all gone with
-  the run. ``RLIMIT_FSIZE`` caps any one file, and the captured output, at 10 MiB.
+- **the rooms** (bubblewrap's): fresh user, PID, network, IPC, UTS and cgroup namespaces per
+  room; a root file system of read-only ``/usr``, ``/lib*``, ``/bin``, ``/sbin`` and the
+  interpreter's folders only (no ``/etc``, ``/run``, ``/home``, ``/root``: no host Unix socket
+  can be reached, and the network namespace has only its own loopback); size-capped
+  tmpfs mounts on ``/tmp``, ``/var/tmp`` and ``/dev/shm``; no capabilities, no new privileges,
+  a session of its own; the room dies with its bubblewrap process. As root, bubblewrap runs as
+  a sandbox uid per side, so no process of a room is ever host uid 0; without root it runs as
+  the trainer's user, who in the room owns nothing but the room's tmpfs.
+- **the system calls** (libseccomp's filter, rlx's list after Docker's default profile): no
+  kernel keyring (no state across runs, no access to the trainer's session keyring), ptrace,
+  other processes' memory, mounts, new namespaces, bpf, perf, userfaultfd, io_uring, kernel
+  modules, ``memfd_create`` or System V shared memory.
+- **time**: a wall-clock limit of ``timeout_s`` per program and its tests, held by the trainer,
+  which kills both rooms at the limit (the judge's own alarm comes first); ``RLIMIT_CPU`` of
+  ``ceil(timeout_s) + 1`` s is a second stop. Each stdin/stdout case runs in a fresh room.
+- **memory and processes**: ``RLIMIT_AS`` of ``memory_mb`` MiB for the program,
+  ``judge_memory_mb`` for the judge (address space, not memory used: each thread reserves its
+  stack), ``RLIMIT_NPROC`` per room. This machine kind offers no delegated cgroup v2, so what
+  RLIMIT_AS does not count is closed another way: memfd and System V shared memory are refused,
+  and each room's tmpfs mounts are size-capped (a room may hold that much beyond its
+  ``memory_mb``). ``RLIMIT_FSIZE`` caps any one file, and the output read, at 10 MiB.
 - **environment**: only ``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and thread caps; no secrets
   inherited; ``python -I`` ignores ``PYTHON*`` variables and the user site.
 
-What is *not* protected: both sides can read world-readable files (with no network nothing
-read can leave; keep a data file of expected values private to the trainer's user). Without
-root there are no namespaces and no uid change: the program runs as the trainer's user and
-could signal the judge. rlx then refuses to run model-written code
-(:class:`~rlx.errors.SandboxError`) unless the user passes ``allow_unisolated=True`` (CLI
-``--allow-unisolated``), and warns once, at the start of the run, naming each missing
-protection; the run's ``summary.json`` records them and ``rlx doctor`` shows them.
+rlx's own part, and why no library does it: the split of the program from its judge, the
+plain-data boundary between them, and a verdict that never passes through the untrusted
+process are the reward's design; a sandbox confines a process, it does not judge one.
 
-Written here rather than taken from a library: a test runner that keeps the verdict outside the
-untrusted process, with Linux namespaces and uid isolation and no container engine, is not
-something a maintained Python package offers.
+What is *not* protected: both rooms can read the interpreter's folders and ``/usr``. Where
+bubblewrap cannot run (no ``bwrap``, or unprivileged user namespaces disabled) there are no
+rooms: rlx then refuses to run model-written code (:class:`~rlx.errors.SandboxError`) unless
+the user passes ``allow_unisolated=True`` (CLI ``--allow-unisolated``), and warns once, at the
+start of the run, naming each missing protection; the run's ``summary.json`` records them and
+``rlx doctor`` shows them.
 """
 
 from __future__ import annotations
