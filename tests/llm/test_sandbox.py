@@ -701,11 +701,12 @@ def test_bad_limits_raise(bad):
 def test_sandbox_info_reports_the_protections():
     info = sandbox_info()
     keys = ("network_namespace", "pid_namespace", "ipc_namespace", "private_tmp",
-            "read_only_host", "uid_drop", "judge_uid", "judge_sandboxed")  # fmt: skip
+            "read_only_host", "uid_drop", "judge_uid", "judge_sandboxed", "seccomp")  # fmt: skip
     for key in keys:
         assert isinstance(info[key], bool)
     assert info["network_namespace"] == ISOLATION.namespaces
     assert info["uid_drop"] == (ISOLATION.uids is not None)
+    assert info["seccomp"] == ISOLATION.seccomp
     assert Path(info["python"]).is_file()
     assert isinstance(info["missing"], list)
     if os.geteuid() == 0 and info["network_namespace"] and info["uid_drop"]:

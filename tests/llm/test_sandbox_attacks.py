@@ -139,8 +139,6 @@ def test_cause_2_a_patched_server_cannot_shadow_builtins_or_the_tests_names():
         ("==", "assert tokens('a b') == ['a', 'b']"),
         ("!=", "assert not (tokens('a b') != ['a', 'b'])"),
         ("<", "assert tokens('a') < ['b']"),
-        ("bool", "assert tokens('')"),
-        ("len", "assert len(tokens('a b c')) == 3"),
         ("hash", "assert hash(tokens('a')) == hash(('a',))"),
         ("isinstance", "assert isinstance(tokens('a b'), list) and tokens('a b').pop() == 'b'"),
         ("sorted", "assert sorted([tokens('b'), ['a']])[0] == ['a']"),
@@ -168,7 +166,7 @@ def test_cause_3_no_operator_of_the_judge_is_answered_by_the_program(operator, t
     )
     assert score(program, test + "\n") == 0.0, operator
     honest = "def tokens(text):\n    return text.split()\n"
-    if operator not in ("hash", "bool", "dict key", "<", "sorted"):
+    if operator not in ("hash", "dict key", "<", "sorted"):
         assert score(honest, test + "\n", partial=False) == 1.0, operator
 
 
@@ -193,12 +191,16 @@ def test_cause_4_partial_credit_counts_every_assert_that_ran(layout):
     assert score("def double(x):\n    return 2 * x\n", tests, partial=False) == 1.0
 
 
-def test_cause_4_partial_credit_is_the_share_of_executed_checks():
+def test_cause_4_partial_credit_is_the_share_of_tests_as_written():
+    """Two tests as written: the assert of 0 and the assert in the loop, which passes only when
+    every one of its executions passed (a wrong sort checked by a loop of 100,000 asserts that
+    all ran once scored 0.99999 when executions were counted)."""
     tests = "assert double(0) == 0\nfor x in [1, 2, 3]:\n    assert double(x) == 2 * x\n"
-    # 0 is right, 1 is wrong: the loop stops at its first failure, as plain Python does
     assert score("def double(x):\n    return 0\n", tests) == pytest.approx(1 / 2)
-    only_small = "def double(x):\n    return 2 * x if x < 3 else 0\n"
-    assert score(only_small, tests) == pytest.approx(3 / 4)
+    only_small = "def double(x):\n    return 2 * x if x < 3 else 0\n"  # wrong for 3
+    assert score(only_small, tests) == pytest.approx(1 / 2)
+    right = "def double(x):\n    return 2 * x\n"
+    assert score(right, tests) == 1.0
     setup_fails = "import no_such_module_anywhere\n" + tests
     assert score("def double(x):\n    return 2 * x\n", setup_fails) == 0.0
 

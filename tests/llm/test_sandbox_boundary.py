@@ -47,7 +47,9 @@ def test_other_objects_become_handles_and_subclasses_their_base_type():
     point, seen = Point(), []
     data = wire.encode({"p": point, "flag": True}, lambda obj: seen.append(obj) or 7)
     assert seen == [point]
-    assert data == {"dict": [["p", {"handle": 7, "type": "Point"}], ["flag", True]]}
+    assert data == {"dict": [["p", {"handle": 7}], ["flag", True]]}
+    described = wire.encode(point, lambda obj: 7, 0, lambda kind: {"handle": 8})
+    assert described == {"handle": 7, "class": {"handle": 8}}
 
     class Sneaky(int):
         def __eq__(self, other):
@@ -112,47 +114,125 @@ class Recorder:
 
     def request(self, op, target, *args, **kwargs):
         self.asked.append(op)
-        return judge.ProgramObject(self, 9, "iterator") if op == "iter" else True
+        if op == "iter":
+            return handle(self, 9, "iterator", {"__iter__", "__next__"})
+        return True
+
+
+YES_SUPPORTS = {"__eq__", "__ne__", "__lt__", "__contains__", "__bool__", "__len__", "__hash__"}
+
+
+def handle(channel, number: int, name: str, supports: set[str]):
+    """A judge's handle to a program object of class ``name`` with the special methods
+    ``supports`` (as the program's class description says)."""
+    classes = channel.__dict__.setdefault("classes", {})
+    if name not in classes:
+        classes[name] = judge._make_program_class(channel, 100 + len(classes), name, (), supports)
+    kind = classes[name]
+    made = object.__new__(kind)
+    object.__setattr__(made, "_channel", channel)
+    object.__setattr__(made, "_handle", number)
+    return made
 
 
 @pytest.mark.parametrize(
     "question",
     [
-        lambda a, b: a == b,
-        lambda a, b: a != b,
-        lambda a, b: a < b,
+        lambda a, b: a == 1,
+        lambda a, b: a != [1],
+        lambda a, b: a < 2,
         lambda a, b: a >= 1,
         lambda a, b: 1 in a,
         lambda a, b: a in [1, 2],  # list.__contains__ compares with ==
-        lambda a, b: bool(a),
-        lambda a, b: not a,
-        lambda a, b: len(a),
         lambda a, b: hash(a),
         lambda a, b: {a: 1},
-        lambda a, b: isinstance(a, int),
-        lambda a, b: sorted([a, b]),
+        lambda a, b: sorted([a, 1]),
         lambda a, b: 5 == a,  # noqa: SIM300 (the reflected comparison, int's then ours)
+        lambda a, b: a == None,  # noqa: E711
     ],
 )
-def test_a_handle_refuses_every_question_and_never_asks_the_program(question):
+def test_a_handle_refuses_every_question_about_plain_data_and_never_asks_the_program(question):
     channel = Recorder()
-    a = judge.ProgramObject(channel, 1, "Yes")
-    b = judge.ProgramObject(channel, 2, "Yes")
+    a = handle(channel, 1, "Yes", YES_SUPPORTS)
+    b = handle(channel, 2, "Yes", YES_SUPPORTS)
     with pytest.raises(TypeError, match="not judged"):
         question(a, b)
     assert channel.asked == []
-    assert a is a and a is not b and type(a) is judge.ProgramObject
+    assert a is a and a is not b and type(a) is type(b) and type(a).__name__ == "Yes"
+
+
+def test_len_and_bool_are_asked_of_the_program_and_checked():
+    """``len`` and ``bool`` of an object whose class defines them are the program's answers
+    (they tell the program nothing about the tests' expected values), of the types Python
+    requires: an int >= 0, a bool; anything else is a TypeError."""
+
+    class Answers(Recorder):
+        def __init__(self, answer):
+            super().__init__()
+            self.answer = answer
+
+        def request(self, op, target, *args, **kwargs):
+            self.asked.append(op)
+            return self.answer
+
+    for answer, ok in ((3, True), (0, True), (-1, False), ("3", False), (True, False)):
+        channel = Answers(answer)
+        sized = handle(channel, 1, "Sized", {"__len__"})
+        if ok:
+            assert len(sized) == answer and channel.asked == ["len"]
+        else:
+            with pytest.raises(TypeError):
+                len(sized)
+    for answer, ok in ((True, True), (False, True), (1, False), (None, False)):
+        channel = Answers(answer)
+        truth = handle(channel, 1, "Truth", {"__bool__"})
+        if ok:
+            assert bool(truth) is answer and channel.asked == ["bool"]
+        else:
+            with pytest.raises(TypeError):
+                bool(truth)
+
+
+def test_introspection_answers_from_the_objects_class_and_asks_nothing():
+    channel = Recorder()
+    plain = handle(channel, 1, "Plain", set())
+    function = handle(channel, 2, "function", {"__call__"})
+    assert not callable(plain) and callable(function)
+    assert isinstance(plain, type(plain)) and not isinstance(plain, int)
+    assert not isinstance(plain, type(function)) and type(plain).__name__ == "Plain"
+    assert bool(plain)  # no __bool__ or __len__ in its class: true, as in Python
+    with pytest.raises(TypeError, match="not iterable"):
+        iter(plain)
+    with pytest.raises(TypeError, match="has no len"):
+        len(plain)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(plain)  # its class defines no __hash__ (a dataclass with eq)
+    assert not hasattr(plain, "__len__") and not hasattr(plain, "__iter__")
+    assert channel.asked == []
+
+
+def test_two_program_objects_compare_as_the_program_says():
+    channel = Recorder()
+    a = handle(channel, 1, "Point", {"__eq__"})
+    b = handle(channel, 2, "Point", {"__eq__"})
+    assert a == b
+    assert channel.asked == ["operator"]
+    assert a < b and channel.asked == ["operator", "operator"]
 
 
 def test_a_handle_forwards_calls_attributes_items_iteration_and_text():
     channel = Recorder()
-    handle = judge.ProgramObject(channel, 1, "Thing")
-    handle(1), handle.method, handle[0], iter(handle), next(handle)
+    thing = handle(channel, 1, "Thing", {"__call__", "__getitem__", "__iter__", "__next__"})
+    thing(1), thing.method, thing[0], iter(thing), next(thing)
     assert channel.asked == ["call", "getattr", "getitem", "iter", "next"]
     with pytest.raises(AttributeError):
-        getattr(handle, "__await__")  # noqa: B009 (protocols are the judge's, never the program's)
+        getattr(thing, "__await__")  # noqa: B009 (protocols are the judge's, never the program's)
     with pytest.raises(TypeError, match="gave a bool, not a str"):
-        str(handle)  # the recorder answers True: text must be a str
+        str(thing)  # the recorder answers True: text must be a str
+    channel.asked.clear()
+    # iterable: ``in`` is the judge's, comparing the items the program yields (True == 1)
+    found = 1 in thing
+    assert found and channel.asked[0] == "iter" and channel.asked[-1] == "next"
 
 
 def test_exception_classes_are_rebuilt_from_built_in_exception_bases_only():
@@ -258,5 +338,6 @@ def test_every_assert_becomes_a_counted_check_and_constants_do_not_count():
     ))  # fmt: skip
     hooks = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
              and getattr(n.func, "id", "") == testcode.ASSERT_HOOK]  # fmt: skip
-    assert [hook.args[2].value for hook in hooks] == [True, True, False]
+    assert [hook.args[3].value for hook in hooks] == [True, True, False]
+    assert [(hook.args[1].value, hook.args[2].value) for hook in hooks] == [(1, 0), (3, 4), (5, 4)]
     assert not any(isinstance(n, ast.Assert) for n in ast.walk(tree))

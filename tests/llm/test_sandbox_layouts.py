@@ -81,16 +81,18 @@ def test_each_layout_passes_the_right_program_and_fails_the_wrong_one(layout):
         ("unittest without main", 2 / 4),
         ("unittest with main", 2 / 4),
         ("async pytest functions", 2 / 4),
-        ("asserts in a loop", 2 / 3),  # 0 and 2 pass, 3 fails and ends the loop: 4 never runs
+        # one assert statement is one test, however often it runs: 3 fails it
+        ("asserts in a loop", 0 / 1),
         ("humaneval check with its call", 2 / 3),  # the same: the failure ends check()
     ],
 )
-def test_partial_credit_is_the_share_of_checks_that_ran(layout, share):
-    """Worked by hand: the wrong square (x + x) is right for 0 and 2, wrong for 3 and 4."""
+def test_partial_credit_is_the_share_of_tests_as_written(layout, share):
+    """Worked by hand: the wrong square (x + x) is right for 0 and 2, wrong for 3 and 4. A test
+    is an assert statement, or a test function, method or parametrized case."""
     assert reward(WRONG, LAYOUTS[layout], partial=True) == pytest.approx(share)
 
 
-def test_unittest_assertions_count_once_each_and_assert_raises_counts_its_outcome():
+def test_a_unittest_method_is_one_test_and_assert_raises_counts_its_outcome():
     program = "def parse(text):\n    return int(text)\n"
     tests = (
         "import unittest\nclass T(unittest.TestCase):\n"
@@ -102,11 +104,12 @@ def test_unittest_assertions_count_once_each_and_assert_raises_counts_its_outcom
         "        self.assertRaises(ValueError, parse, 'y')\n"
     )
     result = run_sandboxed(program, tests, timeout_s=TIMEOUT_S)
-    assert (result.tests_passed, result.tests_total) == (4, 4), result.failures
+    assert (result.tests_passed, result.tests_total) == (1, 1), result.failures
     lenient = "def parse(text):\n    return int(text) if text.isdigit() else 0\n"
     result = run_sandboxed(lenient, tests, timeout_s=TIMEOUT_S)
-    # the first assertRaises fails, which ends the test method: two passed, one failed
-    assert (result.tests_passed, result.tests_total) == (2, 3), result.failures
+    # the first assertRaises fails: the test method fails
+    assert (result.tests_passed, result.tests_total) == (0, 1), result.failures
+    assert "ValueError not raised" in result.failures[0]
 
 
 def test_pytest_raises_counts_its_outcome():
@@ -145,10 +148,24 @@ def test_skips_of_the_test_code_count_neither_way():
     assert result.passed and (result.tests_passed, result.tests_total) == (1, 1)
 
 
-def test_fixtures_are_refused_by_name():
-    tests = "def test_square(tmp_path):\n    assert square(3) == 9\n"
+def test_unknown_fixtures_are_refused_by_name():
+    tests = "def test_square(database):\n    assert square(3) == 9\n"
     result = run_sandboxed(RIGHT, tests, timeout_s=TIMEOUT_S)
-    assert not result.passed and "fixture 'tmp_path'" in result.failures[0]
+    assert not result.passed and "fixture 'database'" in result.failures[0]
+
+
+def test_fixtures_of_the_test_code_and_the_built_in_ones_are_given():
+    tests = (
+        "import pytest\n"
+        "@pytest.fixture\n"
+        "def three():\n    return 3\n"
+        "@pytest.fixture\n"
+        "def squared(three):\n    yield square(three)\n"
+        "def test_square(squared, tmp_path, monkeypatch, capsys, request):\n"
+        "    assert squared == 9 and tmp_path.is_dir()\n"
+    )
+    result = run_sandboxed(RIGHT, tests, timeout_s=TIMEOUT_S)
+    assert result.passed and (result.tests_passed, result.tests_total) == (1, 1)
 
 
 def test_a_failing_set_up_statement_fails_the_row():

@@ -10,10 +10,9 @@ passes, with ``partial=True``), and 0.0 otherwise. Two sandboxed processes take 
    given only the program: it defines its names, then answers calls to them;
 2. the **judge** (:mod:`~rlx.llm.sandbox.judge`), whose room is given the tests (and the row's
    trusted set-up code): it runs them with the program's names bound to plain data and to
-   handles that can only be called, read, iterated or printed (:mod:`~rlx.llm.sandbox.wire`).
-   Every question a test asks (``==``, ``in``, ``bool``, ``len``, ``isinstance``) the judge
-   answers itself, on plain data. The verdict goes to the trainer on a pipe the program never
-   holds.
+   handles (:mod:`~rlx.llm.sandbox.wire`). A comparison of a program object with the tests' own
+   data (``==``, ``<``, ``in``, ``hash``) is never asked of the program: the judge answers it
+   on plain data. The verdict goes to the trainer on a pipe the program never holds.
 
 **The guarantee.** With the rooms, nothing the program can read, print, patch, leave behind or
 kill decides its score: these score 0 (each is a test in ``tests/llm/test_sandbox*.py``):
@@ -24,8 +23,10 @@ its memory, exits before or during the tests, ``atexit`` and ``excepthook`` tric
 forged verdicts, frame, heap and raw-memory searches (the tests were never in the program's
 room), kills of the trainer or of other runs, programs that never return or flood. What the
 program *can* do is answer the calls it is given, so a test passes only when the program
-computes what the test expects. Calls pass arguments by value (program objects by handle): a
-test that relies on a function mutating a plain argument, or passes a callback, fails.
+computes what the test expects. Honest Python behaves as it does in one interpreter (arguments
+changed in place, callbacks, fixtures, pickling, ``isinstance`` with the program's classes ...);
+where the judge departs from plain Python, it closes a forgery (:mod:`~rlx.llm.sandbox.judge`
+lists them).
 
 What protects the trainer (:func:`sandbox_info` says which are active on this machine), and
 whose it is:

@@ -1,33 +1,102 @@
 """The judge: a row's tests, run in a process of their own against a program they do not trust.
 
 The program runs in another sandboxed process (:mod:`rlx.llm.sandbox.server`) and only defines
-its names. The tests run here, in the judge, itself sandboxed (its own unprivileged uid, its
-own empty working folder and private ``/tmp``, its own limits; see
-:mod:`rlx.llm.sandbox.launcher`). The program's top-level names are bound to what crossed the
-plain-data boundary of :mod:`rlx.llm.sandbox.wire`:
+its names. The tests run here, in the judge, itself sandboxed. The program's top-level names
+are bound to what crossed the plain-data boundary of :mod:`rlx.llm.sandbox.wire`:
 
-- plain data (numbers, strings, containers of them) as the judge's own values;
-- the program's functions, classes, instances and modules as :class:`ProgramObject` handles,
-  whose only power is to be called, asked for an attribute or item, iterated, or turned into a
-  string: ``==``, ``!=``, ``<``, ``in``, ``bool()``, ``len()``, ``hash()`` and ``isinstance()``
-  on a handle raise ``TypeError`` (a failed test) and never ask the program, so the program
-  never answers whether a test passed;
-- the program's exception classes as exception classes made here, of the same name and built-in
-  bases, so ``except InsufficientFunds:`` and ``pytest.raises(InsufficientFunds)`` catch
-  exactly the program's ``InsufficientFunds``.
+- plain data (numbers, strings, containers of them) and the library values of
+  :data:`wire.LIBRARY_KINDS` (namedtuples, ``Counter``, ``deque``, ``Decimal``, ``datetime``,
+  numpy arrays ...) as the judge's own values, rebuilt from plain data;
+- the program's classes as classes made here (:class:`ProgramType`), of the same name, with
+  bases made the same way and only the special methods the program's class has; its
+  functions, instances and generators as :class:`ProgramObject` handles of those classes, one
+  handle per program object (so ``is`` answers as in the program). ``isinstance``,
+  ``issubclass``, ``type(x) is C``, ``callable``, ``iter`` and ``hasattr`` of a special method
+  answer from these classes, asking the program nothing. A handle's calls, attributes, items,
+  iteration, arithmetic, ``await``, ``str``, ``repr``, ``len`` (an int >= 0 back) and ``bool``
+  (a bool back) go to the program: their answers are values the program computes, and tell
+  it nothing about the tests. ``==``, ``<``, ``in`` and ``hash`` of a handle and anything
+  that is not a program object raise ``TypeError`` (a failed test) and never ask the
+  program, so the program never answers whether a test passed. Two program objects compare
+  as the program's own ``__eq__`` (``__lt__`` ...) says. ``copy.copy``, ``copy.deepcopy``
+  and ``pickle.loads(pickle.dumps(x))`` of a handle are done in the program (a new handle
+  back; the judge never unpickles a byte of the program's), and so are
+  ``dataclasses.asdict``, ``astuple``, ``fields``, ``replace`` and ``is_dataclass``;
+- a list, dict or set read from a program object's attribute as the judge's own copy (it
+  compares as plain data) that makes each change the tests make to it (``append``,
+  ``x[k] = v``, ``update``, ``add``, ``+=`` ...) to the program's container too;
+- the program's exception classes as exception classes made here, of the same name and bases
+  (built-in exceptions, or library ones of :data:`wire.LIBRARY_EXCEPTION_MODULES`), so
+  ``except InsufficientFunds:`` and ``pytest.raises(InsufficientFunds)`` catch exactly the
+  program's ``InsufficientFunds``;
+- the program's modules as the judge's own import of the module of that name (the standard
+  library or an installed package), never the program's module object, and only when the tests
+  use the name; else they are left unbound.
 
-No name the program sends is imported or looked up, and a program's name never replaces a
-built-in, a dunder name, or a name the test code binds (:func:`testcode.module_bindings`).
+No name the program sends is looked up, and no module is imported because the program names
+it except as just said; a program's name never replaces a built-in, a dunder name, or a name the
+test code binds (:func:`testcode.module_bindings`). The trusted set-up code (``payload["setup"]``:
+the prompt's own definitions but the entry point, :func:`testcode.trusted_setup`) runs after the
+program's names are bound, and its names replace the program's. Tests that import ``solution``
+get a module of these names. What a program call prints is printed here, to the tests'
+``sys.stdout`` and ``sys.stderr`` of the moment. The channel is locked, so tests may call the
+program from threads; a call answers one request at a time.
 
-**What counts.** Every executed ``assert`` of the test code is one check (wherever it sits: a
-loop, an ``if``, a ``with``, a ``check()`` function), and so is every ``unittest`` assertion
-method and every ``pytest.raises``; an assert of a constant checks nothing and is not counted.
-A test (a top-level statement, a ``test*`` function or method) that raises an error no counted
-check explains is one failed check; a test function or method that returns without a check is
-one passed check, as pytest and unittest pass it. A test that could not run because the program
-stopped answering counts its asserts as failed. A set-up statement (an import, a definition, an
-assignment: :func:`testcode.is_setup`) that fails fails the whole row. The verdict is the
-number of checks passed and failed; a row passes when no check failed and at least one passed.
+**Arguments.** The tests' arguments cross by value (program objects by handle, built-in
+classes such as ``int`` by name). After a call, each list, dict, set, bytearray and deque it
+was given (nested ones too) is brought up to date, in place, with the state the call left it
+in: rebuilt here from plain data (and handles), a container that holds another one the tests
+sent holding the tests' own, so ``items.sort()`` in the program sorts the tests' list and a
+returned argument ``is`` the tests' object. A function of the tests (a lambda, a bound
+method, a built-in such as ``len`` or ``str.upper``, a class of the tests) crosses as a
+*callback*: when the program calls it, the judge, waiting for its answer, runs that function
+(only one the tests gave, by the number the judge gave it) on the program's arguments,
+rebuilt here, and sends its result or exception back; callbacks nest both ways, at most
+:data:`MAX_CALLBACK_DEPTH` deep, within the time limit.
+
+**pytest.** Test functions get ``@pytest.mark.parametrize`` values and fixtures: the test
+code's own ``@pytest.fixture`` functions (``yield`` ones torn down after the test, fixtures
+using fixtures, ``params`` expanded, ``autouse``, in test classes too; scopes wider than a
+function made once per run), and ``tmp_path``, ``monkeypatch`` (pytest's own
+``MonkeyPatch``), ``capsys`` and a minimal ``request``.
+
+**What counts: tests as written.** A test is each ``assert`` statement of the test code (a
+top-level one, or one in a function the tests call such as HumanEval's ``check``: by where it is
+written), each unittest assertion method or ``pytest.raises`` written outside a test function,
+and each test function, ``unittest`` test method and parametrized case as a whole. A test
+passes only when every check it made passed: an assert in a loop is one test, failed when any
+run of it failed; a test function with ten asserts is one test. An assert of a constant checks
+nothing and is not counted; a test function or method that returns without a check passes, as
+pytest and unittest pass it. A top-level statement that raises an error no failed check
+explains is one failed test. Tests that could not run because the program stopped answering
+fail (a top-level statement's asserts, each; a test function, as one). A set-up statement (an
+import, a definition, an assignment: :func:`testcode.is_setup`) that fails fails the whole row.
+The verdict is the number of tests passed and failed; a row passes when none failed and at
+least one passed.
+
+**Where the judge departs from plain Python** (the only intended disagreements):
+
+- a ``StopIteration`` or ``StopAsyncIteration`` escaping a program call (or attribute, item,
+  ``iter`` ...; not ``next``) is a ``RuntimeError`` here, as PEP 479 makes it in a generator,
+  so it cannot end a ``map``, ``filter``, ``zip`` or ``all`` of the tests early;
+- the names the prompt defines (its helpers, its constants) are the prompt's, run here, even
+  when the completion redefines them; only the entry point is the completion's;
+- a name the tests use without binding it (``math``, ``np``) that the program bound to a module
+  is the judge's own import of that module, never the program's (patched or fake) module;
+- ``==``, ``!=``, ``<``, ``in`` and ``hash`` of a program object with the tests' data are not
+  answered by the program: they fail the test;
+- partial credit counts tests as written (above), not asserts executed;
+- the program runs as the module ``solution``, so its ``if __name__ == "__main__":`` block does
+  not run.
+
+**Known limits** (not intended: an honest program that meets one disagrees with plain Python):
+values past the wire's caps (:data:`wire.MAX_MESSAGE_BYTES`, :data:`wire.MAX_DEPTH`) cannot
+cross, as an answer or as an argument's new state; an argument the program keeps and changes
+in a *later* call is brought up to date only after the call it was given to; a container read
+from a program object's attribute is a subclass of ``list``, ``dict`` or ``set`` (so
+``type(obj.items) is list`` is false), and changes of the program's made to it after it was
+read are not seen; a namedtuple class is rebuilt without the methods the program gave it; a
+program ``IntEnum`` member crosses as its int.
 
 Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
 """
@@ -59,7 +128,12 @@ TIME_LIMIT = "the time limit passed"
 MAX_NAMES = 10_000
 """The most top-level names of a program the judge binds; a ready note with more is refused."""
 MAX_CLASSES = 1_000
-"""The most exception classes of a program the judge makes."""
+"""The most exception classes, and the most other classes, of a program the judge makes."""
+MAX_OBJECTS = 1_000_000
+"""The most program objects the judge holds handles to."""
+MAX_CALLBACK_DEPTH = 100
+"""The deepest nesting of callbacks (a test's function the program calls, which calls the
+program ...); deeper, the program's call back raises RecursionError."""
 _MESSAGE_CHARS = 300
 _CO_COROUTINE = 0x80
 
@@ -84,12 +158,22 @@ class ProgramError(Exception):
 
 
 class Channel:
-    """Requests to the program and its answers, one at a time, before ``deadline``."""
+    """Requests to the program and its answers, one at a time (a lock keeps the tests' threads
+    from interleaving them), before ``deadline``."""
 
     def __init__(self, requests_fd: int, answers_fd: int, deadline: float) -> None:
+        import _thread
+
         self.requests_fd, self.answers_fd, self.deadline = requests_fd, answers_fd, deadline
         self.broken: str | None = None  # why the program stopped answering, once it has
         self.classes = ProgramClasses(self)
+        self.objects: dict[int, ProgramObject] = {}  # one handle object per program object
+        self.lock = _thread.RLock()
+        self.callbacks: dict[int, object] = {}  # the tests' functions the program may call
+        self.callback_numbers: dict[int, int] = {}
+        self.callback_depth = 0
+        global _current
+        _current = self
 
     def first_message(self) -> dict[str, object]:
         """The program's note once it has run: ``{"ready": names}`` or ``{"error": ...}``."""
@@ -98,38 +182,181 @@ class Channel:
             raise self.fail("the program's first message was neither ready nor an error")
         return message
 
-    def request(self, op: str, target: ProgramObject, *args: object, **kwargs: object) -> object:
-        """Ask the program to apply ``op`` to the object ``target`` names; its answer, rebuilt
-        here from plain data, or the exception it raised."""
+    def request(self, op: str, target: int, *args: object, **kwargs: object) -> object:
+        """Ask the program to apply ``op`` to the object the handle ``target`` names; its
+        answer, rebuilt here from plain data, or the exception it raised. What the program
+        printed meanwhile is printed here, to the tests' ``sys.stdout`` and ``sys.stderr`` of
+        the moment (so ``redirect_stdout`` and the like see it). While the program works, it
+        may call back functions of the tests it was given (:meth:`run_callback`). The lists,
+        dicts, sets and bytearrays of the tests a call was given are brought up to date with
+        what the call did to them (:meth:`update_in_place`)."""
         if self.broken is not None:
             raise ProgramGone(self.broken)
+        sent: list[object] = []  # the tests' containers, in the order the program numbers them
+        special = functools.partial(self.argument, sent)
         try:
             message = {
                 "op": op,
-                "target": object.__getattribute__(target, "_handle"),
-                "args": [wire.encode(a, _handle_of_argument) for a in args],
-                "kwargs": [[k, wire.encode(v, _handle_of_argument)] for k, v in kwargs.items()],
+                "target": target,
+                "args": [wire.encode(a, _handle_of_argument, 0, None, special) for a in args],
+                "kwargs": [
+                    [k, wire.encode(v, _handle_of_argument, 0, None, special)]
+                    for k, v in kwargs.items()
+                ],
             }
         except (wire.BoundaryError, RecursionError) as exc:
             raise TypeError(f"an argument cannot cross to the program: {exc}") from None
-        try:
-            wire.send(self.requests_fd, message)
-        except wire.BoundaryError as exc:
-            raise TypeError(f"an argument cannot cross to the program: {exc}") from None
-        except OSError as exc:
-            raise self.fail(f"the program closed its channel ({exc.strerror})") from None
-        answer = self._receive()
-        if len(answer) == 1 and "value" in answer:
-            return self.rebuild(answer["value"])
+        with self.lock:
+            try:
+                wire.send(self.requests_fd, message)
+            except wire.BoundaryError as exc:
+                raise TypeError(f"an argument cannot cross to the program: {exc}") from None
+            except OSError as exc:
+                raise self.fail(f"the program closed its channel ({exc.strerror})") from None
+            stop: BaseException | None = None  # what a callback raised that ends the test
+            while True:
+                answer = self._receive()
+                self._print(answer)
+                if "callback" not in answer:
+                    break
+                stop = self.run_callback(answer, stop)
+        if stop is not None:
+            raise stop
+        if "value" in answer and set(answer) <= {"value", "mutated", "origin"}:
+            if "mutated" in answer:
+                self.update_in_place(sent, answer["mutated"])
+            value = self.rebuild(answer["value"], sent)
+            origin = answer.get("origin")
+            if op == "getattr" and wire.is_handle(origin) and type(value) in _TRACKED:
+                return _TRACKED[type(value)].made(value, self, origin)
+            return value
         if len(answer) == 1 and "raise" in answer:
-            raise self.exception(answer["raise"])
+            error = self.exception(answer["raise"])
+            if op not in ("next", "anext") and isinstance(
+                error, (StopIteration, StopAsyncIteration)
+            ):
+                # as PEP 479 does for generators: a call that raises StopIteration must not
+                # end the loop (map, filter, zip, all) that made the call
+                raise RuntimeError(
+                    f"the program raised {type(error).__name__} from a {op}, not from next()"
+                ) from error
+            raise error
         raise self.fail("the program answered with a malformed message")
 
-    def rebuild(self, data: object) -> object:
-        """A value the program sent, rebuilt here; TypeError (a failed test) when it cannot be
-        a value of the judge's (e.g. a program object as a dict key)."""
+    def argument(self, sent: list[object], value: object) -> object:
+        """The ``special`` hook of :func:`wire.encode` for what the tests send: notes each
+        container (to bring it up to date after the call), sends a function of the tests as a
+        callback, a built-in class by name."""
+        kind = type(value)
+        if wire.mutable_kind(value) is not None:
+            sent.append(value)
+            return None
+        if issubclass(kind, ProgramObject) or kind is ProgramType:
+            return None
+        if kind is type and _is_builtin_class(value):
+            return {"type": value.__name__}  # type: ignore[attr-defined]
+        if isinstance(value, type) and issubclass(value, BaseException):
+            return None
+        if callable(value):
+            return {"callback": [self.callback_number(value), _callable_name(value)]}
+        return None
+
+    def callback_number(self, function: object) -> int:
+        """The number the program calls ``function`` back by (the same for the same object)."""
+        number = self.callback_numbers.get(id(function))
+        if number is None or self.callbacks[number] is not function:
+            if len(self.callbacks) >= MAX_OBJECTS:
+                raise wire.BoundaryError("too many callbacks")
+            number = len(self.callbacks) + 1
+            self.callbacks[number] = function  # kept alive: its id is not reused
+            self.callback_numbers[id(function)] = number
+        return number
+
+    def run_callback(
+        self, message: dict[str, object], stop: BaseException | None
+    ) -> BaseException | None:
+        """Run the function of the tests the program called back (only one the tests gave it,
+        by its number) with the program's arguments, rebuilt here, and send its result (or
+        the exception it raised). Returns what must end the test once the program has
+        answered (a ``pytest.fail`` or the like in the callback), or ``stop`` as it was."""
+        number = message.get("callback")
+        function: Any = self.callbacks.get(number) if wire.is_handle(number) else None
+        if function is None or set(message) - {"callback", "args", "kwargs"}:
+            raise self.fail("the program called back a function the tests never gave it")
+        reply: dict[str, object]
+        if stop is not None:
+            reply = {"raised": _describe_for_program(stop, self)}
+        elif self.callback_depth >= MAX_CALLBACK_DEPTH:
+            reply = {"raised": {"builtin": "RecursionError", "message": "callbacks too deep"}}
+        else:
+            self.callback_depth += 1
+            try:
+                args = self.rebuild({"list": message.get("args")})
+                pairs = self.rebuild({"list": message.get("kwargs")})
+                if not all(
+                    type(p) is list and len(p) == 2 and type(p[0]) is str
+                    for p in pairs  # type: ignore[attr-defined]
+                ):
+                    raise TypeError("malformed keyword arguments")
+                kwargs = {k: v for k, v in pairs}  # type: ignore[attr-defined]
+                result = function(*args, **kwargs)  # type: ignore[misc]
+                special = functools.partial(self.argument, [])
+                reply = {"returned": wire.encode(result, _handle_of_argument, 0, None, special)}
+            except ProgramGone:
+                raise
+            except Exception as error:
+                reply = {"raised": _describe_for_program(error, self)}
+            except BaseException as error:  # a skip, a failure of the test: after the answer
+                stop = error
+                reply = {"raised": _describe_for_program(error, self)}
+            finally:
+                self.callback_depth -= 1
         try:
-            return wire.decode(data, self.program_object, 0, self.classes.rebuild)
+            wire.send(self.requests_fd, reply)
+        except wire.BoundaryError:
+            refused = TypeError("a callback's result cannot cross to the program")
+            wire.send(self.requests_fd, {"raised": _describe_for_program(refused, self)})
+        except OSError as exc:
+            raise self.fail(f"the program closed its channel ({exc.strerror})") from None
+        return stop
+
+    def update_in_place(self, sent: list[object], states: object) -> None:
+        """Give the tests' containers a call was sent the state the program left them in (the
+        judge's own values, rebuilt from plain data; a container that refers to another one
+        the tests sent refers to the tests' own). TypeError when the states do not match."""
+        if type(states) is not list or len(states) != len(sent):
+            raise TypeError("the program's arguments came back malformed")
+        values = [self.rebuild(state, sent) for state in states]
+        for container, value in zip(sent, values, strict=True):
+            kind = wire.mutable_kind(container)
+            want = {"list": list, "deque": list, "dict": dict, "set": set, "bytearray": bytes}
+            if type(value) is not want[kind]:  # type: ignore[index]
+                raise TypeError("the program's arguments came back malformed")
+        for container, value in zip(sent, values, strict=True):
+            _replace_items(container, value)
+
+    def _print(self, answer: dict[str, object]) -> None:
+        for key in ("out", "err"):
+            text = answer.pop(key, None)
+            if type(text) is str:
+                stream = sys.stdout if key == "out" else sys.stderr
+                stream.write(text)
+
+    def rebuild(self, data: object, sent: list[object] | None = None) -> object:
+        """A value the program sent, rebuilt here; TypeError (a failed test) when it cannot be
+        a value of the judge's (e.g. a program object as a dict key). ``{"ref": i}`` is the
+        ``i``-th container of ``sent`` (the tests' own)."""
+
+        def reference(tag: str, body: object) -> object:
+            if tag == "ref" and sent is not None and type(body) is int and 0 <= body < len(sent):
+                return sent[body]
+            raise wire.BoundaryError(f"a {tag} where none is expected")
+
+        try:
+            return wire.decode(
+                data, self.program_object, 0, self.classes.rebuild, self.classes.program_class,
+                self.classes.module, reference,
+            )  # fmt: skip
         except wire.BoundaryError as exc:
             raise TypeError(f"the program's answer cannot be judged: {exc}") from None
         except (ValueError, TypeError, RecursionError) as exc:
@@ -157,11 +384,25 @@ class Channel:
         error = _instance(kind, values, message)
         handle = description.get("handle")
         if kind in self.classes.made and wire.is_handle(handle):
-            error.__dict__["_rlx_program"] = ProgramObject(self, handle, kind.__name__)
+            error.__dict__["_rlx_program"] = self.program_object(handle, None)
         return error
 
-    def program_object(self, handle: int, type_name: str) -> ProgramObject:
-        return ProgramObject(self, handle, type_name)
+    def program_object(self, handle: int, class_data: object) -> ProgramObject:
+        """The one handle object of the program's object ``handle``, of the judge's class that
+        stands for its class (BoundaryError when the class is malformed)."""
+        known = self.objects.get(handle)
+        if known is not None:
+            return known
+        kind: type = ProgramObject
+        if class_data is not None:
+            kind = self.classes.program_class(class_data)
+        if len(self.objects) >= MAX_OBJECTS:
+            raise wire.BoundaryError("too many program objects")
+        made: Any = object.__new__(kind)
+        object.__setattr__(made, "_channel", self)
+        object.__setattr__(made, "_handle", handle)
+        self.objects[handle] = made
+        return made
 
     def _receive(self) -> dict[str, object]:
         try:
@@ -184,9 +425,65 @@ class Channel:
         return self.fail(TIME_LIMIT)
 
 
+_current: Channel | None = None  # the channel of this process (pickle's copies are made by it)
+
+
+def _is_builtin_class(value: Any) -> bool:
+    """Whether ``value`` is a built-in class (not an exception): it crosses by its name."""
+    name = getattr(value, "__name__", None)
+    if type(name) is not str or getattr(builtins, name, None) is not value:
+        return False
+    return not issubclass(value, BaseException)  # type: ignore[arg-type]
+
+
+def _callable_name(function: object) -> str:
+    name = getattr(function, "__name__", None)
+    return name if type(name) is str and name.isidentifier() else "callback"
+
+
+def _describe_for_program(error: BaseException, channel: Channel) -> dict[str, object]:
+    """An exception a callback raised, as the program rebuilds it: the built-in class it is (or
+    derives from), or the program's own class when it is one of the program's exceptions."""
+    description: dict[str, object] = {"message": _describe(error)}
+    for kind in type(error).__mro__:
+        if wire.EXCEPTIONS.get(kind.__name__) is kind:
+            description["builtin"] = kind.__name__
+            break
+        handle = next((h for h, k in channel.classes.by_handle.items() if k is kind), None)
+        if handle is not None:
+            description["handle"] = handle
+            break
+    try:
+        description["args"] = [wire.encode(a, _handle_of_argument) for a in error.args]
+    except Exception:
+        description["args"] = [str(error)[:_MESSAGE_CHARS]]
+    return description
+
+
+def _replace_items(container: Any, value: Any) -> None:
+    """Give one of the tests' containers the items ``value`` holds, in place."""
+    kind = wire.mutable_kind(container)
+    if kind == "list":
+        list.__setitem__(container, slice(None), value)
+    elif kind == "bytearray":
+        bytearray.__setitem__(container, slice(None), value)
+    elif kind == "dict":  # its own methods: an OrderedDict keeps its order apart
+        container.clear()
+        for key, item in value.items():
+            container[key] = item
+    elif kind == "set":
+        set.clear(container)
+        set.update(container, value)
+    else:  # a deque
+        container.clear()
+        container.extend(value)
+
+
 def _handle_of_argument(value: object) -> int:
-    if type(value) is ProgramObject:
+    if issubclass(type(value), ProgramObject):
         return object.__getattribute__(value, "_handle")
+    if type(value) is ProgramType:
+        return type.__getattribute__(value, "_rlx_handle")
     raise wire.BoundaryError(f"a {type(value).__name__} is not plain data")
 
 
@@ -204,26 +501,40 @@ def _instance(kind: type, args: tuple[object, ...], message: str) -> BaseExcepti
     return error
 
 
+_BASE_EXCEPTIONS = {
+    kind.__name__: kind for kind in (BaseException, SystemExit, KeyboardInterrupt, GeneratorExit)
+}
+
+
 class ProgramClasses:
-    """The judge's exception classes that stand for the program's, one per program class, so
-    that ``except ProgramsError`` catches exactly the program's ``ProgramsError``."""
+    """The judge's classes that stand for the program's: exception classes (so that ``except
+    ProgramsError`` catches exactly the program's ``ProgramsError``) and the classes of its
+    objects (so that ``isinstance``, ``type(x) is Point`` and ``callable`` answer as the
+    program's types do), one per program class."""
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.by_handle: dict[int, type] = {}
         self.made: set[type] = set()
+        self.types: dict[int, ProgramType] = {}
 
     def rebuild(self, description: object, depth: int = 0) -> type:
         """The class a description of :func:`wire.describe_exception_class` stands for: a
-        built-in exception by name (``Exception`` subclasses only), or a class made here with
-        the program's name and bases. BoundaryError when the description is malformed."""
+        built-in exception by name (``Exception`` subclasses only, and the other built-in
+        exceptions as the bases of a program's class), a library exception of
+        :data:`wire.LIBRARY_EXCEPTION_MODULES`, or a class made here with the program's name
+        and bases. BoundaryError when the description is malformed."""
         if type(description) is not dict:
             raise wire.BoundaryError("a malformed exception class")
         if set(description) == {"builtin"}:
-            kind = wire.EXCEPTIONS.get(description["builtin"])
+            kind: type[BaseException] | None = wire.EXCEPTIONS.get(description["builtin"])
+            if kind is None and depth > 0:
+                kind = _BASE_EXCEPTIONS.get(description["builtin"])
             if kind is None:
                 raise wire.BoundaryError("not a built-in exception class")
             return kind
+        if set(description) == {"library"}:
+            return _library_exception(description["library"])
         if set(description) != {"handle", "name", "bases"}:
             raise wire.BoundaryError("a malformed exception class")
         handle, name, bases = description["handle"], description["name"], description["bases"]
@@ -240,6 +551,77 @@ class ProgramClasses:
         self.by_handle[handle] = kind
         self.made.add(kind)
         return kind
+
+    def program_class(self, description: object, depth: int = 0) -> ProgramType:
+        """The judge's class for a class description of the program's
+        (:meth:`rlx.llm.sandbox.server.Objects.class_of`): a subclass of
+        :class:`ProgramObject` with the program's name, its bases made the same way, and only
+        the special methods the program's class has. BoundaryError when malformed or unknown."""
+        if type(description) is not dict or not wire.is_handle(description.get("handle")):
+            raise wire.BoundaryError("a malformed class")
+        handle = description["handle"]
+        known = self.types.get(handle)
+        if known is not None:
+            return known
+        if set(description) != {"handle", "name", "bases", "supports"}:
+            raise wire.BoundaryError("a class the program never described")
+        name, bases, supports = description["name"], description["bases"], description["supports"]
+        if type(name) is not str or not 0 < len(name) <= wire.MAX_NAME_CHARS:
+            raise wire.BoundaryError("a malformed class name")
+        if type(bases) is not list or len(bases) > 16 or depth > 32:
+            raise wire.BoundaryError("a class with a malformed hierarchy")
+        if type(supports) is not list or not all(type(n) is str for n in supports):
+            raise wire.BoundaryError("a malformed class")
+        if len(self.types) >= MAX_CLASSES:
+            raise wire.BoundaryError("too many classes")
+        parents = tuple(
+            dict.fromkeys(
+                self.program_class(base, depth + 1)
+                for base in bases
+                if not (type(base) is dict and set(base) == {"builtin"})
+            )
+        )
+        kind = _make_program_class(self.channel, handle, name, parents, set(supports))
+        self.types[handle] = kind
+        return kind
+
+    def module(self, name: str) -> object:
+        """A module the program sent: the judge's own import of it (never the program's
+        module object). BoundaryError when the judge cannot import it."""
+        return judge_module(name)
+
+
+def judge_module(name: str) -> ModuleType:
+    """The judge's own import of the module ``name`` (the standard library, or an installed
+    package the judge can import); BoundaryError when it cannot."""
+    if name.split(".")[0] in _NEVER_IMPORTED or not wire.is_module_name(name):
+        raise wire.BoundaryError(f"the module {name!r} is not imported for the tests")
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        raise wire.BoundaryError(f"the judge cannot import the module {name!r}") from None
+
+
+_NEVER_IMPORTED = frozenset(
+    {"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo",
+     "tkinter", "solution", "__main__"}
+)  # fmt: skip
+
+
+def _library_exception(reference: object) -> type:
+    if type(reference) is not list or len(reference) != 2:
+        raise wire.BoundaryError("a malformed library exception")
+    module, name = reference
+    if module not in wire.LIBRARY_EXCEPTION_MODULES or type(name) is not str:
+        raise wire.BoundaryError("an exception of a module that is not on the list")
+    import importlib
+
+    kind = getattr(importlib.import_module(module), name, None) if name.isidentifier() else None
+    if not (type(kind) is type and issubclass(kind, BaseException)):
+        raise wire.BoundaryError("not a library exception class")
+    return kind
 
 
 def _program_attribute(self: BaseException, name: str) -> object:
@@ -277,93 +659,367 @@ def _refuse(what: str) -> TypeError:
     )
 
 
-class ProgramObject:
-    """The judge's handle to an object that lives in the program (a function, a class, an
-    instance, a module, a generator).
+def _ask(obj: ProgramObject, op: str, *args: object, **kwargs: object) -> object:
+    channel: Channel = object.__getattribute__(obj, "_channel")
+    return channel.request(op, object.__getattribute__(obj, "_handle"), *args, **kwargs)
 
-    Calls, attribute access, items, iteration, ``str`` and ``repr`` go to the program, whose
-    answers come back as plain data (or more handles). Everything that would let the program
-    answer a test's question instead of computing a value is refused: comparisons, ``in``,
-    ``bool``, ``len``, ``hash`` and ``isinstance`` raise ``TypeError``.
+
+class ProgramType(type):
+    """The type of the judge's classes that stand for the program's classes. Calling one asks
+    the program to make an instance; its attributes are the program class's; ``isinstance``,
+    ``issubclass``, ``type(x) is C`` and its ``__name__`` are the judge's, on classes made here."""
+
+    _rlx_channel: Channel
+    _rlx_handle: int
+
+    def __call__(cls, *args: object, **kwargs: object) -> object:
+        return cls._rlx_channel.request("call", cls._rlx_handle, *args, **kwargs)
+
+    def __getattr__(cls, name: str) -> object:
+        if (name.startswith("__") and name.endswith("__")) or name.startswith("_rlx_"):
+            raise AttributeError(name)
+        return cls._rlx_channel.request("getattr", cls._rlx_handle, name)
+
+    def __iter__(cls) -> object:  # an Enum class, iterated
+        return cls._rlx_channel.request("iter", cls._rlx_handle)
+
+    def __getitem__(cls, key: object) -> object:  # Color["RED"]
+        return cls._rlx_channel.request("getitem", cls._rlx_handle, key)
+
+    def __bool__(cls) -> bool:
+        return True
+
+
+def _make_program_class(
+    channel: Channel, handle: int, name: str, parents: tuple[type, ...], supports: set[str]
+) -> ProgramType:
+    namespace: dict[str, object] = {
+        "__slots__": (),
+        "__module__": "solution",
+        "__qualname__": name,
+        "_rlx_channel": channel,
+        "_rlx_handle": handle,
+        "_rlx_truth_asked": bool(supports & {"__bool__", "__len__"}),
+    }
+    for method in supports:
+        if method in _PROTOCOL_METHODS:
+            namespace.update(_PROTOCOL_METHODS[method])
+    if "__iter__" in supports:
+        namespace["__contains__"] = _contains_by_iterating
+    elif "__contains__" in supports:
+        namespace["__contains__"] = _refused_contains
+    if "__hash__" not in supports:
+        namespace["__hash__"] = None
+    try:
+        return ProgramType(name, parents or (ProgramObject,), namespace)
+    except TypeError:  # an impossible hierarchy (a lying program): no bases
+        return ProgramType(name, (ProgramObject,), namespace)
+
+
+def _refused_contains(self: ProgramObject, item: object) -> bool:
+    raise _refuse("`in`")
+
+
+def _contains_by_iterating(self: ProgramObject, item: object) -> bool:
+    """``in`` for an iterable program object: the judge compares the items it yields."""
+    return any(element is item or element == item for element in iter(self))  # type: ignore[call-overload]
+
+
+def _asked_len(self: ProgramObject) -> int:
+    """``len()`` of a program object, asked of the program: an int >= 0, as Python requires
+    (the program learns nothing from the tests by answering it)."""
+    value = _plain(_ask(self, "len"), int, "len()")
+    if not 0 <= value <= sys.maxsize:
+        raise TypeError(f"the program's len() gave {value}, not a length")
+    return value
+
+
+def _unpickled(handle: int) -> object:
+    """What ``pickle.loads`` makes of a program object ``pickle.dumps`` was given: a fresh copy
+    (a pickle round trip, in the program) of the copy made when it was pickled."""
+    channel = _current
+    original = channel.objects.get(handle) if channel is not None else None
+    if original is None:
+        raise TypeError("a program object pickled in another run cannot be loaded")
+    return _ask(original, "copy", "pickle", None)
+
+
+def _same(value: object) -> object:
+    return value
+
+
+class _TrackedMixin:
+    """A list, dict or set the tests read from a program object's attribute: the judge's own
+    copy (compared as plain data), whose changes are made to the program's container too."""
+
+    __slots__ = ()
+    _rlx_channel: Channel
+    _rlx_handle: int
+
+    @classmethod
+    def made(cls, value: Any, channel: Channel, handle: int) -> Any:
+        made: Any = cls(value)  # type: ignore[call-arg]  # (a list, dict or set)
+        made._rlx_channel, made._rlx_handle = channel, handle
+        return made
+
+    def _rlx_forward(self, name: str, *args: object, **kwargs: object) -> None:
+        self._rlx_channel.request("method", self._rlx_handle, name, *args, **kwargs)
+
+    def _rlx_plain(self) -> Any:
+        base = type(self).__mro__[2]
+        return base(self)
+
+    def __copy__(self) -> object:
+        return self._rlx_plain()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> object:
+        import copy
+
+        return copy.deepcopy(self._rlx_plain(), memo)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_same, (self._rlx_plain(),))
+
+
+def _tracked_class(base: type, methods: tuple[str, ...], iterables: tuple[str, ...]) -> type:
+    def forwarding(name: str) -> Callable[..., object]:
+        local = getattr(base, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> object:
+            if base is dict and name in iterables:
+                args, kwargs = (dict(*args, **kwargs),), {}
+            elif name in iterables:
+                args = tuple(list(a) for a in args)
+            result = local(self, *args, **kwargs)
+            if base is set and name == "pop":
+                self._rlx_forward("discard", result)
+            elif base is dict and name == "popitem":
+                self._rlx_forward("pop", result[0])
+            else:
+                self._rlx_forward(name, *args, **kwargs)
+            return result
+
+        method.__name__ = name
+        return method
+
+    namespace: dict[str, object] = {"__slots__": ("_rlx_channel", "_rlx_handle")}
+    namespace.update({name: forwarding(name) for name in methods})
+    return type(base.__name__, (_TrackedMixin, base), namespace)
+
+
+_TRACKED: dict[type, Any] = {
+    list: _tracked_class(
+        list,
+        ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+         "__setitem__", "__delitem__", "__iadd__", "__imul__"),
+        ("extend", "__iadd__"),
+    ),
+    dict: _tracked_class(
+        dict,
+        ("__setitem__", "__delitem__", "update", "pop", "popitem", "clear", "setdefault",
+         "__ior__"),
+        ("update", "__ior__"),
+    ),
+    set: _tracked_class(
+        set,
+        ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
+         "intersection_update", "symmetric_difference_update", "__ior__", "__iand__",
+         "__isub__", "__ixor__"),
+        ("update", "difference_update", "intersection_update", "symmetric_difference_update",
+         "__ior__", "__iand__", "__isub__", "__ixor__"),
+    ),
+}  # fmt: skip
+
+
+class ProgramObject:
+    """The judge's handle to an object that lives in the program (a function, an instance, a
+    generator ...), of a judge's class that stands for the object's class (see
+    :class:`ProgramType`), made with the special methods the program's class has: so
+    ``callable(x)``, ``iter(x)``, ``hasattr(x, "__len__")`` answer as the object's type does.
+
+    Calls, attribute access, items, iteration, arithmetic, ``str``, ``repr``, ``len``,
+    ``bool`` (of an object whose class defines its truth), copies and pickle round trips go to
+    the program, whose answers come back as plain data (or more handles), of the type Python
+    requires where it requires one. What would let the program answer a test's question about
+    plain data instead of computing a value is refused: comparisons with anything that is not a
+    program object, ``in`` (unless the object is iterable: the judge then compares the items
+    itself) and ``hash`` raise ``TypeError``. Two program objects compare as the program's own
+    ``__eq__`` (``__lt__`` ...) says.
     """
 
-    __slots__ = ("_channel", "_handle", "_type")
+    __slots__ = ("_channel", "_handle")
+    _rlx_truth_asked = True
 
-    def __init__(self, channel: Channel, handle: int, type_name: str) -> None:
+    def __init__(self, channel: Channel, handle: int, type_name: str = "") -> None:
         object.__setattr__(self, "_channel", channel)
         object.__setattr__(self, "_handle", handle)
-        object.__setattr__(self, "_type", type_name)
-
-    def _ask(self, op: str, *args: object, **kwargs: object) -> object:
-        return object.__getattribute__(self, "_channel").request(op, self, *args, **kwargs)
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        return self._ask("call", *args, **kwargs)
 
     def __getattr__(self, name: str) -> object:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)  # protocols are the judge's, never the program's
-        return self._ask("getattr", name)
+        return _ask(self, "getattr", name)
 
     def __setattr__(self, name: str, value: object) -> None:
-        self._ask("setattr", name, value)
-
-    def __getitem__(self, key: object) -> object:
-        return self._ask("getitem", key)
-
-    def __setitem__(self, key: object, value: object) -> None:
-        self._ask("setitem", key, value)
-
-    def __delitem__(self, key: object) -> None:
-        self._ask("delitem", key)
-
-    def __iter__(self) -> object:
-        return self._ask("iter")
-
-    def __next__(self) -> object:
-        return self._ask("next")
+        _ask(self, "setattr", name, value)
 
     def __str__(self) -> str:
-        return _plain(self._ask("str"), str, "str()")
+        return _plain(_ask(self, "str"), str, "str()")
 
     def __repr__(self) -> str:
-        return _plain(self._ask("repr"), str, "repr()")
-
-    # read-only on purpose (object's __class__ can be set): isinstance() asks for it after
-    # type() says no
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
-        raise _refuse("isinstance()")
+        return _plain(_ask(self, "repr"), str, "repr()")
 
     def __eq__(self, other: object) -> bool:
-        raise _refuse("==")
+        return _compare(self, other, "eq", "==")
 
     def __ne__(self, other: object) -> bool:
-        raise _refuse("!=")
+        return _compare(self, other, "ne", "!=")
 
     def __lt__(self, other: object) -> bool:
-        raise _refuse("<")
+        return _compare(self, other, "lt", "<")
 
     def __le__(self, other: object) -> bool:
-        raise _refuse("<=")
+        return _compare(self, other, "le", "<=")
 
     def __gt__(self, other: object) -> bool:
-        raise _refuse(">")
+        return _compare(self, other, "gt", ">")
 
     def __ge__(self, other: object) -> bool:
-        raise _refuse(">=")
-
-    def __contains__(self, item: object) -> bool:
-        raise _refuse("`in`")
+        return _compare(self, other, "ge", ">=")
 
     def __bool__(self) -> bool:
-        raise _refuse("bool()")
-
-    def __len__(self) -> int:
-        raise _refuse("len()")
+        if type(self)._rlx_truth_asked:  # asked of the program: a bool back
+            return _plain(_ask(self, "bool"), bool, "bool()")
+        return True  # an object whose class defines no truth is true, as in Python
 
     def __hash__(self) -> int:
         raise _refuse("hash()")
+
+    def __copy__(self) -> object:
+        return _ask(self, "copy", "copy", None)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> object:
+        return _ask(self, "copy", "deepcopy", None)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """``pickle.dumps`` of a program object: the round trip is the program's (its copy
+        is made now, and ``pickle.loads`` copies that); no byte of the program's is unpickled
+        here."""
+        copied = _ask(self, "copy", "pickle", None)
+        if issubclass(type(copied), ProgramObject):
+            return (_unpickled, (object.__getattribute__(copied, "_handle"),))
+        return (_same, (copied,))
+
+
+def _compare(a: ProgramObject, b: object, name: str, symbol: str) -> bool:
+    """A comparison of two program objects, asked of the program (a bool back); of a program
+    object with anything else, refused."""
+    if not issubclass(type(b), ProgramObject):
+        raise _refuse(symbol)
+    return _plain(_ask(a, "operator", name, False, b), bool, symbol)
+
+
+def _protocol_methods() -> dict[str, dict[str, object]]:
+    """The special methods a judge's class gets when the program's class has them."""
+
+    def call(self: ProgramObject, *args: object, **kwargs: object) -> object:
+        return _ask(self, "call", *args, **kwargs)
+
+    def getitem(self: ProgramObject, key: object) -> object:
+        return _ask(self, "getitem", key)
+
+    def setitem(self: ProgramObject, key: object, value: object) -> None:
+        _ask(self, "setitem", key, value)
+
+    def delitem(self: ProgramObject, key: object) -> None:
+        _ask(self, "delitem", key)
+
+    def iterate(self: ProgramObject) -> object:
+        return _ask(self, "iter")
+
+    def next_item(self: ProgramObject) -> object:
+        return _ask(self, "next")
+
+    def enter(self: ProgramObject) -> object:
+        return _ask(self, "enter")
+
+    def leave(self: ProgramObject, *exc_info: object) -> bool:
+        _ask(self, "exit")
+        return False  # the program never decides that an error in the test is swallowed
+
+    def awaited(self: ProgramObject) -> Any:
+        if False:
+            yield
+        return _ask(self, "await")
+
+    def send(self: ProgramObject, value: object) -> object:
+        raise StopIteration(_ask(self, "await"))
+
+    def throw(self: ProgramObject, *args: Any) -> object:
+        raise args[1] if len(args) > 1 and isinstance(args[1], BaseException) else args[0]
+
+    def close(self: ProgramObject) -> None:
+        return None
+
+    def aiter(self: ProgramObject) -> object:
+        return _ask(self, "aiter")
+
+    def anext(self: ProgramObject) -> Any:
+        return _Step(self)
+
+    methods: dict[str, dict[str, object]] = {
+        "__call__": {"__call__": call},
+        "__getitem__": {"__getitem__": getitem},
+        "__setitem__": {"__setitem__": setitem},
+        "__delitem__": {"__delitem__": delitem},
+        "__iter__": {"__iter__": iterate},
+        "__len__": {"__len__": _asked_len},
+        "__next__": {"__next__": next_item},
+        "__enter__": {"__enter__": enter},
+        "__exit__": {"__exit__": leave},
+        "__await__": {"__await__": awaited, "send": send, "throw": throw, "close": close},
+        "__aiter__": {"__aiter__": aiter},
+        "__anext__": {"__anext__": anext},
+    }
+    for name in wire.BINARY_OPERATORS:
+        methods[f"__{name}__"] = {f"__{name}__": _operator_method(name, False)}
+        methods[f"__r{name}__"] = {f"__r{name}__": _operator_method(name, True)}
+    results = {"index": int, "int": int, "float": float, "complex": complex}
+    for name in wire.UNARY_OPERATORS:
+        methods[f"__{name}__"] = {f"__{name}__": _unary_method(name, results.get(name))}
+    return methods
+
+
+class _Step:
+    """What ``__anext__`` of a program's asynchronous iterator returns: awaiting it asks the
+    program for the next item (StopAsyncIteration ends the loop)."""
+
+    def __init__(self, iterator: ProgramObject) -> None:
+        self.iterator = iterator
+
+    def __await__(self) -> Any:
+        if False:
+            yield
+        return _ask(self.iterator, "anext")
+
+
+def _operator_method(name: str, reflected: bool) -> Callable[[ProgramObject, object], object]:
+    def method(self: ProgramObject, other: object) -> object:
+        return _ask(self, "operator", name, reflected, other)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _unary_method(name: str, result: type | None) -> Callable[[ProgramObject], object]:
+    def method(self: ProgramObject) -> object:
+        value = _ask(self, "operator", name, False)
+        return value if result is None else _plain(value, result, f"{name}()")
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+_PROTOCOL_METHODS = _protocol_methods()
 
 
 def _plain(value: object, kind: type[_T], what: str) -> _T:
@@ -378,10 +1034,14 @@ def _plain(value: object, kind: type[_T], what: str) -> _T:
 
 
 class Tally:
-    """Checks passed and failed, and why the first few failed."""
+    """Tests passed and failed, and why the first few failed. A test is an assert statement of
+    the test code (by where it is written), or a test function, method or parametrized case:
+    it has passed when every check it made passed (see the module docstring)."""
 
     def __init__(self) -> None:
+        self.results: dict[object, bool] = {}
         self.passed = self.failed = 0
+        self.failed_checks = 0  # every failed check, counted as it happens
         self.failures: list[str] = []
         self.failure_count = 0
         self.setup_failed = False
@@ -389,13 +1049,37 @@ class Tally:
         self.timed_out = False
         self.nested = 0  # inside a counted assertion method: its inner calls are not counted
         self.unit = ""  # the test running now, to name in failures
+        self.unit_key: object = None  # a test function's key: its checks are one test
 
     def where(self, line: int) -> str:
         """``"test_x(), line 6"`` inside a test function, ``"line 6"`` at the top level."""
         return f"{self.unit}, line {line}" if self.unit.endswith(")") else f"line {line}"
 
-    def fail(self, why: str, checks: int = 1) -> None:
-        self.failed += checks
+    def record(self, key: object, ok: bool) -> None:
+        """One check of the test ``key``: the test fails with its first failed check."""
+        before = self.results.get(key)
+        if before is None:
+            self.results[key] = ok
+            if ok:
+                self.passed += 1
+            else:
+                self.failed += 1
+        elif before and not ok:
+            self.results[key] = False
+            self.passed -= 1
+            self.failed += 1
+        if not ok:
+            self.failed_checks += 1
+
+    def check(self, key: object, ok: bool, why: str = "") -> None:
+        """A check written at ``key``, part of the running test function when there is one."""
+        self.record(self.unit_key if self.unit_key is not None else key, ok)
+        if not ok:
+            self.note(why)
+
+    def fail(self, why: str, key: object = None) -> None:
+        """A failed test (of its own unless ``key`` names one)."""
+        self.record(object() if key is None else key, False)
         self.note(why)
 
     def explain(self, detail: str) -> None:
@@ -421,20 +1105,18 @@ class Tally:
 
 
 def assert_hook(tally: Tally):
-    """The function every instrumented ``assert`` calls: the judge's truth of the test, counted
-    as one check (unless the assert is of a constant)."""
+    """The function every instrumented ``assert`` calls: the judge's truth of the test, one
+    check of the assert written at ``line``, ``column`` (unless it is of a constant)."""
 
-    def check(value: object, line: int, counted: bool) -> bool:
+    def check(value: object, line: int, column: int, counted: bool) -> bool:
+        key = ("assert", line, column)
         try:
             ok = bool(value)
         except TypeError as error:  # a program object's truth is not judged
-            tally.fail(f"{tally.where(line)}: {error}")
+            tally.check(key, False, f"{tally.where(line)}: {error}")
             raise AssertionError(str(error)) from None
         if counted:
-            if ok:
-                tally.passed += 1
-            else:
-                tally.fail(f"{tally.where(line)}: assert failed")
+            tally.check(key, ok, f"{tally.where(line)}: assert failed")
         return ok
 
     return check
@@ -443,8 +1125,8 @@ def assert_hook(tally: Tally):
 class _CountedContext:
     """A context manager (``assertRaises``, ``pytest.raises``) whose outcome is one check."""
 
-    def __init__(self, inner: Any, tally: Tally, failure: type[BaseException]) -> None:
-        self.inner, self.tally, self.failure = inner, tally, failure
+    def __init__(self, inner: Any, tally: Tally, failure: type[BaseException], key: object) -> None:
+        self.inner, self.tally, self.failure, self.key = inner, tally, failure, key
 
     def __enter__(self) -> object:
         return self.inner.__enter__()
@@ -453,10 +1135,10 @@ class _CountedContext:
         try:
             result = self.inner.__exit__(*exc_info)
         except self.failure as error:
-            self.tally.fail(f"{_describe(error)}")
+            self.tally.check(self.key, False, f"{_describe(error)}")
             raise
         if exc_info[0] is None or result:
-            self.tally.passed += 1
+            self.tally.check(self.key, True)
         return result
 
     def __getattr__(self, name: str) -> object:
@@ -464,23 +1146,25 @@ class _CountedContext:
 
 
 def counted_assertion(method, tally: Tally, failure: type[BaseException]):
-    """``method`` (an assertion method or ``pytest.raises``) counted as one check: passed when
-    it returns, failed when it raises ``failure``; a context it returns is counted at its exit."""
+    """``method`` (an assertion method or ``pytest.raises``) counted as one check of the line
+    that calls it: passed when it returns, failed when it raises ``failure``; a context it
+    returns is counted at its exit."""
 
     def counted(*args: object, **kwargs: object) -> object:
+        key = ("call", sys._getframe(1).f_lineno)
         tally.nested += 1
         try:
             result = method(*args, **kwargs)
         except failure as error:
             if tally.nested == 1:
-                tally.fail(_describe(error))
+                tally.check(key, False, _describe(error))
             raise
         finally:
             tally.nested -= 1
         if tally.nested == 0:
             if hasattr(result, "__enter__") and hasattr(result, "__exit__"):
-                return _CountedContext(result, tally, failure)
-            tally.passed += 1
+                return _CountedContext(result, tally, failure, key)
+            tally.check(key, True)
         return result
 
     counted.__name__ = getattr(method, "__name__", "assertion")
@@ -498,6 +1182,8 @@ def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, ModuleType]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             roots.add(node.module.split(".")[0])
     frameworks: dict[str, ModuleType] = {}
+    if "dataclasses" in roots:
+        _patch_dataclasses()
     if "unittest" in roots:
         import unittest
 
@@ -522,6 +1208,32 @@ def prepare_frameworks(tree: ast.Module, tally: Tally) -> dict[str, ModuleType]:
             pytest.main = _leave_main_to_the_judge  # type: ignore[assignment]  # a patch
             frameworks["pytest"] = pytest
     return frameworks
+
+
+def _patch_dataclasses() -> None:
+    """``dataclasses.asdict``, ``astuple``, ``fields``, ``replace`` and ``is_dataclass`` of a
+    program object (or class) are asked of the program, whose dataclass it is."""
+    import dataclasses
+
+    for name in ("asdict", "astuple", "fields", "replace", "is_dataclass"):
+        original = getattr(dataclasses, name)
+        if getattr(original, "_rlx_patched", False):
+            continue
+
+        def patched(obj: Any, *args: Any, _name: str = name, _original: Any = original,
+                    **kwargs: Any) -> Any:  # fmt: skip
+            if issubclass(type(obj), ProgramObject):
+                return _ask(obj, "dataclass", _name, *args, **kwargs)
+            if type(obj) is ProgramType:
+                return obj._rlx_channel.request(
+                    "dataclass", obj._rlx_handle, _name, *args, **kwargs
+                )
+            return _original(obj, *args, **kwargs)
+
+        patched.__name__ = name
+        patched.__doc__ = original.__doc__
+        patched._rlx_patched = True  # type: ignore[attr-defined]
+        setattr(dataclasses, name, patched)
 
 
 def _leave_main_to_the_judge(*args: object, **kwargs: object) -> object:
@@ -549,18 +1261,19 @@ class Unit:
         self.is_test = is_test  # a test function or method: passes when it returns, checked or not
 
 
-def judge(tests: str | None, channel: Channel) -> Tally:
+def judge(tests: str | None, channel: Channel, setup: str = "") -> Tally:
     """Run ``tests`` (as :func:`testcode.prepare` made them; None: no tests) against the program
-    at the other end of ``channel``."""
+    at the other end of ``channel``, after the trusted ``setup`` code (see the module
+    docstring)."""
     tally = Tally()
     try:
-        _judge(tests, channel, tally)
+        _judge(tests, channel, tally, setup)
     finally:
         tally.timed_out = channel.broken == TIME_LIMIT
     return tally
 
 
-def _judge(tests: str | None, channel: Channel, tally: Tally) -> None:
+def _judge(tests: str | None, channel: Channel, tally: Tally, setup: str = "") -> None:
     tree = ast.parse(tests or "")
     frameworks = prepare_frameworks(tree, tally)
     try:
@@ -574,10 +1287,13 @@ def _judge(tests: str | None, channel: Channel, tally: Tally) -> None:
         return
     tally.defined = True
     if tests is None:  # no tests: the program passes by running to its end
-        tally.passed = 1
+        tally.record("defined", True)
         return
+    setup_tree = _parsed(setup)
     try:
-        namespace = test_namespace(first["ready"], channel, testcode.module_bindings(tree))
+        namespace = test_namespace(
+            first["ready"], channel, testcode.module_bindings(tree), tree, setup_tree
+        )
     except ProgramGone as gone:
         tally.fail(str(gone))
         return
@@ -600,13 +1316,20 @@ def _judge(tests: str | None, channel: Channel, tally: Tally) -> None:
 
 def run_unit(unit: Unit, tally: Tally, channel: Channel) -> None:
     """Run one unit and count what it did (see the module docstring)."""
+    key = ("unit", unit.label)
     if channel.broken is not None:
         if not unit.setup:
-            checks = max(1, testcode.counted_asserts(unit.node))
-            tally.fail(f"{unit.label}: not run, {channel.broken}", checks)
+            why = f"{unit.label}: not run, {channel.broken}"
+            keys: list[object] = [key]
+            if not unit.is_test:
+                keys = list(testcode.assert_keys(unit.node)) or keys
+            for each in keys:
+                tally.record(each, False)
+            tally.note(why)
         return
-    passed, failed = tally.passed, tally.failed
+    failed = tally.failed_checks
     tally.unit = unit.label
+    tally.unit_key = key if unit.is_test else None
     try:
         unit.run()
     except SkippedError as skip:
@@ -614,29 +1337,33 @@ def run_unit(unit: Unit, tally: Tally, channel: Channel) -> None:
     except ProgramGone as gone:
         if unit.setup:
             tally.setup_failed = True
-        _unexplained_failure(tally, failed, f"{unit.label}: {gone}")
+        _unexplained_failure(tally, failed, f"{unit.label}: {gone}", key)
     except BaseException as error:
         if unit.setup:
             tally.setup_failed = True
-            tally.fail(f"{unit.label}: set-up failed, {_describe(error)}")
+            tally.fail(f"{unit.label}: set-up failed, {_describe(error)}", key)
         elif _is_skip(error):
             tally.note(f"{unit.label}: skipped ({_describe(error)})")
-        elif tally.failed > failed and type(error) is AssertionError and error.args:
+        elif tally.failed_checks > failed and type(error) is AssertionError and error.args:
             tally.explain(_describe(error))  # the failed assert's own message
         else:
-            _unexplained_failure(tally, failed, f"{unit.label}: {_describe(error)}")
+            _unexplained_failure(tally, failed, f"{unit.label}: {_describe(error)}", key)
     else:
         if channel.broken is not None:  # a bare ``except:`` in the test swallowed it
-            _unexplained_failure(tally, failed, f"{unit.label}: {channel.broken}")
-        elif unit.is_test and (tally.passed, tally.failed) == (passed, failed):
-            tally.passed += 1  # a test that returns passes, as pytest and unittest pass it
+            _unexplained_failure(tally, failed, f"{unit.label}: {channel.broken}", key)
+        elif unit.is_test:
+            tally.record(key, True)  # a test that returns passes, as pytest and unittest pass it
+    finally:
+        tally.unit_key = None
 
 
-def _unexplained_failure(tally: Tally, failed_before: int, why: str) -> None:
-    """One failed check for an error, unless a counted check of the unit already failed (the
+def _unexplained_failure(tally: Tally, failed_before: int, why: str, key: object) -> None:
+    """The unit's test fails for an error, unless a check of the unit already failed (the
     error is then that check's AssertionError, or follows from it)."""
-    if tally.failed == failed_before:
-        tally.fail(why)
+    if tally.failed_checks == failed_before:
+        tally.fail(why, key)
+    elif tally.unit_key is not None:
+        tally.record(key, False)
 
 
 def _is_skip(error: BaseException) -> bool:
@@ -663,10 +1390,11 @@ def collected_tests(
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     }
     units: list[Unit] = []
+    fixtures = _fixtures(namespace.values())
     for name in testcode.test_functions(tree):
         function = namespace.get(name)
         if _is_test_code(function):
-            units += _function_units(name, function, nodes[name])
+            units += _function_units(name, function, nodes[name], None, fixtures)
     for name in testcode.test_classes(tree):
         kind = namespace.get(name)
         if type(kind) is not type or kind.__module__ != "__main__":
@@ -674,7 +1402,7 @@ def collected_tests(
         if unittest is not None and issubclass(kind, unittest.TestCase):
             units += _unittest_units(kind, nodes[name], unittest)
         else:
-            units += _class_units(kind, nodes[name])
+            units += _class_units(kind, nodes[name], fixtures)
     return units
 
 
@@ -686,25 +1414,215 @@ def _is_test_code(function: object) -> bool:
 
 
 def _function_units(
-    label: str, function: Any, node: ast.AST, kind: type | None = None
+    label: str,
+    function: Any,
+    node: ast.AST,
+    kind: type | None = None,
+    fixtures: dict[str, Fixture] | None = None,
 ) -> list[Unit]:
-    """One unit per parameter set of a test function (``@pytest.mark.parametrize``); a method
-    of ``kind`` runs on a fresh instance."""
+    """One unit per parameter set of a test function (``@pytest.mark.parametrize``, and the
+    ``params`` of the fixtures it uses); a method of ``kind`` runs on a fresh instance."""
     marks = [m for m in getattr(function, "pytestmark", []) if hasattr(m, "name")]
     if any(
         m.name == "skip" or (m.name == "skipif" and m.args and m.args[0] is True) for m in marks
     ):
         return []
+    fixtures = dict(fixtures or {})
+    if kind is not None:
+        fixtures.update(_fixtures(vars(kind).values(), method=True))
     cases: list[dict[str, object]] = [{}]
     for mark in marks:
         if mark.name == "parametrize":
             cases = [dict(case, **more) for case in cases for more in _parameter_sets(mark)]
+    for name in _fixture_closure(function, fixtures, kind is not None):
+        fixture = fixtures[name]
+        if fixture.params is not None and not any(name in case for case in cases):
+            key = f"{_PARAM}{name}"
+            cases = [dict(case, **{key: value}) for case in cases for value in fixture.params]
     units = []
     for index, params in enumerate(cases):
         name = label if len(cases) == 1 else f"{label}[{index}]"
-        run = functools.partial(_call_test, function, params, kind)
+        run = functools.partial(_call_test, function, params, kind, fixtures)
         units.append(Unit(f"{name}()", node, run, setup=False, is_test=True))
     return units
+
+
+_PARAM = "\0param:"  # a parameter set's key for a fixture's param (never an argument name)
+
+
+class Fixture:
+    """A ``@pytest.fixture`` of the test code: its function, scope, params, autouse."""
+
+    def __init__(self, function: Any, marker: Any, method: bool) -> None:
+        self.function, self.method = function, method
+        self.scope = getattr(marker, "scope", "function")
+        params = getattr(marker, "params", None)
+        self.params = None if params is None else list(params)
+        self.autouse = bool(getattr(marker, "autouse", False))
+
+
+def _fixtures(values: Any, method: bool = False) -> dict[str, Fixture]:
+    """The pytest fixtures among ``values`` (the test code's names, or a test class's)."""
+    found: dict[str, Fixture] = {}
+    for value in list(values):
+        marker = getattr(value, "_fixture_function_marker", None)  # pytest >= 8.4
+        unwrap = getattr(value, "_get_wrapped_function", None)
+        if marker is not None and callable(unwrap):
+            function = unwrap()
+        else:
+            marker = getattr(value, "_pytestfixturefunction", None)  # older pytest
+            function = value
+        if marker is None or getattr(function, "__code__", None) is None:
+            continue
+        if getattr(function.__code__, "co_filename", "") != "<tests>":
+            continue
+        name = getattr(marker, "name", None) or function.__name__
+        found[name] = Fixture(function, marker, method)
+    return found
+
+
+def _arguments(function: Any, method: bool) -> list[str]:
+    code = function.__code__
+    names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    return names[1:] if method else names
+
+
+def _fixture_closure(function: Any, fixtures: dict[str, Fixture], method: bool) -> list[str]:
+    """The fixtures a test uses, itself or through the fixtures it uses (autouse ones too)."""
+    found: list[str] = []
+    todo = [n for n, f in fixtures.items() if f.autouse] + _arguments(function, method)
+    while todo:
+        name = todo.pop(0)
+        if name in fixtures and name not in found:
+            found.append(name)
+            todo += _arguments(fixtures[name].function, fixtures[name].method)
+    return found
+
+
+_SESSION: dict[str, object] = {}  # the values of fixtures of a wider scope than a function
+
+
+class _Request:
+    """pytest's ``request`` fixture, the part tests use."""
+
+    def __init__(self, run: _FixtureRun, name: str, param: object) -> None:
+        self._run, self.fixturename = run, name
+        if param is not _MISSING:
+            self.param = param
+        self.function, self.instance = run.function, run.instance
+        self.cls = None if run.instance is None else type(run.instance)
+        self.node: Any = type(sys)("node")
+        self.node.name = getattr(run.function, "__name__", "test")  # type: ignore[attr-defined]
+
+    def addfinalizer(self, finalizer: Callable[[], object]) -> None:
+        self._run.teardowns.append(finalizer)
+
+    def getfixturevalue(self, name: str) -> object:
+        return self._run.value(name)
+
+
+_MISSING = object()
+
+
+class _FixtureRun:
+    """The fixtures of one test run: made on first use, torn down (``yield`` fixtures,
+    ``monkeypatch``, finalizers) in reverse order at its end."""
+
+    def __init__(
+        self, fixtures: dict[str, Fixture], params: dict[str, object], function: Any, instance: Any
+    ) -> None:
+        self.fixtures, self.params = fixtures, params
+        self.function, self.instance = function, instance
+        self.values: dict[str, object] = {}
+        self.teardowns: list[Callable[[], object]] = []
+        self.capture: _Capsys | None = None
+        self.making: set[str] = set()
+
+    def value(self, name: str, requester: str = "") -> object:
+        if name in self.params:
+            return self.params[name]
+        if name in self.values:
+            return self.values[name]
+        fixture = self.fixtures.get(name)
+        if fixture is None:
+            made = self.builtin(name, requester)
+        elif fixture.scope != "function" and name in _SESSION:
+            made = _SESSION[name]
+        else:
+            if name in self.making:
+                raise TypeError(f"the fixture {name!r} depends on itself")
+            self.making.add(name)
+            made = self.make(name, fixture)
+            self.making.discard(name)
+            if fixture.scope != "function":
+                _SESSION[name] = made
+        self.values[name] = made
+        return made
+
+    def make(self, name: str, fixture: Fixture) -> object:
+        param = self.params.get(f"{_PARAM}{name}", _MISSING)
+        arguments: dict[str, object] = {}
+        for argument in _arguments(fixture.function, fixture.method):
+            if argument == "request":
+                arguments[argument] = _Request(self, name, param)
+            else:
+                arguments[argument] = self.value(argument, name)
+        function = fixture.function
+        if fixture.method:
+            function = function.__get__(self.instance)
+        result = function(**arguments)
+        import inspect
+
+        if inspect.isgenerator(result):
+            value = next(result)
+            if fixture.scope == "function":
+                self.teardowns.append(functools.partial(_finish_generator, result))
+            return value
+        return result
+
+    def builtin(self, name: str, requester: str) -> object:
+        if name == "capsys":
+            if self.capture is None:
+                self.capture = _Capsys()
+            return self.capture
+        if name == "tmp_path":
+            import pathlib
+            import tempfile
+
+            return pathlib.Path(tempfile.mkdtemp(prefix="test-"))
+        if name == "monkeypatch":
+            try:
+                from pytest import MonkeyPatch
+            except ImportError:
+                raise TypeError("the fixture 'monkeypatch' needs pytest") from None
+            patch = MonkeyPatch()
+            self.teardowns.append(patch.undo)
+            return patch
+        if name == "request":
+            return _Request(self, "", _MISSING)
+        where = f" (asked for by the fixture {requester!r})" if requester else ""
+        raise TypeError(
+            f"the test needs the pytest fixture {name!r}{where}; the sandbox's runner gives "
+            "tests the fixtures of the test code, tmp_path, monkeypatch, capsys and request"
+        )
+
+    def tear_down(self) -> None:
+        error: BaseException | None = None
+        for teardown in reversed(self.teardowns):
+            try:
+                teardown()
+            except Exception as exc:  # pytest reports a teardown error as the test's error
+                error = error or exc
+        if error is not None:
+            raise error
+
+
+def _finish_generator(generator: Any) -> None:
+    try:
+        next(generator)
+    except StopIteration:
+        return
+    raise RuntimeError("a fixture yielded twice")
 
 
 def _parameter_sets(mark: Any) -> list[dict[str, object]]:
@@ -723,33 +1641,71 @@ def _parameter_sets(mark: Any) -> list[dict[str, object]]:
     return sets
 
 
-def _call_test(function: Any, params: dict[str, object], kind: type | None) -> None:
+def _call_test(
+    function: Any,
+    params: dict[str, object],
+    kind: type | None,
+    fixtures: dict[str, Fixture] | None = None,
+) -> None:
     """Call a test function (a method on a fresh instance of ``kind``, between its
-    ``setup_method`` and ``teardown_method``) with its parameters; run it if it is async."""
+    ``setup_method`` and ``teardown_method``) with its parameters and the fixtures it asks
+    for; run it if it is async."""
     code = function.__code__
-    wanted = code.co_varnames[: code.co_argcount][0 if kind is None else 1 :]
-    required = wanted[: len(wanted) - len(function.__defaults__ or ())]
-    missing = [name for name in required if name not in params]
-    if missing:
-        raise TypeError(
-            f"the test needs the pytest fixture {missing[0]!r}; the sandbox's runner gives "
-            "tests no fixtures (use @pytest.mark.parametrize or plain values)"
-        )
+    fixtures = fixtures or {}
+    wanted = _arguments(function, kind is not None)
+    defaults = len(function.__defaults__ or ())
+    required = wanted[: len(wanted) - defaults] if defaults else wanted
     instance = None if kind is None else kind()
+    run = _FixtureRun(fixtures, params, function, instance)
+    needed = [n for n, f in fixtures.items() if f.autouse] + required
+    if "capsys" in _fixture_closure(function, fixtures, kind is not None) or "capsys" in needed:
+        run.capture = _Capsys()
     if instance is not None and hasattr(instance, "setup_method"):
         instance.setup_method(function.__get__(instance))
+    saved = sys.stdout, sys.stderr
     try:
-        result = function(**params) if instance is None else function(instance, **params)
-        if code.co_flags & _CO_COROUTINE:
-            import asyncio
+        if run.capture is not None:
+            sys.stdout, sys.stderr = run.capture.out, run.capture.err
+        try:
+            for name in needed:
+                run.value(name)
+            arguments = {n: run.value(n) for n in wanted if n in required or n in params}
+            result = function(**arguments) if instance is None else function(instance, **arguments)
+            if code.co_flags & _CO_COROUTINE:
+                import asyncio
 
-            asyncio.run(result)
+                asyncio.run(result)
+        finally:
+            run.tear_down()
     finally:
+        sys.stdout, sys.stderr = saved
         if instance is not None and hasattr(instance, "teardown_method"):
             instance.teardown_method(function.__get__(instance))
 
 
-def _class_units(kind: type, node: _Definition) -> list[Unit]:
+class _Capsys:
+    """pytest's ``capsys`` fixture, the part tests use: what the test (and every program call
+    it makes) prints, read with ``readouterr()``."""
+
+    def __init__(self) -> None:
+        import io
+
+        self.out, self.err = io.StringIO(), io.StringIO()
+
+    def readouterr(self) -> Any:
+        import collections
+
+        result = collections.namedtuple("result", ["out", "err"])  # pytest's is CaptureResult
+        captured = result(self.out.getvalue(), self.err.getvalue())
+        for stream in (self.out, self.err):
+            stream.seek(0)
+            stream.truncate()
+        return captured
+
+
+def _class_units(
+    kind: type, node: _Definition, fixtures: dict[str, Fixture] | None = None
+) -> list[Unit]:
     """pytest's ``Test*`` classes: each ``test*`` method on a fresh instance."""
     units = []
     for item in node.body:
@@ -758,7 +1714,8 @@ def _class_units(kind: type, node: _Definition) -> list[Unit]:
         ):
             function = vars(kind).get(item.name)
             if _is_test_code(function):
-                units += _function_units(f"{kind.__name__}.{item.name}", function, item, kind)
+                label = f"{kind.__name__}.{item.name}"
+                units += _function_units(label, function, item, kind, fixtures)
     return units
 
 
@@ -788,22 +1745,103 @@ def _run_test_case(kind: type, name: str, unittest: Any) -> None:
 # --- the names the tests see --------------------------------------------------------------------
 
 
-def test_namespace(ready: object, channel: Channel, test_bound: set[str]) -> dict[str, object]:
+def test_namespace(
+    ready: object,
+    channel: Channel,
+    test_bound: set[str],
+    tree: ast.Module | None = None,
+    setup: ast.Module | None = None,
+) -> dict[str, object]:
     """The globals the tests run in: the program's top-level names, rebuilt from plain data or
     as handles, except any that would replace a built-in, a dunder name or a name the test code
-    binds itself."""
+    binds itself; then the names the trusted ``setup`` code defines, which replace the
+    program's. A program's name bound to a module is bound to the judge's own import of that
+    module, when the tests use the name and the judge can import it; else it is left unbound.
+    When the tests import ``solution``, it is a module of these names."""
     namespace: dict[str, object] = {"__name__": "__main__", "__builtins__": builtins}
     names = ready.get("names") if type(ready) is dict and len(ready) == 1 else None
     if type(names) is not dict or len(names) > MAX_NAMES:
         raise channel.fail("the program's ready note is malformed")
+    trees = [t for t in (tree, setup) if t is not None]
+    imported = any(_imports_solution(t) for t in trees)
+    used = set().union(*(_names_used(t) for t in trees)) if trees else set()
+    module = type(sys)("solution") if imported else None
     for name, data in names.items():
-        if not bindable(name, test_bound):
+        if type(name) is not str or not name.isidentifier() or len(name) > wire.MAX_NAME_CHARS:
+            continue
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if not (bindable(name, test_bound) or module is not None):
             continue
         try:
-            namespace[name] = wire.decode(data, channel.program_object, 0, channel.classes.rebuild)
+            value: object
+            if type(data) is dict and set(data) == {"module"}:
+                if name not in used and module is None:
+                    continue
+                try:
+                    value = judge_module(data["module"])
+                except wire.BoundaryError:
+                    continue  # the program's own module object is never bound
+            else:
+                value = wire.decode(
+                    data, channel.program_object, 0, channel.classes.rebuild,
+                    channel.classes.program_class, channel.classes.module,
+                )  # fmt: skip
         except (wire.BoundaryError, ValueError, TypeError, RecursionError) as exc:
             raise channel.fail(f"the program's name {name[:100]!r} is malformed: {exc}") from None
+        if module is not None:
+            setattr(module, name, value)
+        if bindable(name, test_bound):
+            namespace[name] = value
+    if setup is not None:
+        defined = run_setup(setup, namespace)
+        if module is not None:
+            for name in defined:
+                setattr(module, name, namespace[name])
+    if module is not None:
+        sys.modules["solution"] = module
     return namespace
+
+
+def _parsed(code: str) -> ast.Module | None:
+    if not code.strip():
+        return None
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None  # no trusted set-up: the program's own definitions stand
+
+
+def run_setup(setup: ast.Module, namespace: dict[str, object]) -> list[str]:
+    """Run the trusted set-up code (the prompt's own definitions) in the tests' namespace,
+    statement by statement (one that fails is left out); the names it bound."""
+    before = dict(namespace)
+    for statement in setup.body:
+        code = compile(ast.Module(body=[statement], type_ignores=[]), "<setup>", "exec")
+        try:
+            exec(code, namespace)
+        except Exception:
+            continue
+    return [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("__") and (name not in before or before[name] is not value)
+    ]
+
+
+def _imports_solution(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+            alias.name.split(".")[0] == "solution" for alias in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "solution":
+            return True
+    return False
+
+
+def _names_used(tree: ast.Module) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
 def bindable(name: object, test_bound: set[str]) -> bool:
@@ -835,6 +1873,7 @@ def main(payload: dict, seconds: float) -> None:
     (``{"tests": code or None, ...}``), the program's channel on fds 3 and 4, the verdict to
     fd 5 as one JSON object."""
     tests = payload["tests"]
+    setup = payload.get("setup") or ""
     deadline = time.monotonic() + seconds
     channel = Channel(wire.REQUESTS_FD, wire.ANSWERS_FD, deadline)
 
@@ -844,7 +1883,7 @@ def main(payload: dict, seconds: float) -> None:
     signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001))
     try:
-        tally = judge(tests, channel)
+        tally = judge(tests, channel, setup if type(setup) is str else "")
     except ProgramGone as gone:  # the alarm outside a test
         tally = Tally()
         tally.fail(str(gone))

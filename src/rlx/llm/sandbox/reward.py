@@ -24,6 +24,7 @@ from rlx.llm.sandbox.process import (
     run_many,
     run_stdio,
 )
+from rlx.llm.sandbox.testcode import trusted_setup
 
 
 class SandboxWarning(UserWarning):
@@ -64,8 +65,15 @@ def python_tests_reward(
     ``check(candidate)`` (called with the row's ``entry_point`` column when the tests do not
     call it).
 
-    ``partial=True`` scores the share of checks passed instead: every executed assert counts
-    (in a loop, a function, a test), and a failing set-up statement scores the row 0.
+    With ``prepend_prompt=True`` the prompt's own definitions (its helpers, its constants: all
+    but the entry point, the function the completion finishes) also run in the judge as
+    trusted set-up code (:func:`~rlx.llm.sandbox.testcode.trusted_setup`), and the tests call
+    those, never a completion's redefinition of them.
+
+    ``partial=True`` scores the share of tests passed instead, tests as written: each assert
+    statement (wherever it sits: a loop of asserts is one test, passed only when every run of
+    it passed) and each test function, method or parametrized case; a failing set-up statement
+    scores the row 0.
     ``timeout_s`` is the wall-clock limit per program and its tests, ``memory_mb`` the
     program's address-space limit and ``judge_memory_mb`` the judge's; ``max_workers``
     programs (default ``min(4, cpu_count)``) run at once; the scores keep the order of
@@ -83,8 +91,12 @@ def python_tests_reward(
         (prompt if prepend_prompt else "") + completion + "\n"
         for prompt, completion in zip(prompts, completions, strict=True)
     ]
+    setups = [
+        trusted_setup(prompt, name) if prepend_prompt and isinstance(prompt, str) else ""
+        for prompt, name in zip(prompts, entry_points, strict=True)
+    ]
     results = run_many(
-        programs, test_code, entry_points=entry_points, timeout_s=timeout_s,
+        programs, test_code, entry_points=entry_points, setups=setups, timeout_s=timeout_s,
         memory_mb=memory_mb, judge_memory_mb=judge_memory_mb, max_workers=max_workers,
     )  # fmt: skip
     return _scores(results, partial)
@@ -298,7 +310,7 @@ def prepare_for_run(
         warn_unisolated(missing)
     info = sandbox_info()
     kinds = ("network_namespace", "pid_namespace", "ipc_namespace", "private_tmp",
-             "read_only_host", "uid_drop", "judge_uid")  # fmt: skip
+             "read_only_host", "uid_drop", "judge_uid", "seccomp")  # fmt: skip
     record = {
         "protections": [kind for kind in kinds if info[kind]],
         "missing": missing,
@@ -321,6 +333,7 @@ def sandbox_info() -> dict[str, Any]:
         "read_only_host": isolation.namespaces,
         "uid_drop": uids is not None,
         "judge_uid": isolation.separate_judge_uid,
+        "seccomp": isolation.seccomp,
         "judge_sandboxed": True,
         "uids": None if uids is None else f"{uids[0]}..{uids[-1]}",
         "verdict_outside_program": True,
@@ -329,7 +342,9 @@ def sandbox_info() -> dict[str, Any]:
             "cpu_s": "ceil(timeout_s) + 1",
             "address_space_mb": "memory_mb",
             "judge_address_space_mb": "judge_memory_mb",
-            "processes": MAX_PROCESSES if isolation.uids is not None else "user's tasks + 64",
+            "processes": MAX_PROCESSES
+            if isolation.namespaces or isolation.uids is not None
+            else "user's tasks + 64",
             "file_size_mb": MAX_FILE_MB,
             "open_files": MAX_OPEN_FILES,
         },

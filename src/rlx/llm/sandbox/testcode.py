@@ -46,6 +46,34 @@ def prepare(source: str, entry_point: str | None = None) -> str:
     return source
 
 
+def trusted_setup(prompt: str, entry_point: str | None = None) -> str:
+    """The prompt's own definitions, as the judge's trusted set-up code: its imports, function
+    definitions and assignments, without the entry point (``entry_point``, or else the
+    prompt's last top-level function: the function the completion finishes), which stays the
+    program's, and without classes (their instances must be the program's, to be passed to its
+    functions). The tests' names resolve to these, so a completion that redefines a helper
+    the tests call (``encode_cyclic = lambda s: s``) changes nothing the tests see. "" when the
+    prompt is not Python on its own or defines nothing but the entry point."""
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return ""
+    functions = [
+        s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    entry = entry_point or (functions[-1] if functions else None)
+    kept = [
+        stmt
+        for stmt in tree.body
+        if is_setup(stmt)
+        and not isinstance(stmt, ast.ClassDef)
+        and not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == entry)
+    ]
+    if all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in kept):
+        return ""
+    return ast.unparse(ast.Module(body=kept, type_ignores=[])) + "\n"
+
+
 def nothing_checked(tree: ast.Module) -> str:
     """Why ``tree`` checks nothing, or "" when some check would run."""
     if any(_contains(stmt, ast.Assert) for stmt in tree.body if not isinstance(stmt, _SCOPES)):
@@ -200,6 +228,16 @@ def is_setup(stmt: ast.stmt) -> bool:
     return True
 
 
+def assert_keys(node: ast.AST) -> list[tuple[str, int, int]]:
+    """The tests the asserts in ``node`` (nested functions included, constants left out) are,
+    as the judge counts them: ``("assert", line, column)``, one per assert statement."""
+    return [
+        ("assert", child.lineno, child.col_offset)
+        for child in ast.walk(node)
+        if isinstance(child, ast.Assert) and not isinstance(child.test, ast.Constant)
+    ]
+
+
 def counted_asserts(node: ast.AST) -> int:
     """Asserts in ``node`` (nested functions included) whose test is not a constant."""
     return sum(
@@ -209,17 +247,18 @@ def counted_asserts(node: ast.AST) -> int:
 
 
 class _CountAsserts(ast.NodeTransformer):
-    """``assert test, message`` becomes ``if not __rlx_assert__(test, line): raise
-    AssertionError(message)``: the judge decides the truth of ``test`` (refusing a program
-    object) and counts the check, whether it passes or fails, wherever the assert sits. An
-    assert of a constant (``assert True``) checks no program and is not counted."""
+    """``assert test, message`` becomes ``if not __rlx_assert__(test, line, column, counted):
+    raise AssertionError(message)``: the judge decides the truth of ``test`` (refusing a program
+    object) and counts the check, whether it passes or fails, wherever the assert sits, as a
+    check of the assert statement written at ``line``, ``column``. An assert of a constant
+    (``assert True``) checks no program and is not counted."""
 
     def visit_Assert(self, node: ast.Assert) -> ast.stmt:
         self.generic_visit(node)
         counted = ast.Constant(not isinstance(node.test, ast.Constant))
         check = ast.Call(
             func=ast.Name(ASSERT_HOOK, ast.Load()),
-            args=[node.test, ast.Constant(node.lineno), counted],
+            args=[node.test, ast.Constant(node.lineno), ast.Constant(node.col_offset), counted],
             keywords=[],
         )
         error = ast.Call(

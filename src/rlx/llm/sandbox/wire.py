@@ -7,7 +7,9 @@ instance of its class, a function, a module, a generator) crosses as a *handle*:
 names the object inside the program's process, whose only power on the judge's side is to be
 called, asked for an attribute or an item, or iterated. An exception class crosses as a
 *description*: its name and its bases, each a built-in exception's name or another description,
-so that the judge can make an exception class of its own that stands for it. The judge's
+so that the judge can make an exception class of its own that stands for it. A function of
+the judge's tests crosses the other way as a *callback* number, which the program can only
+call (the judge then runs its own function of that number). The judge's
 decoder builds fresh values of exactly these built-in types from JSON, so nothing that arrives
 can run code on the judge's side: no ``__eq__``, ``__hash__`` or ``__bool__`` of the program's
 is ever called there, and no name the program sends is imported or looked up.
@@ -27,6 +29,7 @@ import json
 import os
 import select
 import struct
+import sys
 import time
 
 # This module, the server and the judge start in a fresh interpreter for every program, so they
@@ -34,7 +37,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeGuard, TypeVar
+    from typing import Any, TypeGuard, TypeVar
 
     _T = TypeVar("_T")
 
@@ -74,6 +77,39 @@ subclasses of ``Exception``: a ``SystemExit``, ``KeyboardInterrupt`` or ``Genera
 named by the program never reaches the judge as such."""
 
 
+LIBRARY_EXCEPTION_MODULES = (
+    "asyncio.exceptions", "concurrent.futures._base", "dataclasses", "decimal", "json.decoder",
+    "queue", "statistics", "subprocess",
+)  # fmt: skip
+"""The library modules whose exception classes cross as themselves (``{"library": [module,
+name]}``), so that ``except asyncio.CancelledError`` or ``pytest.raises(json.JSONDecodeError)``
+catch them; the receiver imports the module itself, and only from this list."""
+
+
+BINARY_OPERATORS = (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+    "lshift", "rshift",
+)  # fmt: skip
+"""Arithmetic a program object takes part in (``__add__``, and ``__radd__`` reflected): the
+program computes the result, which the tests then judge like any value it returns."""
+
+UNARY_OPERATORS = ("neg", "pos", "abs", "invert", "index", "int", "float", "complex")
+
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+"""Comparisons the program answers, only between two of its own objects."""
+
+PROTOCOLS = (
+    "__call__", "__iter__", "__next__", "__getitem__", "__setitem__", "__delitem__", "__len__",
+    "__bool__", "__contains__", "__hash__", "__enter__", "__exit__", "__await__", "__aiter__",
+    "__anext__",
+    *(f"__{name}__" for name in BINARY_OPERATORS),
+    *(f"__r{name}__" for name in BINARY_OPERATORS),
+    *(f"__{name}__" for name in UNARY_OPERATORS),
+)  # fmt: skip
+"""The special methods a class description says its instances have (so that ``callable``,
+``iter``, ``hasattr`` and the like answer from the object's real type)."""
+
+
 class BoundaryError(Exception):
     """A value cannot cross, or a message is malformed, too large or cut short."""
 
@@ -81,21 +117,47 @@ class BoundaryError(Exception):
 # --- values -------------------------------------------------------------------------------------
 
 
-def encode(value: object, handle_of: Callable[[object], int], depth: int = 0) -> object:
+def encode(
+    value: object,
+    handle_of: Callable[[object], int],
+    depth: int = 0,
+    class_of: Callable[[type], object] | None = None,
+    special: Callable[[object], object] | None = None,
+) -> object:
     """``value`` as JSON-ready data; objects that are not plain data become
-    ``{"handle": handle_of(obj), "type": name}``, exception classes their description.
+    ``{"handle": handle_of(obj)}`` (with ``"class": class_of(type(obj))`` when ``class_of`` is
+    given: the program's side describes its classes, the judge's never does), exception
+    classes their description, other classes ``{"class": ...}`` (the program's side) or a
+    handle, modules ``{"module": name}``.
 
-    Subclasses of the plain types cross as their base type (a namedtuple as a tuple, a
-    ``Counter`` as a dict, an ``IntEnum`` as an int), as they compare equal to it in Python.
+    Subclasses of the plain types cross as their base type (a ``Counter`` subclass as a dict, an
+    ``IntEnum`` as an int), as they compare equal to it in Python; the library types of
+    :data:`LIBRARY_KINDS` cross by value, tagged ``{"lib": [kind, body]}``, and are rebuilt as
+    the receiver's own objects of that type.
+
+    ``special``, when given, is first shown every value that is not a scalar (containers, and
+    what is not plain data): what it returns, unless None, is the value's encoding (the judge's
+    callbacks ``{"callback": [number, name]}``, a container the judge sent ``{"ref": index}``);
+    it may also just take note of the value (the judge numbers the containers it sends).
     """
     if depth > MAX_DEPTH:
         raise BoundaryError(f"a value nested deeper than {MAX_DEPTH} levels cannot cross")
     # type() and issubclass, never isinstance: isinstance asks an object for its __class__,
-    # which the judge's handles refuse, and which a program's object could fake
+    # which a program's object could fake
     # (mypy cannot narrow ``value`` from ``issubclass(type(value), ...)``, hence the ignores)
     kind = type(value)
     if value is None or issubclass(kind, bool):
         return None if value is None else bool(value)
+    if special is not None and kind not in _SCALARS:
+        replaced = special(value)
+        if replaced is not None:
+            return replaced
+    if kind is range:
+        return {"lib": ["range", [value.start, value.stop, value.step]]}  # type: ignore[attr-defined]
+    if kind not in _BUILTIN_PLAIN:
+        library = _library_value(value, kind, handle_of, depth, class_of, special)
+        if library is not None:
+            return library
     if issubclass(kind, str):
         return str.__str__(value)
     if issubclass(kind, int):
@@ -114,18 +176,309 @@ def encode(value: object, handle_of: Callable[[object], int], depth: int = 0) ->
         tag = "bytearray" if issubclass(kind, bytearray) else "bytes"
         return {tag: bytes(value).hex()}  # type: ignore[call-overload]
     if issubclass(kind, dict):
-        mapping: dict[object, object] = value  # type: ignore[assignment]
-        items = [
-            [encode(k, handle_of, depth + 1), encode(v, handle_of, depth + 1)]
-            for k, v in dict.items(mapping)
-        ]
-        return {"dict": items}
+        return {"dict": _encode_items(value, handle_of, depth, class_of, special)}
     for tag, base in zip(_CONTAINERS, (list, tuple, set, frozenset), strict=True):
         if issubclass(kind, base):
-            return {tag: [encode(item, handle_of, depth + 1) for item in base.__iter__(value)]}
+            return {
+                tag: [
+                    encode(item, handle_of, depth + 1, class_of, special)
+                    for item in base.__iter__(value)
+                ]
+            }
     if issubclass(kind, type) and issubclass(value, BaseException):  # type: ignore[arg-type]
         return {"exception": describe_exception_class(value, handle_of)}  # type: ignore[arg-type]
-    return {"handle": handle_of(value), "type": _type_name(value)}
+    if issubclass(kind, _MODULE):
+        name = getattr(value, "__name__", None)
+        if type(name) is str and is_module_name(name):
+            return {"module": name}
+    if issubclass(kind, type):
+        fields = _namedtuple_fields(value)  # type: ignore[arg-type]
+        if fields is not None:
+            return {"lib": ["namedtuple class", [_class_name(value), fields]]}  # type: ignore[arg-type]
+        if class_of is not None:
+            return {"class": class_of(value)}  # type: ignore[arg-type]
+    if class_of is not None:
+        return {"handle": handle_of(value), "class": class_of(kind)}
+    return {"handle": handle_of(value)}
+
+
+def _encode_items(
+    mapping: Any, handle_of: Callable[[object], int], depth: int, class_of: Any, special: Any
+) -> list[list[object]]:
+    return [
+        [
+            encode(k, handle_of, depth + 1, class_of, special),
+            encode(v, handle_of, depth + 1, class_of, special),
+        ]
+        for k, v in dict.items(mapping)
+    ]
+
+
+LIBRARY_KINDS = (
+    "namedtuple", "namedtuple class", "Counter", "OrderedDict", "defaultdict", "deque",
+    "Decimal", "Fraction", "datetime", "date", "time", "timedelta", "ndarray", "numpy scalar",
+    "range",
+)  # fmt: skip
+"""The library values that cross by value (``{"lib": [kind, body]}``): each rebuilt from plain
+data by the receiver, as its own object of that type, from a module it imports itself (only
+``collections``, ``decimal``, ``fractions``, ``datetime`` and ``numpy``, and only when such a
+value arrives). A namedtuple becomes one of the receiver's namedtuple classes of the same
+typename and fields; an array of numbers or text is rebuilt from its dtype, shape and bytes."""
+
+MAX_ARRAY_BYTES = 1 << 20
+"""The largest numpy array (its data) that crosses by value; a larger one crosses as a
+handle."""
+
+_MODULE = type(builtins)
+_SCALARS = frozenset({int, float, str, bytes, complex})
+_BUILTIN_PLAIN = frozenset(
+    {int, float, str, bytes, bytearray, complex, list, tuple, dict, set, frozenset}
+)
+_DEFAULT_FACTORIES = {
+    factory.__name__: factory
+    for factory in (int, float, complex, str, bytes, list, dict, set, frozenset, tuple, bool)
+}
+_ARRAY_KINDS = "biufcUS"
+_NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def is_module_name(name: object) -> TypeGuard[str]:
+    """Whether ``name`` is a well-formed dotted module name."""
+    return (
+        type(name) is str
+        and 0 < len(name) <= MAX_NAME_CHARS
+        and all(part.isidentifier() for part in name.split("."))
+    )
+
+
+def _class_name(kind: type) -> str:
+    try:
+        name = type.__dict__["__name__"].__get__(kind)
+    except Exception:
+        name = "object"
+    return str(name)[:MAX_NAME_CHARS]
+
+
+def _namedtuple_fields(kind: type) -> list[str] | None:
+    """The fields of a namedtuple class, or None for any other class."""
+    try:
+        if not issubclass(kind, tuple) or kind is tuple:
+            return None
+        fields = getattr(kind, "_fields", None)
+    except Exception:
+        return None
+    if type(fields) is not tuple or len(fields) > 255:
+        return None
+    if not all(type(f) is str and f.isidentifier() and not f.startswith("_") for f in fields):
+        return None
+    return list(fields)
+
+
+def _library_class(kind: type, module: str, name: str) -> bool:
+    """Whether ``kind`` is exactly ``module.name`` (a module that is already imported: a value of
+    its type exists, so it is)."""
+    return getattr(sys.modules.get(module), name, None) is kind
+
+
+def _library_value(
+    value: Any,
+    kind: type,
+    handle_of: Callable[[object], int],
+    depth: int,
+    class_of: Any,
+    special: Any = None,
+) -> object:
+    """``{"lib": [kind, body]}`` for a value of one of :data:`LIBRARY_KINDS`, else None."""
+    try:
+        module = type.__dict__["__module__"].__get__(kind)
+    except Exception:
+        return None
+    try:
+        if issubclass(kind, tuple):
+            fields = _namedtuple_fields(kind)
+            if fields is None or len(fields) != tuple.__len__(value):
+                return None
+            items = [
+                encode(item, handle_of, depth + 1, class_of, special)
+                for item in tuple.__iter__(value)
+            ]
+            return {"lib": ["namedtuple", [_class_name(kind), fields, items]]}
+        if module == "collections":
+            for name in ("Counter", "OrderedDict"):
+                if _library_class(kind, module, name):
+                    return {
+                        "lib": [name, _encode_items(value, handle_of, depth, class_of, special)]
+                    }
+            if _library_class(kind, module, "defaultdict"):
+                factory = value.default_factory
+                named = next((k for k, v in _DEFAULT_FACTORIES.items() if v is factory), None)
+                if factory is not None and named is None:
+                    return None  # a factory that cannot cross: the dict's items only
+                pairs = _encode_items(value, handle_of, depth, class_of, special)
+                return {"lib": ["defaultdict", [named, pairs]]}
+            if _library_class(kind, module, "deque"):
+                items = [
+                    encode(item, handle_of, depth + 1, class_of, special) for item in list(value)
+                ]
+                maxlen = value.maxlen
+                return {"lib": ["deque", [items, maxlen if type(maxlen) is int else None]]}
+        elif module == "decimal" and _library_class(kind, module, "Decimal"):
+            return {"lib": ["Decimal", str(value)]}
+        elif module == "fractions" and _library_class(kind, module, "Fraction"):
+            return {"lib": ["Fraction", str(value)]}
+        elif module == "datetime":
+            if _library_class(kind, module, "timedelta"):
+                return {"lib": ["timedelta", [value.days, value.seconds, value.microseconds]]}
+            for name in ("datetime", "date", "time"):
+                if _library_class(kind, module, name):
+                    return {"lib": [name, str(value.isoformat())]}
+        elif module == "numpy":
+            return _numpy_value(value, kind)
+    except BoundaryError:
+        raise
+    except Exception:
+        return None
+    return None
+
+
+def _numpy_value(value: Any, kind: type) -> object:
+    numpy = sys.modules["numpy"]
+    if issubclass(kind, (float, complex)):
+        return None  # float64 and complex128 cross as the float and complex they are
+    if kind is numpy.ndarray:
+        tag = "ndarray"
+    elif issubclass(kind, numpy.generic):
+        tag = "numpy scalar"
+    else:
+        return None
+    dtype = value.dtype
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or value.nbytes > MAX_ARRAY_BYTES:
+        return None
+    data = numpy.ascontiguousarray(value).tobytes()
+    return {"lib": [tag, [str(dtype.str), [int(n) for n in value.shape], data.hex()]]}
+
+
+def _decode_library(data: object, rebuild: Callable[[object], object]) -> object:
+    """The receiver's own value for ``{"lib": [kind, body]}`` (see :data:`LIBRARY_KINDS`)."""
+    pair = _typed(data, list)
+    if len(pair) != 2 or pair[0] not in LIBRARY_KINDS:
+        raise BoundaryError("malformed library value")
+    kind, body = pair
+    try:
+        if kind in ("namedtuple", "namedtuple class"):
+            parts = _typed(body, list)
+            if len(parts) != (3 if kind == "namedtuple" else 2):
+                raise BoundaryError("malformed namedtuple")
+            made = _namedtuple_class(parts[0], parts[1])
+            if kind == "namedtuple class":
+                return made
+            items = [rebuild(item) for item in _typed(parts[2], list)]
+            if len(items) != len(made._fields):  # type: ignore[attr-defined]
+                raise BoundaryError("a namedtuple with the wrong number of items")
+            return made(*items)
+        if kind in ("Counter", "OrderedDict"):
+            import collections
+
+            mapping = getattr(collections, kind)()
+            mapping.update(rebuild({"dict": body}))
+            return mapping
+        if kind == "defaultdict":
+            import collections
+
+            factory_name, items = _typed(body, list)
+            if factory_name is not None and factory_name not in _DEFAULT_FACTORIES:
+                raise BoundaryError("a defaultdict factory that cannot cross")
+            out: Any = collections.defaultdict(_DEFAULT_FACTORIES.get(factory_name))
+            out.update(rebuild({"dict": items}))
+            return out
+        if kind == "deque":
+            import collections
+
+            items, maxlen = _typed(body, list)
+            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                raise BoundaryError("malformed deque")
+            return collections.deque(rebuild({"list": items}), maxlen)  # type: ignore[call-overload]
+        if kind == "Decimal":
+            import decimal
+
+            return decimal.Decimal(_short_text(body))
+        if kind == "Fraction":
+            import fractions
+
+            return fractions.Fraction(_short_text(body))
+        if kind in ("datetime", "date", "time"):
+            import datetime
+
+            return getattr(datetime, kind).fromisoformat(_short_text(body))
+        if kind == "range":
+            bounds = _typed(body, list)
+            if len(bounds) != 3 or not all(type(n) is int for n in bounds):
+                raise BoundaryError("malformed range")
+            return range(*bounds)
+        if kind == "timedelta":
+            import datetime
+
+            days, seconds, micros = _typed(body, list)
+            if not all(type(n) is int for n in (days, seconds, micros)):
+                raise BoundaryError("malformed timedelta")
+            return datetime.timedelta(days, seconds, micros)
+        return _decode_array(kind, body)
+    except BoundaryError:
+        raise
+    except (ValueError, TypeError, ArithmeticError, OverflowError, ImportError) as exc:
+        raise BoundaryError(f"malformed {kind}: {str(exc)[:200]}") from None
+
+
+def _short_text(body: object) -> str:
+    text = _typed(body, str)
+    if len(text) > 10_000:
+        raise BoundaryError("a library value's text is too long")
+    return text
+
+
+def _namedtuple_class(name: object, fields: object) -> type:
+    if type(name) is not str or not name.isidentifier() or len(name) > MAX_NAME_CHARS:
+        raise BoundaryError("malformed namedtuple name")
+    names = tuple(_typed(fields, list))
+    if len(names) > 255 or not all(
+        type(f) is str and f.isidentifier() and not f.startswith("_") for f in names
+    ):
+        raise BoundaryError("malformed namedtuple fields")
+    key = (name, names)
+    known = _NAMEDTUPLES.get(key)
+    if known is None:
+        import collections
+
+        made: Any = collections.namedtuple(name, names)  # type: ignore[misc]  # ValueError: refused
+        made.__module__ = "solution"
+        _NAMEDTUPLES[key] = known = made
+    return known
+
+
+def _decode_array(kind: str, body: object) -> object:
+    dtype_text, shape, data = _typed(body, list)
+    if type(dtype_text) is not str or len(dtype_text) > 8 or type(data) is not str:
+        raise BoundaryError("malformed array")
+    if dtype_text[:1] not in "<>|=" or dtype_text[1:2] not in _ARRAY_KINDS:
+        raise BoundaryError("an array of a dtype that does not cross")
+    if not dtype_text[2:].isdigit():
+        raise BoundaryError("an array of a dtype that does not cross")
+    dims = _typed(shape, list)
+    if len(dims) > 32 or not all(type(n) is int and n >= 0 for n in dims):
+        raise BoundaryError("malformed array shape")
+    if len(data) > 2 * MAX_ARRAY_BYTES:
+        raise BoundaryError("an array too large to cross")
+    import numpy
+
+    dtype = numpy.dtype(dtype_text)
+    raw = bytes.fromhex(data)
+    count = 1
+    for n in dims:
+        count *= n
+    if count * dtype.itemsize != len(raw) or (kind == "numpy scalar" and dims):
+        raise BoundaryError("an array whose bytes do not match its shape")
+    array = numpy.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+    return array[()] if kind == "numpy scalar" else array
 
 
 def describe_exception_class(
@@ -136,6 +489,9 @@ def describe_exception_class(
     name = getattr(kind, "__name__", "")
     if EXCEPTIONS.get(name) is kind or getattr(builtins, name, None) is kind:
         return {"builtin": name}
+    module = getattr(kind, "__module__", None)
+    if module in LIBRARY_EXCEPTION_MODULES and _library_class(kind, module, name):
+        return {"library": [module, name]}
     if depth > MAX_DEPTH:
         raise BoundaryError("an exception class with too deep a hierarchy cannot cross")
     bases = [
@@ -146,22 +502,22 @@ def describe_exception_class(
     return {"handle": handle_of(kind), "name": str(name)[:MAX_NAME_CHARS], "bases": bases}
 
 
-def _type_name(value: object) -> str:
-    try:
-        return str(type(value).__name__)[:MAX_NAME_CHARS]
-    except Exception:
-        return "object"
-
-
 def decode(
     data: object,
-    from_handle: Callable[[int, str], object],
+    from_handle: Callable[[int, object], object],
     depth: int = 0,
     from_exception: Callable[[dict[str, object]], object] | None = None,
+    from_class: Callable[[object], object] | None = None,
+    from_module: Callable[[str], object] | None = None,
+    from_other: Callable[[str, object], object] | None = None,
 ) -> object:
     """The value ``data`` (as :func:`encode` made it) stands for, built from built-in types
-    only; a handle becomes ``from_handle(number, type_name)``, an exception class's description
-    ``from_exception(description)``. Anything malformed raises :class:`BoundaryError`."""
+    and the library types of :data:`LIBRARY_KINDS` only; a handle becomes
+    ``from_handle(number, class description or None)``, an exception class's description
+    ``from_exception(description)``, a class ``from_class(description)``, a module
+    ``from_module(name)``, and the tags of :data:`OTHER_TAGS` ``from_other(tag, body)``.
+    Anything malformed, or a kind the receiver takes no hook for, raises
+    :class:`BoundaryError`."""
     if depth > MAX_DEPTH:
         raise BoundaryError(f"a value nested deeper than {MAX_DEPTH} levels cannot cross")
     if data is None or type(data) in (bool, int, float, str):
@@ -169,10 +525,16 @@ def decode(
     if type(data) is not dict or len(data) not in (1, 2):
         raise BoundaryError(f"malformed value of type {type(data).__name__}")
     if "handle" in data:
-        number, name = data.get("handle"), data.get("type")
-        if len(data) != 2 or not is_handle(number) or not is_name(name):
+        number = data.get("handle")
+        if not is_handle(number) or (len(data) == 2 and "class" not in data):
             raise BoundaryError("malformed handle")
-        return from_handle(number, name)
+        return from_handle(number, data.get("class"))
+
+    def rebuild(item: object) -> object:
+        return decode(
+            item, from_handle, depth + 1, from_exception, from_class, from_module, from_other
+        )
+
     if len(data) != 1:
         raise BoundaryError("malformed value")
     ((tag, body),) = data.items()
@@ -199,24 +561,93 @@ def decode(
         if from_exception is None:
             raise BoundaryError("an exception class where none is expected")
         return from_exception(_typed(body, dict))
+    if tag == "lib":
+        return _decode_library(body, rebuild)
+    if tag == "class":
+        if from_class is None:
+            raise BoundaryError("a class where none is expected")
+        return from_class(body)
+    if tag == "module":
+        if from_module is None or not is_module_name(body):
+            raise BoundaryError("a module where none is expected")
+        return from_module(body)
+    if tag in OTHER_TAGS:
+        if from_other is None:
+            raise BoundaryError(f"a {tag} where none is expected")
+        return from_other(tag, body)
     if tag == "dict":
         out = {}
         for pair in _typed(body, list):
             if type(pair) is not list or len(pair) != 2:
                 raise BoundaryError("malformed dict item")
-            key = decode(pair[0], from_handle, depth + 1, from_exception)
+            key = rebuild(pair[0])
             _require_hashable(key)
-            out[key] = decode(pair[1], from_handle, depth + 1, from_exception)
+            out[key] = rebuild(pair[1])
         return out
     if tag in _CONTAINERS:
-        items = [
-            decode(item, from_handle, depth + 1, from_exception) for item in _typed(body, list)
-        ]
+        items = [rebuild(item) for item in _typed(body, list)]
         if tag in ("set", "frozenset"):
             for item in items:
                 _require_hashable(item)
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
     raise BoundaryError(f"unknown value tag {str(tag)[:MAX_NAME_CHARS]!r}")
+
+
+OTHER_TAGS = ("callback", "ref", "type")
+"""Tags only one side sends: ``{"callback": [number, name]}`` (the judge's: a function of the
+tests the program may call back), ``{"type": name}`` (the judge's: a built-in class, such as
+``int`` given as a ``key``), ``{"ref": index}`` (the program's: the judge's own container, the
+``index``-th that a call sent, see :func:`mutable_parts`)."""
+
+MUTABLE_TAGS = ("list", "dict", "set", "bytearray")
+"""How a container's state comes back after a call that may have changed it in place."""
+
+
+def mutable_kind(value: object) -> str | None:
+    """``"list"``, ``"dict"``, ``"set"``, ``"bytearray"`` (or ``"deque"``) for a container a
+    function can change in place, else None."""
+    kind = type(value)
+    if issubclass(kind, list):
+        return "list"
+    if issubclass(kind, dict):
+        return "dict"
+    if issubclass(kind, set):
+        return "set"
+    if issubclass(kind, bytearray):
+        return "bytearray"
+    deque = getattr(sys.modules.get("collections"), "deque", None)
+    if deque is not None and issubclass(kind, deque):
+        return "deque"
+    return None
+
+
+def mutable_parts(values: list[object]) -> list[object]:
+    """The containers a function can change in place inside ``values``, in the order
+    :func:`encode` meets them (the order its ``special`` hook sees them): each container, then
+    its items (a dict's values; never a set's items or a dict's keys, which are hashable);
+    a tuple's and a namedtuple's items too."""
+    found: list[object] = []
+
+    def walk(value: object, depth: int) -> None:
+        if depth > MAX_DEPTH or type(value) in _SCALARS:
+            return
+        kind = mutable_kind(value)
+        if kind is not None:
+            found.append(value)
+        if kind in ("list", "deque"):
+            items: Any = list(value)  # type: ignore[call-overload]
+        elif kind == "dict":
+            items = dict.values(value)  # type: ignore[arg-type]
+        elif issubclass(type(value), tuple):
+            items = tuple.__iter__(value)  # type: ignore[arg-type]
+        else:
+            return
+        for item in items:
+            walk(item, depth + 1)
+
+    for value in values:
+        walk(value, 0)
+    return found
 
 
 def is_handle(number: object) -> TypeGuard[int]:
