@@ -11,6 +11,12 @@ asserted.
 - ``ray_address`` and ``allow_unisolated`` a folder records are dropped, with one line naming
   the flag, unless the user gives them on this command; a config file of the user's own keeps
   them;
+- a ``checkpoints``, ``.tmp-model``, ``adapter``, ``tensorboard``, ``wandb`` or
+  ``.rlx-previous`` link is never written through nor pruned through (refused in one sentence,
+  or replaced); a copy reads only a folder's own regular files; ``latest`` and step files that
+  are links are no checkpoints;
+- a pipe planted as a journal, a ``progress.csv`` or a log, a log linked to ``/dev/zero`` and a
+  line longer than :data:`rlx.runs.files.MAX_LINE_CHARS` are one sentence, never a hang;
 - malformed content (a YAML alias bomb, JSON nested 100k deep, a TensorBoard "scalar" of shape
   [2], a metric named ``$...$``, an integer of 5000 digits) is one :class:`rlx.errors.RLXError`
   sentence, exit 2, or read as data: never a traceback.
@@ -20,7 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -472,3 +480,270 @@ def test_every_refusal_is_an_rlx_error():
 
     with pytest.raises(RLXError, match="does not exist"):
         load_json_file(Path("/nonexistent/summary.json"))
+
+
+# ---------------------------------------------------------------------------- planted folders
+def listing(folder: Path) -> dict[str, bytes]:
+    """What a folder holds (names and bytes), to assert it unchanged."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}  # fmt: skip
+
+
+def elsewhere(tmp_path: Path) -> Path:
+    """Someone else's folder, holding what looks like old checkpoints and a key."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    for step in (1, 2, 3):
+        (folder / f"step_{step:012d}.pt").write_bytes(SECRET)
+    (folder / "id_rsa").write_bytes(SECRET)
+    return folder
+
+
+def test_checkpoints_linked_elsewhere_are_neither_written_nor_pruned(tmp_path, capsys):
+    from rlx.runs.checkpoints import list_checkpoints, save_checkpoint
+
+    honest = tmp_path / "honest"
+    for step in (1, 2, 3):
+        save_checkpoint(honest, step, {"x": step}, keep=2)
+    assert [s for s, _ in list_checkpoints(honest)] == [2, 3]
+
+    other = elsewhere(tmp_path)
+    before = listing(other)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoints").symlink_to(other)
+    with pytest.raises(RLXError, match="link"):
+        save_checkpoint(run, 4, {"x": 4}, keep=1)
+    assert listing(other) == before
+    code, err = cli(["train", FLAGS.name, "--env", "X", "--run-dir", run, "--total-steps", 20,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 2 and "checkpoints" in err
+    one_sentence(err)
+    assert listing(other) == before and sorted(p.name for p in other.iterdir()) == sorted(before)
+
+
+def test_pruning_unlinks_only_the_folders_own_step_files(tmp_path):
+    from rlx.runs.checkpoints import list_checkpoints, save_checkpoint
+
+    key = victim(tmp_path)
+    run = tmp_path / "run"
+    save_checkpoint(run, 5, {"x": 5}, keep=1)
+    planted = run / "checkpoints" / f"step_{1:012d}.pt"
+    planted.symlink_to(key)  # an old "step" that is a link to the user's key
+    assert [s for s, _ in list_checkpoints(run)] == [5]  # a link is no checkpoint
+    save_checkpoint(run, 6, {"x": 6}, keep=1)
+    assert key.read_bytes() == SECRET and planted.is_symlink()
+    assert [s for s, _ in list_checkpoints(run)] == [6]
+
+
+def test_latest_pointing_out_of_the_folder_is_not_loaded(tmp_path):
+    from rlx.runs.checkpoints import latest_checkpoint, save_checkpoint
+
+    key = victim(tmp_path)
+    run = tmp_path / "run"
+    save_checkpoint(run, 5, {"x": 5})
+    assert latest_checkpoint(run) == run / "checkpoints" / f"step_{5:012d}.pt"
+    (run / "checkpoints" / "latest").unlink()
+    (run / "checkpoints" / "latest").symlink_to(key)
+    assert latest_checkpoint(run) == run / "checkpoints" / f"step_{5:012d}.pt"
+
+
+def test_a_copy_reads_only_the_folders_own_regular_files(tmp_path):
+    from rlx.runs.files import copy_regular
+
+    key = victim(tmp_path)
+    parent, child = tmp_path / "parent", tmp_path / "child"
+    parent.mkdir()
+    (parent / "metrics.jsonl").write_text('{"step": 1}\n')
+    copy_regular(parent / "metrics.jsonl", child / "metrics.jsonl", source_root=parent,
+                 root=child)  # fmt: skip
+    assert (child / "metrics.jsonl").read_text() == '{"step": 1}\n'
+
+    (parent / "episodes.csv").symlink_to(key)  # a link read as the folder's own file: never
+    with pytest.raises(RLXError, match="link"):
+        copy_regular(parent / "episodes.csv", child / "episodes.csv", source_root=parent,
+                     root=child)  # fmt: skip
+    os.mkfifo(parent / "summary.json")  # a pipe: refused before a byte is read, no hang
+    with pytest.raises(RLXError, match="not a regular file"):
+        copy_regular(parent / "summary.json", child / "summary.json", source_root=parent,
+                     root=child)  # fmt: skip
+    (parent / "checkpoints").symlink_to(tmp_path)  # the source under a linked folder
+    with pytest.raises(RLXError, match="link"):
+        copy_regular(parent / "checkpoints" / "id_rsa", child / "x", source_root=parent,
+                     root=child)  # fmt: skip
+    other = elsewhere(tmp_path)
+    before = listing(other)
+    (child / "checkpoints").symlink_to(other)  # the destination under a linked folder
+    with pytest.raises(RLXError, match="link"):
+        copy_regular(parent / "metrics.jsonl", child / "checkpoints" / "step.pt",
+                     source_root=parent, root=child)  # fmt: skip
+    assert listing(other) == before and key.read_bytes() == SECRET
+    assert sorted(p.name for p in child.iterdir()) == ["checkpoints", "metrics.jsonl"]
+
+
+def test_a_planted_previous_folder_is_never_written_through(toy_run, tmp_path, capsys):
+    other = elsewhere(tmp_path)
+    before = listing(other)
+    run = copy_run(toy_run, tmp_path)
+    (run / ".rlx-previous").symlink_to(other)
+    code, err = cli(["train", FLAGS.name, "--resume", "--run-dir", run, "--total-steps", 30,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 0, err  # the honest resume: the link is removed, never followed
+    assert listing(other) == before
+    assert json.loads((run / "summary.json").read_text())["steps"] == 30
+
+
+# ---------------------------------------------------------------------------- libraries' folders
+class FakeModel:
+    """What Hugging Face does: writes files by name in the folder it is given."""
+
+    def save_pretrained(self, folder: Path) -> None:
+        (Path(folder) / "model.safetensors").write_bytes(b"weights")
+
+
+class FakeTokenizer:
+    def save_pretrained(self, folder: Path) -> None:
+        (Path(folder) / "tokenizer_config.json").write_text('{"tokenizer_class": "X"}')
+
+
+def test_save_pretrained_never_writes_through_a_planted_model_folder(tmp_path):
+    pytest.importorskip("transformers")
+    from rlx.llm.models import save_pretrained
+
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    save_pretrained(FakeModel(), FakeTokenizer(), honest / "model")  # type: ignore[arg-type]
+    assert (honest / "model" / "model.safetensors").read_bytes() == b"weights"
+
+    other = elsewhere(tmp_path)
+    before = listing(other)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".tmp-model").symlink_to(other)
+    (run / "adapter").symlink_to(other)
+    for name in ("model", "adapter"):
+        save_pretrained(FakeModel(), FakeTokenizer(), run / name)  # type: ignore[arg-type]
+        assert not (run / name).is_symlink()
+        assert (run / name / "model.safetensors").read_bytes() == b"weights"
+    assert listing(other) == before
+
+
+def test_a_linked_tensorboard_or_wandb_folder_is_one_sentence(tmp_path, capsys):
+    from rlx.runs.logger import MetricLogger
+
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    pytest.importorskip("tensorboard")
+    MetricLogger(honest, tensorboard=True).close()
+    assert (honest / "tensorboard").is_dir() and not (honest / "tensorboard").is_symlink()
+
+    other = elsewhere(tmp_path)
+    before = listing(other)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tensorboard").symlink_to(other)
+    (run / "wandb").symlink_to(other)
+    with pytest.raises(RLXError, match="link"):
+        MetricLogger(run, tensorboard=True, write=True)
+    pytest.importorskip("wandb")
+    with pytest.raises(RLXError, match="link"):
+        MetricLogger(run, write=True, wandb={"name": "x"})
+    assert listing(other) == before
+    code, err = cli(["train", FLAGS.name, "--env", "X", "--run-dir", run, "--total-steps", 20,
+                     "--no-progress", "--tensorboard"], capsys)  # fmt: skip
+    assert code == 2 and "link" in err
+    one_sentence(err)
+    assert listing(other) == before
+
+
+# ---------------------------------------------------------------------------- pipes, devices, lines
+@pytest.fixture
+def no_hang():
+    """Fail, instead of hanging the suite, when a reader waits on a pipe."""
+
+    def hung(signum, frame):
+        raise AssertionError("a reader hung on a pipe")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_pipe_planted_as_the_journal_is_one_sentence(tmp_path, capsys, no_hang):
+    pytest.importorskip("optuna")
+    folder = tmp_path / "study"
+    folder.mkdir()
+    os.mkfifo(folder / "study.journal")
+    code, err = cli(["tune", "q-learning", "--env", "FrozenLake-v1", "--study-dir", folder,
+                     "--trials", 1], capsys)  # fmt: skip
+    assert code == 2 and "study.journal" in err and "not a regular file" in err
+    one_sentence(err)
+
+
+def test_the_journal_check_opens_a_real_file(tmp_path):
+    from rlx.runs.files import check_regular
+
+    honest = tmp_path / "study.journal"
+    assert check_regular(honest, create=True) == honest and honest.is_file()
+    key = victim(tmp_path)
+    linked = tmp_path / "linked.journal"
+    linked.symlink_to(key)
+    with pytest.raises(RLXError, match="is a link"):
+        check_regular(linked, create=True)
+    assert key.read_bytes() == SECRET
+
+
+def test_a_pipe_planted_as_progress_csv_is_one_sentence(tmp_path, capsys, no_hang):
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    (honest / "progress.csv").write_text("time/total_timesteps,rollout/ep_rew_mean\n1,2.0\n")
+    code, err = cli(["doctor", honest], capsys)
+    assert code in (0, 1), err
+    hostile = tmp_path / "sb3"
+    hostile.mkdir()
+    os.mkfifo(hostile / "progress.csv")
+    code, err = cli(["doctor", hostile], capsys)
+    assert code == 2 and "not a regular file" in err
+    one_sentence(err)
+
+
+@pytest.mark.parametrize("case", ["progress-line", "metrics-line", "episodes-line", "dev-zero",
+                                  "fifo-metrics"])  # fmt: skip
+def test_unbounded_logs_are_one_sentence(toy_run, tmp_path, capsys, case, no_hang):
+    from rlx.runs.files import MAX_LINE_CHARS
+
+    huge = "1" * (MAX_LINE_CHARS + 10)
+    if case == "progress-line":
+        target = tmp_path / "sb3"
+        target.mkdir()
+        (target / "progress.csv").write_text(f"time/total_timesteps,loss\n1,{huge}\n")
+    else:
+        target = copy_run(toy_run, tmp_path)
+        metrics, episodes = target / "metrics.jsonl", target / "episodes.csv"
+        if case == "metrics-line":
+            with metrics.open("a") as handle:
+                handle.write('{"step": 99, "loss": ' + huge + "}\n")
+        elif case == "episodes-line":
+            with episodes.open("a") as handle:
+                handle.write(f"99,0.1,{huge},3\n")
+        elif case == "dev-zero":
+            episodes.unlink()
+            episodes.symlink_to("/dev/zero")
+        else:
+            metrics.unlink()
+            os.mkfifo(metrics)
+    if case.startswith(("episodes", "dev")):  # the doctor reads episodes.csv only when needed
+        from rlx.runs import read_episodes
+
+        with pytest.raises(RLXError, match=r"characters rlx reads|not a regular file"):
+            read_episodes(target)
+        argv = ["train", FLAGS.name, "--resume", "--run-dir", target, "--total-steps", 30,
+                "--no-progress"]  # fmt: skip
+    else:
+        argv = ["doctor", target]
+    code, err = cli(argv, capsys)
+    assert code == 2 and ("characters rlx reads" in err or "not a regular" in err
+                          or "symbolic link" in err), err  # fmt: skip
+    one_sentence(err)

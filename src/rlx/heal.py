@@ -25,7 +25,10 @@ cadence (``checkpoint_every_s``, ``checkpoint_every_steps``, ``checkpoints_kept`
 needs a checkpoint from before the evidence.
 
 This module trains through :func:`rlx.plan.plan` and :func:`rlx.plan.train_planned`; a run
-folder's files are read and written by :mod:`rlx.runs`.
+folder's files are read and written by :mod:`rlx.runs`. The parent's files a child continues
+from are copied only when they are the parent's own regular files (a link in the parent, or a
+``checkpoints`` folder that is one, refuses the heal in one sentence), and written into the
+child through descriptors of its real folders (:func:`rlx.runs.files.copy_regular`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from rlx.errors import ConfigError, RLXError, RunError
 from rlx.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
 from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
 from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
+from rlx.runs.files import copy_regular
 from rlx.runs.folder import CHECKPOINT_DIR, inspect_folder, read_summary
 from rlx.runs.group import is_group_folder
 
@@ -490,14 +494,16 @@ def _child_plan(
     step, checkpoint = chosen
     # the env's consent asked of the parent, before a file is copied (nothing is built here)
     recorded_env(record, trust_env_code=trust_env_code, consent=consent)
-    (child / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    # only the parent's own regular files (a link there is refused in one sentence), written
+    # as the child's own files through descriptors of its real folders (never through a link)
     for name in (CONFIG_FILE, METRICS_FILE, EPISODES_FILE):
-        if (parent / name).is_file():
-            shutil.copy2(parent / name, child / name)
-    shutil.copy2(checkpoint, child / CHECKPOINT_DIR / checkpoint.name)
+        if (parent / name).is_file() or (parent / name).is_symlink():
+            copy_regular(parent / name, child / name, source_root=parent, root=child)
+    target = child / CHECKPOINT_DIR / checkpoint.name
+    copy_regular(checkpoint, target, source_root=parent, root=child)
     best = parent / CHECKPOINT_DIR / "best.pt"
     if best.is_file() and best not in checkpoints_after(parent, step):
-        shutil.copy2(best, child / CHECKPOINT_DIR / best.name)
+        copy_regular(best, child / CHECKPOINT_DIR / best.name, source_root=parent, root=child)
     return plan(
         spec.name,
         None,

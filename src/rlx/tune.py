@@ -38,6 +38,15 @@ STUDY_DIR/best.yaml       the best trial's config: rlx train --config STUDY_DIR/
 STUDY_DIR/report.html     rlx report STUDY_DIR: the trials, and the best one's curve
 ```
 
+The journal is a file of a folder that may have come from someone else. Before Optuna opens
+it, rlx opens it itself without following a link and without waiting on it (made when
+missing), refuses anything but a regular file of at most :data:`rlx.runs.files.MAX_LOG_BYTES`
+in one sentence, and checks that the name still opens that same file
+(:func:`rlx.runs.files.check_regular`). What remains: Optuna opens the journal (and makes its
+``.lock`` link) by name each time it reads or appends, so a link swapped in at that name after
+the check, by someone writing in the study folder while the study runs, is followed by Optuna;
+nothing in the folder as it was handed over is.
+
 Running ``rlx tune`` again on the same folder resumes the study: a trial that Ctrl-C
 interrupted is marked failed (its run folder keeps what it wrote), and the study goes on until
 ``trials`` trials have completed or been pruned; a larger ``trials`` extends it. A trial left
@@ -81,6 +90,7 @@ from typing import TYPE_CHECKING, Any
 from rlx.callable_module import make_callable
 from rlx.diagnostics.rules import MIN_POINTS
 from rlx.errors import ConfigError, RLXError, TrainingError
+from rlx.runs.files import check_regular
 from rlx.runs.folder import STUDY_JOURNAL
 
 if TYPE_CHECKING:
@@ -1137,7 +1147,10 @@ def _storage(folder: Path) -> Any:
             f"{journal} is a link or a folder, not the study's own file; rlx tune writes a "
             "study only into a real file: remove it, or use another study folder."
         )
-    return optuna.storages.JournalStorage(JournalFileBackend(str(folder / STORAGE_FILE)))
+    # opened here without a link and without waiting (a pipe, a device or a journal too large
+    # is one sentence, not a hang), made when missing, and the file its name opens now
+    check_regular(journal, create=True)
+    return optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
 
 
 def _open_study(folder: Path, *, worker: int = 0, settings: StudySettings | None = None) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 from rlx import metrics as M
 from rlx.diagnostics.series import RunLog, Series
 from rlx.errors import RunError
-from rlx.runs.files import load_json_file
+from rlx.runs.files import bounded_lines, check_regular, load_json_file, open_text
 
 Transform = Callable[[float], float]
 Target = str | tuple[str, Transform]
@@ -334,8 +334,9 @@ def read_progress_csv(path: Path) -> RunLog:
     """
     points: Points = {}
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
+        # a regular file of bounded size and lines: a pipe planted there is no hang
+        with open_text(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(bounded_lines(f, path))
             if not reader.fieldnames:
                 raise RunError(f"{path} is empty; expected an SB3 progress.csv with a header row.")
             for number, row in enumerate(reader):
@@ -485,6 +486,7 @@ def _event_scalars(path: Path) -> Points:
         raise RunError(
             f"{path} is a TensorBoard event file; `pip install tensorboard` reads event files."
         ) from exc
+    check_regular(path)  # the reader opens it by name: a regular file, no pipe to hang on
     # size 0 keeps every point instead of a reservoir sample
     accumulator = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
     try:

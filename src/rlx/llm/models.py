@@ -14,6 +14,14 @@ Tokenizer conventions, fixed once here so every stage agrees:
   because loss and attention masks come from sequence lengths, never from ``input_ids == pad``.
 
 Transformers is imported inside the functions, so ``import rlx.llm`` stays fast.
+
+Saving into a run folder (``RUN_DIR/model``, ``RUN_DIR/adapter``), which may have come from
+someone else: :func:`save_pretrained` removes whatever is at ``.tmp-model`` (a link is
+unlinked, never followed), makes it anew and checks it is a real folder of the run folder,
+reached without a link (:func:`rlx.runs.files.real_folder`, else one sentence), then renames it
+over ``model``. Hugging Face writes the files inside by name: what holds is that the folder is
+fresh and rlx's own when the library starts; a link planted inside it while the library writes
+(by someone writing in the run folder at the same time) is the library's to follow.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import torch
 
 from rlx.core.devices import resolve_device
 from rlx.errors import ConfigError
+from rlx.runs.files import real_folder, remove_entry
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -492,23 +501,37 @@ def count_parameters(model: torch.nn.Module) -> int:
 # --- saving a trained stage's model ------------------------------------------------------------
 
 
+def fresh_model_folder(out: Path) -> Path:
+    """A new, empty ``.tmp-OUT`` beside ``out`` to save a model into, checked to be a real
+    folder of ``out``'s folder (:func:`rlx.runs.files.real_folder`): whatever was at its name
+    (a link planted there included) is removed first, never followed. Hugging Face then
+    writes inside it by name; a link planted in it while it writes is not seen."""
+    tmp = out.with_name(f".tmp-{out.name}")
+    remove_entry(tmp)
+    return real_folder(tmp, root=out.parent)
+
+
+def put_model_folder(tmp: Path, out: Path) -> Path:
+    """``tmp`` renamed to ``out``, what ``out`` held removed (a link unlinked, not followed)."""
+    remove_entry(out)
+    tmp.rename(out)
+    return out
+
+
 def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, out: Path) -> Path:
     """Save ``model`` and ``tokenizer`` as a normal Hugging Face folder (``from_pretrained``
     loads it), written to a temporary sibling first and renamed, so a crash never leaves half
-    a model where a whole one is expected."""
-    import shutil
-
+    a model where a whole one is expected. The sibling is made new and checked to be a real
+    folder (:func:`fresh_model_folder`): a link at ``.tmp-model`` or ``model`` is replaced,
+    never written through."""
     out = Path(out)
-    tmp = out.with_name(f".tmp-{out.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = fresh_model_folder(out)
     with no_progress_bars():
         # a Hugging Face or PEFT model's method, which nn.Module does not declare
         model.save_pretrained(tmp)  # type: ignore[operator]
     tokenizer.save_pretrained(tmp)
     portable_tokenizer_class(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    return out
+    return put_model_folder(tmp, out)
 
 
 def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
@@ -528,6 +551,7 @@ __all__ = [
     "causal_lm_folder",
     "character_tokenizer",
     "count_parameters",
+    "fresh_model_folder",
     "frozen_copy",
     "load_model",
     "load_tokenizer",
@@ -535,6 +559,7 @@ __all__ = [
     "make_tiny_lm",
     "model_folder",
     "no_progress_bars",
+    "put_model_folder",
     "save_pretrained",
     "torch_dtype",
 ]

@@ -181,23 +181,24 @@ def save_full_model(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
     """Gather the sharded ``model`` and write it on rank 0 as a normal Hugging Face folder
     (as :func:`rlx.llm.models.save_pretrained` writes an unsharded one). A collective: every
     process calls it; the others write nothing."""
-    import shutil
-
-    from rlx.llm.models import no_progress_bars, portable_tokenizer_class
+    from rlx.llm.models import (
+        fresh_model_folder,
+        no_progress_bars,
+        portable_tokenizer_class,
+        put_model_folder,
+    )
 
     weights = full_model_state(model)
     if dist.get_rank() != 0:
         return
     out = Path(out)
-    tmp = out.with_name(f".tmp-{out.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = fresh_model_folder(out)  # a real folder, never a link planted at its name
     with no_progress_bars():
         # a Hugging Face model's method, which nn.Module does not declare
         model.save_pretrained(tmp, state_dict=weights)  # type: ignore[operator]
     tokenizer.save_pretrained(tmp)
     portable_tokenizer_class(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    put_model_folder(tmp, out)
 
 
 def agree(flag: bool) -> bool:

@@ -22,10 +22,18 @@ come back as numpy arrays, and files load with ``torch.load(weights_only=True)``
 without tensors (tabular learners) is written without torch, as a NumPy ``.npz`` archive whose
 structure is JSON, loaded with ``allow_pickle=False``, so such a run never imports torch.
 Either way, opening a checkpoint never runs code from it.
+
+A run folder may come from someone else, so ``checkpoints/`` is written, pointed at and
+pruned only through a descriptor of the real folder opened without following a link
+(:func:`rlx.runs.files.folder_descriptor`): a planted ``checkpoints -> /elsewhere`` is refused
+in one sentence, nothing is written or deleted there, and pruning unlinks only regular
+``step_<N>.pt`` files of the folder itself. A step checkpoint is a regular file of the folder
+(a link by that name is none), and ``latest`` counts only where it names one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -38,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from rlx.errors import CheckpointError
-from rlx.runs.files import atomic_file
+from rlx.runs.files import atomic_file, folder_descriptor
 from rlx.runs.folder import CHECKPOINT_DIR
 
 LATEST = "latest"
@@ -107,9 +115,10 @@ def save_best_checkpoint(run_dir: str | Path, step: int, state: dict[str, Any]) 
 
 
 def best_checkpoint(run_dir: str | Path) -> Path | None:
-    """The best evaluated checkpoint of a run, or None when it has none."""
+    """The best evaluated checkpoint of a run (a regular file, not a link), or None when it
+    has none."""
     path = Path(run_dir) / CHECKPOINT_DIR / BEST_FILE
-    return path if path.is_file() else None
+    return path if path.is_file() and not path.is_symlink() else None
 
 
 def checkpoint_file(run_dir: str | Path, checkpoint: str | Path | None = None) -> Path:
@@ -186,9 +195,12 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The newest checkpoint of a run, or None when it has none."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     link = folder / LATEST
-    if link.is_symlink() and link.exists():
-        return link.resolve()
     steps = _list_checkpoints(folder)
+    if link.is_symlink():
+        named = os.readlink(link)
+        for _, path in steps:  # only a step checkpoint of this folder, never a file elsewhere
+            if path.name == named:
+                return path
     return steps[-1][1] if steps else None
 
 
@@ -218,8 +230,8 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
 
 def _write_atomic(final: Path, step: int, state: dict[str, Any]) -> None:
     """Write to a temporary file beside ``final``, flush it to disk, rename it over ``final``
-    (never through a link: :func:`rlx.runs.files.atomic_file`)."""
-    with atomic_file(final) as handle:
+    (never through a link, ``checkpoints/`` included: :func:`rlx.runs.files.atomic_file`)."""
+    with atomic_file(final, root=final.parent.parent) as handle:
         _write(handle, int(step), state)
 
 
@@ -292,29 +304,43 @@ def _json_bytes(record: dict[str, Any]) -> np.ndarray:
 
 
 def _point_latest(target: Path) -> None:
-    link = target.parent / LATEST
-    tmp = target.parent / f".tmp-latest-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    os.symlink(target.name, tmp)
-    os.replace(tmp, link)
+    tmp = f".tmp-latest-{os.getpid()}"
+    with folder_descriptor(target.parent, root=target.parent.parent) as fd:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=fd)
+        os.symlink(target.name, tmp, dir_fd=fd)
+        os.replace(tmp, LATEST, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def _list_checkpoints(folder: Path) -> list[tuple[int, Path]]:
-    """The step checkpoints in ``folder``: files named ``step_<N>.pt`` (a folder or anything
-    else not a file by that name is none: nothing reads, copies or prunes it)."""
+    """The step checkpoints in ``folder``: regular files named ``step_<N>.pt`` (a link, a
+    folder or anything else by that name is none: nothing reads, copies or prunes it)."""
     if not folder.is_dir():
         return []
     found = [
-        (int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name)) and p.is_file()
+        (int(m.group(1)), p)
+        for p in folder.iterdir()
+        if (m := _NAME.match(p.name)) and p.is_file() and not p.is_symlink()
     ]
     return sorted(found)
 
 
 def _prune(folder: Path, keep: int) -> None:
+    """Unlink all but the newest ``keep`` step checkpoints: regular files of the real
+    ``checkpoints`` folder, by name in its descriptor (a link planted meanwhile is not
+    followed)."""
     if keep <= 0:
         return
-    for _, path in _list_checkpoints(folder)[:-keep]:
-        path.unlink(missing_ok=True)
+    with folder_descriptor(folder, root=folder.parent, create=False) as fd:
+        found = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                m = _NAME.match(entry.name)
+                if m and entry.is_file(follow_symlinks=False):
+                    found.append((int(m.group(1)), entry.name))
+        for _, name in sorted(found)[:-keep]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=fd)
 
 
 def _to_storable(value: Any) -> Any:

@@ -9,11 +9,23 @@ through it) or :func:`append_file` (a log opened with ``O_APPEND | O_NOFOLLOW``)
 ``root``, the folders between ``root`` and the file are opened one at a time without following
 links either (and made when missing), so a planted ``videos -> /elsewhere`` is refused too.
 
+Copies and moves inside such a folder stay inside it: :func:`copy_regular` reads only a
+regular file reached from its folder without a link (a link, pipe or device is refused, never
+read as the folder's own file) and writes as :func:`atomic_file`; :func:`move_within` renames
+between descriptors of folders opened without links. Before a library that writes by name
+(Hugging Face's ``save_pretrained``, TensorBoard, W&B) writes in a sub-folder, :func:`real_folder`
+checks that it is a real folder reached without a link; what the library then does inside it
+by name is the library's (a link planted there by someone writing in the folder meanwhile is
+not seen).
+
 What rlx reads from such a folder is bounded: :func:`read_regular` opens a file without
 following a link and only when it is a regular file inside ``root`` (what the report inlines),
-and :func:`loads_json` parses JSON no deeper than :data:`MAX_JSON_DEPTH` and no larger than
-:data:`MAX_JSON_BYTES`, an integer longer than Python converts read as the float it is
-(infinite). Every refusal is one :class:`~rlx.errors.RunError` sentence naming the file.
+:func:`open_text` only a regular file (a pipe or a device is refused before a byte is read) of
+at most :data:`MAX_LOG_BYTES`, whose lines :func:`bounded_lines` caps at
+:data:`MAX_LINE_CHARS`, and :func:`loads_json` parses JSON no deeper than
+:data:`MAX_JSON_DEPTH` and no larger than :data:`MAX_JSON_BYTES`, an integer longer than Python
+converts read as the float it is (infinite). Every refusal is one :class:`~rlx.errors.RunError`
+sentence naming the file.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +53,10 @@ MAX_JSON_DEPTH = 64
 """How deeply the JSON a folder holds may nest (rlx's own files nest a few levels)."""
 MAX_JSON_BYTES = 256 * 1024 * 1024
 """The largest JSON file read from a folder."""
+MAX_LOG_BYTES = 1024**3
+"""The largest log (``metrics.jsonl``, ``episodes.csv``, a ``progress.csv``, a journal) read."""
+MAX_LINE_CHARS = 1024 * 1024
+"""The longest line of a log read (a row of rlx's own logs holds a few hundred)."""
 MAX_INT_DIGITS = 4000
 """An integer of more digits is read as a float (Python refuses to convert past 4300)."""
 # os.replace takes the dir fds wherever os.rename does (renameat), but is not listed itself
@@ -55,11 +72,20 @@ def _refused(path: Path, exc: OSError) -> RunError:
     return RunError(f"{path} cannot be written ({exc.strerror or exc}).")
 
 
-def _open_folder(folder: Path, root: Path | None) -> int:
-    """A descriptor of ``folder`` (made when missing): the path up to ``root`` as given, each
-    folder below it opened without following a link."""
+def _open_folder(folder: Path, root: Path | None, *, create: bool = True) -> int:
+    """A descriptor of ``folder`` (made when missing, with ``create``): the path up to ``root``
+    as given, each folder below it opened without following a link."""
+    try:
+        return _walk(folder, root, create)
+    except OSError as exc:
+        raise _refused(folder, exc) from exc
+
+
+def _walk(folder: Path, root: Path | None, create: bool) -> int:
+    """:func:`_open_folder`, raising OSError as it comes."""
     if root is None or not _DIR_FDS:
-        folder.mkdir(parents=True, exist_ok=True)
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
         return os.open(folder, os.O_RDONLY | DIRECTORY | CLOEXEC)
     try:
         parts = folder.relative_to(root).parts
@@ -67,19 +93,56 @@ def _open_folder(folder: Path, root: Path | None) -> int:
         raise RunError(f"{folder} is not inside {root}; rlx writes only inside it.") from exc
     if ".." in parts:
         raise RunError(f"{folder} is not inside {root}; rlx writes only inside it.")
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY | DIRECTORY | CLOEXEC)
     try:
         for part in parts:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(part, dir_fd=fd)
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
             inner = os.open(part, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC, dir_fd=fd)
             os.close(fd)
             fd = inner
-    except OSError as exc:
+    except BaseException:
         os.close(fd)
-        raise _refused(folder, exc) from exc
+        raise
     return fd
+
+
+@contextlib.contextmanager
+def folder_descriptor(
+    folder: str | Path, *, root: str | Path, create: bool = True
+) -> Iterator[int]:
+    """A descriptor of ``folder`` (made when missing, with ``create``), each folder from
+    ``root`` down opened without following a link; a RunError naming it when one is a link or
+    not a folder. For ``os`` calls that take ``dir_fd``: what they do happens in that folder,
+    wherever a link planted later points."""
+    fd = _open_folder(Path(folder), Path(root), create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def real_folder(folder: str | Path, *, root: str | Path) -> Path:
+    """``folder``, made when missing, once it is checked to be a real folder reached from
+    ``root`` without a link (RunError otherwise): where a library that writes by name may
+    write (what it then does inside, by name, is the library's)."""
+    with folder_descriptor(folder, root=root):
+        return Path(folder)
+
+
+def remove_entry(path: str | Path) -> None:
+    """Remove what ``path`` names: a link or a file unlinked (never what a link points to), a
+    folder with what it holds (``shutil.rmtree``, which follows no link inside); nothing when
+    it is missing."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 @contextlib.contextmanager
@@ -138,6 +201,51 @@ def append_file(path: str | Path, *, root: str | Path | None = None, **text: Any
     return open(handle_fd, "a", **text)
 
 
+def copy_regular(
+    source: str | Path, dest: str | Path, *, source_root: str | Path, root: str | Path
+) -> None:
+    """Copy ``source``, a regular file reached from ``source_root`` without a link (a link, a
+    pipe, a device or a folder is refused in one RunError sentence, never read as the folder's
+    own file), to ``dest`` whole, as :func:`atomic_file` writes it under ``root``."""
+    source = Path(source)
+    try:
+        folder = _walk(source.parent, Path(source_root), create=False)
+        try:
+            fd = _open_at(source.name, os.O_RDONLY | NONBLOCK, folder, source.parent)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise RunError(
+                f"{source} is (or lies under) a link; rlx copies only a folder's own files, so "
+                "replace the link with a copy of what it points to."
+            ) from exc
+        raise RunError(f"{source} cannot be read ({exc.strerror or exc}).") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunError(f"{source} is not a regular file; rlx copies only a folder's own files.")
+        with atomic_file(dest, root=root) as out:
+            shutil.copyfileobj(handle, out, 1024 * 1024)
+
+
+def move_within(source: str | Path, dest: str | Path, *, root: str | Path) -> None:
+    """Rename ``source`` to ``dest`` (what is there replaced, a link included, never written
+    through), both reached from ``root`` without a link (``dest``'s folder made when missing)."""
+    source, dest, root = Path(source), Path(dest), Path(root)
+    if not _DIR_FDS:
+        os.replace(source, dest)
+        return
+    src_fd = _open_folder(source.parent, root, create=False)
+    try:
+        dst_fd = _open_folder(dest.parent, root)
+        try:
+            os.replace(source.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        finally:
+            os.close(dst_fd)
+    finally:
+        os.close(src_fd)
+
+
 def _open_at(name: str, flags: int, fd: int, folder: Path) -> int:
     flags |= NOFOLLOW | CLOEXEC
     if _DIR_FDS:
@@ -184,15 +292,71 @@ def read_text_bounded(path: str | Path, limit: int = MAX_JSON_BYTES) -> str:
         return handle.read(limit + 1).decode("utf-8")
 
 
-def open_text(path: str | Path, **text: Any) -> IO[str]:
+def open_text(path: str | Path, *, limit: int = MAX_LOG_BYTES, **text: Any) -> IO[str]:
     """``path`` opened to read text (``text``: ``open``'s keywords), only when it is a regular
-    file (never a device or a pipe); OSError or a RunError otherwise."""
+    file (never a device or a pipe: the open does not wait for a writer) of at most ``limit``
+    bytes; OSError or a RunError otherwise. Read its lines with :func:`bounded_lines`."""
     path = Path(path)
     fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise RunError(f"{path} is not a regular file; rlx reads only the folder's own files.")
+    if info.st_size > limit:
+        os.close(fd)
+        raise RunError(f"{path} holds {info.st_size} bytes, more than the {limit} rlx reads.")
     return open(fd, **text)
+
+
+def bounded_lines(
+    handle: IO[str], path: str | Path, *, limit: int = MAX_LINE_CHARS
+) -> Iterator[str]:
+    """The lines of ``handle`` (``path``'s), each of at most ``limit`` characters: a longer
+    one is a RunError naming the file and the line."""
+    for number in itertools.count(1):
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit:
+            raise RunError(
+                f"{path}, line {number}: longer than the {limit} characters rlx reads in a line."
+            )
+        yield line
+
+
+def check_regular(path: str | Path, *, create: bool = False, limit: int = MAX_LOG_BYTES) -> Path:
+    """``path`` once it is checked to be a regular file of its folder, not a link (made empty
+    with ``create`` when missing), of at most ``limit`` bytes, and the file its name opens
+    now: for a library that opens it by name afterwards. A RunError naming it otherwise."""
+    path = Path(path)
+    flags = os.O_RDONLY | NONBLOCK | (os.O_CREAT if create else 0)
+    try:
+        with folder_descriptor(path.parent, root=path.parent, create=create) as folder:
+            fd = _open_at(path.name, flags, folder, path.parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise RunError(
+                f"{path} is a link, not the folder's own file; rlx opens only a real file there, "
+                "so remove the link."
+            ) from exc
+        raise RunError(f"{path} cannot be opened ({exc.strerror or exc}).") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunError(f"{path} is not a regular file; rlx opens only a real file there.")
+        if info.st_size > limit:
+            raise RunError(f"{path} holds {info.st_size} bytes, more than the {limit} rlx reads.")
+        try:
+            now = os.stat(path)
+        except OSError as exc:
+            raise RunError(f"{path} cannot be opened ({exc.strerror or exc}).") from exc
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            raise RunError(
+                f"{path} changed while rlx checked it; rlx opens only a real file there."
+            )
+    finally:
+        os.close(fd)
+    return path
 
 
 def _int_or_float(text: str) -> int | float:
@@ -254,14 +418,23 @@ def load_json_file(path: str | Path) -> Any:
 __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_LINE_CHARS",
+    "MAX_LOG_BYTES",
     "JsonDepthError",
     "append_file",
     "atomic_file",
+    "bounded_lines",
+    "check_regular",
+    "copy_regular",
+    "folder_descriptor",
     "json_depth",
     "load_json_file",
     "loads_json",
+    "move_within",
     "open_text",
     "read_regular",
     "read_text_bounded",
+    "real_folder",
+    "remove_entry",
     "write_atomic",
 ]

@@ -16,7 +16,9 @@ RUN_DIR/videos/         `rlx eval --video`: eval-step<N>.gif, a clip of the agen
 This module is the one place that knows these names. The doctor, the reports, the CLI and
 ``rlx.load`` read a run through :func:`read_record`, :func:`read_metrics`,
 :func:`read_episodes` and :func:`read_summary`; writers live beside it in :mod:`.run` and
-:mod:`.logger`. Readers tolerate what a crash leaves: a torn last line is skipped.
+:mod:`.logger`. Readers tolerate what a crash leaves: a torn last line is skipped. They read
+only regular files (a pipe or a device planted at a log's name is one sentence, not a hang),
+of bounded size and line length (:func:`.files.open_text`, :func:`.files.bounded_lines`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from rlx.errors import RunError
-from rlx.runs.files import JsonDepthError, load_json_file, loads_json, open_text, write_atomic
+from rlx.runs.files import (
+    JsonDepthError,
+    bounded_lines,
+    load_json_file,
+    loads_json,
+    open_text,
+    write_atomic,
+)
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -170,8 +179,8 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[float, float]]]:
     points: dict[str, list[tuple[float, float]]] = {}
     if not path.exists():
         return points
-    with open_text(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
+    with open_text(path, encoding="utf-8") as handle:  # bounded: size, lines, regular files
+        for number, line in enumerate(bounded_lines(handle, path), 1):
             if not line.strip():
                 continue
             try:
@@ -206,12 +215,15 @@ def read_episodes(run_dir: str | Path) -> list[tuple[float, float, float]]:
     if not path.exists():
         return []
     rows = []
-    with open_text(path, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            try:
-                rows.append((float(row["step"]), float(row["return"]), float(row["length"])))
-            except (KeyError, TypeError, ValueError):
-                continue
+    with open_text(path, newline="", encoding="utf-8") as handle:  # bounded as read_metrics
+        try:
+            for row in csv.DictReader(bounded_lines(handle, path)):
+                try:
+                    rows.append((float(row["step"]), float(row["return"]), float(row["length"])))
+                except (KeyError, TypeError, ValueError):
+                    continue
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise RunError(f"{path} is not a readable CSV file ({exc}).") from exc
     return rows
 
 

@@ -3,6 +3,12 @@ progress bar.
 
 Every line is flushed as it is written, so a crash loses nothing that was logged. Values may
 be Python numbers, numpy scalars or 0-d tensors; they are read once here, not in hot loops.
+
+The logs are appended without following a link (:func:`rlx.runs.files.append_file`).
+TensorBoard and W&B write their own files by name: before either starts, ``RUN_DIR/tensorboard``
+and ``RUN_DIR/wandb`` are checked to be real folders of the run folder, reached without a link
+(:func:`rlx.runs.files.real_folder`), else one sentence. Inside them the library writes by name:
+a link planted there while the run writes is the library's to follow, and rlx checks the folder.
 """
 
 from __future__ import annotations
@@ -20,8 +26,14 @@ import numpy as np
 
 from rlx.errors import ConfigError
 from rlx.metrics import PROGRESS_METRICS
-from rlx.runs.files import append_file
-from rlx.runs.folder import EPISODE_COLUMNS, EPISODES_FILE, METRICS_FILE, TENSORBOARD_DIR
+from rlx.runs.files import append_file, real_folder
+from rlx.runs.folder import (
+    EPISODE_COLUMNS,
+    EPISODES_FILE,
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    WANDB_DIR,
+)
 
 
 def to_float(value: Any) -> float:
@@ -115,7 +127,8 @@ def _tensorboard_writer(run_dir: Path):
             "--tensorboard needs the tensorboard package; install it with "
             "`pip install tensorboard` (or rlx[dev])."
         ) from exc
-    return SummaryWriter(log_dir=str(run_dir / TENSORBOARD_DIR))
+    # TensorBoard writes by name: the folder is checked to be the run's own, not a link
+    return SummaryWriter(log_dir=str(real_folder(run_dir / TENSORBOARD_DIR, root=run_dir)))
 
 
 def _wandb_run(run_dir: Path, fields: Mapping[str, Any]) -> Any:
@@ -130,6 +143,7 @@ def _wandb_run(run_dir: Path, fields: Mapping[str, Any]) -> Any:
         raise ConfigError(
             "--wandb needs the wandb package; install it with pip install 'rlx[wandb]'."
         ) from exc
+    real_folder(run_dir / WANDB_DIR, root=run_dir)  # wandb writes by name: the run's own folder
     return wandb.init(
         dir=str(run_dir),  # wandb keeps its files in DIR/wandb
         project=os.environ.get("WANDB_PROJECT", "rlx"),

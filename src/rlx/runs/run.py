@@ -39,7 +39,15 @@ from rlx.runs.checkpoints import (
     save_checkpoint,
     step_checkpoint,
 )
-from rlx.runs.files import loads_json, open_text, write_atomic
+from rlx.runs.files import (
+    bounded_lines,
+    copy_regular,
+    loads_json,
+    move_within,
+    open_text,
+    remove_entry,
+    write_atomic,
+)
 from rlx.runs.folder import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -259,6 +267,8 @@ class Run:
                 f"{self.dir} already holds a run; open it with resume=<its record> to continue "
                 "it, or overwrite=True to start over in it."
             )
+        else:
+            _refuse_links(self.dir)  # starting over sets them aside; a new run writes in them
         self._created = _missing_folders(self.dir)
         self._writing = True
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -309,21 +319,22 @@ class Run:
         as checkpoints a rollback leaves behind), to put back if this run is refused before
         it starts."""
         aside = self.dir / PREVIOUS_DIR
-        _remove(aside)  # left by a run killed before it started (a link: the link only)
+        remove_entry(aside)  # left by a run killed before it started (a link: the link only)
         aside.mkdir()
         self._aside = ()  # what is aside so far: put back if what follows fails
+        # copies read only the folder's own regular files and write, as the moves rename,
+        # through descriptors of real folders (never through a link planted meanwhile)
         for name in names:
             source = self.dir / name
             if not (source.exists() or source.is_symlink()):
                 continue
             if copy:
-                shutil.copy2(source, aside / name)
+                copy_regular(source, aside / name, source_root=self.dir, root=self.dir)
             else:
-                os.replace(source, aside / name)
+                move_within(source, aside / name, root=self.dir)
             self._aside = (*self._aside, name)
         for name in moved:
-            (aside / name).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.dir / name, aside / name)
+            move_within(self.dir / name, aside / name, root=self.dir)
             self._aside = (*self._aside, name)
         self._aside = (*names, *moved)
 
@@ -344,9 +355,10 @@ class Run:
             return
         aside = self.dir / PREVIOUS_DIR
         for name in self._aside:
-            _remove(self.dir / name)
+            remove_entry(self.dir / name)
             if (aside / name).exists() or (aside / name).is_symlink():
-                os.replace(aside / name, self.dir / name)
+                with contextlib.suppress(RunError):  # a link planted in the way: left aside
+                    move_within(aside / name, self.dir / name, root=self.dir)
         shutil.rmtree(aside, ignore_errors=True)
         self._aside = ()
 
@@ -563,7 +575,7 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
     if metrics.exists():
         kept = []
         with open_text(metrics, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+            lines = [line.rstrip("\n") for line in bounded_lines(handle, metrics)]
         for line in lines:
             try:
                 row = loads_json(line)
@@ -577,13 +589,13 @@ def _truncate_logs_after(run_dir: Path, step: int) -> float:
                 wall_s = row.get("wall_s", 0.0)
                 if _real(wall_s) and math.isfinite(as_float(wall_s)):
                     wall = max(wall, float(wall_s))
-        write_atomic(metrics, "".join(k + "\n" for k in kept))
+        write_atomic(metrics, "".join(k + "\n" for k in kept), root=run_dir)
     episodes = run_dir / EPISODES_FILE
     if episodes.exists():
         with open_text(episodes, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+            lines = [line.rstrip("\n") for line in bounded_lines(handle, episodes)]
         kept = lines[:1] + [ln for ln in lines[1:] if (_csv_step(ln) or 0) <= step]
-        write_atomic(episodes, "".join(k + "\n" for k in kept))
+        write_atomic(episodes, "".join(k + "\n" for k in kept), root=run_dir)
     return wall
 
 
@@ -600,16 +612,16 @@ def _real(value: Any) -> TypeGuard[int | float]:
 
 
 def _refuse_links(run_dir: Path) -> None:
-    """RunError when one of a run's files (or folders) is a symbolic link: a resume writes to
+    """RunError when one of a run's files (or folders) is a symbolic link: a run writes to
     them (appends to the logs, prunes and writes checkpoints, ...), and a link would take
     those writes outside the run folder."""
     for name in RUN_FILES:
         path = run_dir / name
         if path.is_symlink():
             raise RunError(
-                f"{path} is a symbolic link (to {os.readlink(path)}); resuming writes to a run's "
+                f"{path} is a symbolic link (to {os.readlink(path)}); a run writes to its "
                 "files, and rlx writes only inside the run folder: replace the link with a copy "
-                "of what it points to, then resume."
+                "of what it points to, then run again."
             )
 
 
@@ -630,13 +642,6 @@ def _history(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _cli_command() -> str | None:
     """The command line, when this process is the ``rlx`` command."""
     return " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("rlx") else None
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _missing_folders(folder: Path) -> list[Path]:

@@ -240,12 +240,14 @@ def save_reward_model(module: nn.Module, tokenizer: Any, out: Path) -> None:
             save_pretrained(module.model, tokenizer, out)
         return
     assert isinstance(module, BagOfWordsRewardModel), type(module)  # the other kind
-    out.mkdir(parents=True, exist_ok=True)
+    from rlx.runs.files import atomic_file, real_folder, write_atomic
+
+    real_folder(out, root=out.parent)  # the tokenizer writes by name: a real folder, no link
     tokenizer.save_pretrained(out)
-    torch.save(module.state_dict(), out / BOW_WEIGHTS)
-    (out / BOW_CONFIG).write_text(
-        json.dumps({"kind": "bow", "vocab_size": int(module.weight.numel())}) + "\n"
-    )
+    with atomic_file(out / BOW_WEIGHTS, root=out.parent) as handle:
+        torch.save(module.state_dict(), handle)
+    config = json.dumps({"kind": "bow", "vocab_size": int(module.weight.numel())}) + "\n"
+    write_atomic(out / BOW_CONFIG, config, root=out.parent)
 
 
 # ============================================================================ the stage
