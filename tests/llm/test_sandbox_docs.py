@@ -24,3 +24,23 @@ def test_every_test_the_sandbox_page_names_exists():
         tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
         pattern = re.compile(name.replace("*", r"\w*") + "$")
         assert any(pattern.match(test) for test in tests), f"{file}::{name} is not a test"
+
+
+def test_the_sandbox_pages_examples_print_what_their_comments_say(tmp_path):
+    """Each `print(...)  # value` of the page's Python examples prints that value (the GRPO
+    example, which needs a model, runs in tests/docs)."""
+    import contextlib
+    import io
+
+    from tests.docs.docs_examples import blocks
+
+    namespace: dict = {"__name__": "__docs__"}
+    expected, out = [], io.StringIO()
+    for block in blocks(PAGE):
+        if block.lang != "python" or "make_tiny_lm" in block.code:
+            continue
+        expected += re.findall(r"^print\(.*\)  # (.+)$", block.code, flags=re.MULTILINE)
+        with contextlib.redirect_stdout(out):
+            exec(compile(block.code, f"{PAGE}:{block.line}", "exec"), namespace)
+    assert len(expected) >= 6
+    assert out.getvalue().splitlines() == expected

@@ -797,6 +797,24 @@ def test_an_object_that_equals_everything_still_scores_zero():
         assert not sandbox(program, tests).passed, tests
 
 
+def test_in_on_a_container_of_the_program_agrees_with_its_own_contains(tmp_path):
+    """`x in obj` for a program class with `__iter__` and `__contains__`: plain Python asks
+    `__contains__`, so a wrong one fails there and must fail here (the judge once answered from
+    the items alone and passed it); an honest one passes; one answering True for anything
+    still finds nothing its items do not hold."""
+    cls = "class Bag:\n    def __init__(self, *xs):\n        self.xs = list(xs)\n"
+    cls += "    def __iter__(self):\n        return iter(self.xs)\n"
+    honest = cls + "    def __contains__(self, x):\n        return x in self.xs\n"
+    wrong = cls + "    def __contains__(self, x):\n        return x not in self.xs\n"
+    anything = cls + "    def __contains__(self, x):\n        return True\n"
+    tests = "b = Bag('a', 'b')\nassert 'b' in b\nassert 'z' not in b\n"
+    assert plain(honest, tests, tmp_path) and sandbox(honest, tests).passed
+    assert not plain(wrong, tests, tmp_path) and not sandbox(wrong, tests).passed
+    forged = "b = Bag('a')\nassert 'z' in b\n"
+    assert plain(anything, forged, tmp_path)  # plain Python pays it
+    assert not sandbox(anything, forged).passed
+
+
 # --- pytest fixtures: as pytest gives them -------------------------------------------------------
 
 

@@ -83,8 +83,10 @@ least one passed.
   when the completion redefines them; only the entry point is the completion's;
 - a name the tests use without binding it (``math``, ``np``) that the program bound to a module
   is the judge's own import of that module, never the program's (patched or fake) module;
-- ``==``, ``!=``, ``<``, ``in`` and ``hash`` of a program object with the tests' data are not
-  answered by the program: they fail the test;
+- ``==``, ``!=``, ``<`` and ``hash`` of a program object with the tests' data are not
+  answered by the program: they fail the test; ``x in obj`` is true only when the items the
+  object yields hold ``x`` (and, where its class defines ``__contains__``, that says so too),
+  so a ``__contains__`` answering True for anything finds nothing;
 - partial credit counts tests as written (above), not asserts executed;
 - the program runs as the module ``solution``, so its ``if __name__ == "__main__":`` block does
   not run.
@@ -704,7 +706,9 @@ def _make_program_class(
     for method in supports:
         if method in _PROTOCOL_METHODS:
             namespace.update(_PROTOCOL_METHODS[method])
-    if "__iter__" in supports:
+    if "__iter__" in supports and "__contains__" in supports:
+        namespace["__contains__"] = _contains_by_iterating_and_asking
+    elif "__iter__" in supports:
         namespace["__contains__"] = _contains_by_iterating
     elif "__contains__" in supports:
         namespace["__contains__"] = _refused_contains
@@ -723,6 +727,16 @@ def _refused_contains(self: ProgramObject, item: object) -> bool:
 def _contains_by_iterating(self: ProgramObject, item: object) -> bool:
     """``in`` for an iterable program object: the judge compares the items it yields."""
     return any(element is item or element == item for element in iter(self))  # type: ignore[call-overload]
+
+
+def _contains_by_iterating_and_asking(self: ProgramObject, item: object) -> bool:
+    """``in`` for an iterable program object whose class defines ``__contains__``: found among
+    the items it yields (the judge compares) *and* so answered by its ``__contains__`` (plain
+    Python asks only the latter: a wrong ``__contains__`` fails as it would there, and one that
+    answers True for anything finds nothing the items do not hold)."""
+    if not _contains_by_iterating(self, item):
+        return False
+    return _plain(_ask(self, "contains", item), bool, "`in`")
 
 
 def _asked_len(self: ProgramObject) -> int:

@@ -432,6 +432,8 @@ def perform(request: dict[str, object], objects: Objects) -> object:
         return len(target)
     if op == "bool":
         return bool(target)
+    if op == "contains":
+        return args[0] in target
     if op == "copy":
         return _copy(target, args)
     if op == "method":
