@@ -6,7 +6,7 @@ program and its tests joined in one file and run by ``subprocess.run([python, "-
 its exit status the verdict (no isolation, the verdict in the program's own hands). rlx runs
 the program and the judge each in a bubblewrap room of its own (as root, each as its own
 sandbox uid), with the seccomp filter, and the verdict outside the program's reach
-(:mod:`rlx.llm.sandbox`).
+(:mod:`rlx.sandbox`).
 
 Reported: milliseconds per program, one program at a time (the latency a GRPO group of G
 completions pays ``ceil(G / max_workers)`` times), and programs per second with
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result
-from rlx.llm.sandbox import run_many, run_sandboxed, run_stdio, sandbox_info
+from rlx.sandbox import run_many, run_sandboxed, run_stdio, sandbox_info
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"

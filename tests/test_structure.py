@@ -127,6 +127,10 @@ def test_no_module_imports_another_modules_private_name():
         ("rlx.distributed", "rlx.agents", "runners get what they run through a public seam"),
         ("rlx.distributed", "rlx.games", "self-play workers get their game through a seam"),
         ("rlx.metrics", "rlx", "the metric vocabulary sits at the bottom"),
+        ("rlx.sandbox", "rlx.llm", "the sandbox judges any program; llm/ uses it from above"),
+        ("rlx.sandbox", "rlx.core", "the sandbox knows nothing of RL"),
+        ("rlx.sandbox", "rlx.runs", "the sandbox knows nothing of RL"),
+        ("rlx.sandbox", "rlx.diagnostics", "the sandbox knows nothing of RL"),
     ],
 )
 def test_layers_point_one_way(layer, must_not_reach, why):
@@ -140,6 +144,19 @@ def test_layers_point_one_way(layer, must_not_reach, why):
         and not (layer == "rlx.metrics" and target == layer)
     ]
     assert wrong == [], why
+
+
+def test_the_sandbox_imports_nothing_of_rlx_but_itself_and_its_errors():
+    """The sandbox sits at the bottom beside core/ and runs/: its modules run inside the rooms
+    with no rlx installed, so only the trainer's side (process, reward) may name rlx.errors."""
+    outside = [
+        f"{source} -> {target}"
+        for source, targets in edges().items()
+        if source.startswith("rlx.sandbox")
+        for target in targets
+        if not target.startswith("rlx.sandbox") and target != "rlx.errors"
+    ]
+    assert outside == []
 
 
 def test_import_rlx_loads_no_heavy_library():

@@ -415,7 +415,7 @@ def _code_run(code_task, run_dir, **kw):
 
 def test_a_code_reward_run_records_the_sandbox_and_the_doctor_shows_it(code_task, tmp_path):
     import rlx
-    from rlx.llm.sandbox import sandbox_info
+    from rlx.sandbox import sandbox_info
 
     _code_run(code_task, tmp_path / "r")
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
@@ -432,10 +432,10 @@ def test_without_isolation_a_code_reward_run_refuses_to_start(code_task, tmp_pat
     import threading
 
     import rlx
-    import rlx.llm.sandbox.process as process
-    import rlx.llm.sandbox.reward as reward
+    import rlx.sandbox.process as process
+    import rlx.sandbox.reward as reward
     from rlx.errors import SandboxError
-    from rlx.llm.sandbox import Isolation, SandboxWarning
+    from rlx.sandbox import Isolation, SandboxWarning
 
     unisolated = Isolation(sys.executable, None, None)
     monkeypatch.setattr(process, "current_isolation", lambda: unisolated)

@@ -55,7 +55,7 @@ def guarded_reward(reward: RewardSet, config: Any, run: Any, rows: Sequence[Any]
     with the sandbox's protections written into the run's summary. A function that can check
     its data (``check_data``: the code rewards' test code or stdin/stdout cases) checks every
     row of ``rows`` first, so a bad row stops the run at its start, naming the row."""
-    from rlx.llm.sandbox import prepare_for_run
+    from rlx.sandbox import prepare_for_run
 
     protections: list[Any] = []
     if rows:

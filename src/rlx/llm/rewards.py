@@ -150,8 +150,8 @@ def python_tests_reward(
     **kw: Any,
 ) -> list[float]:
     """Runs each completion against its row's test code (the ``tests`` column, else
-    ``answer``) in the sandbox (:mod:`rlx.llm.sandbox`): 1.0 when all tests pass."""
-    from rlx.llm.sandbox import python_tests_reward as run
+    ``answer``) in the sandbox (:mod:`rlx.sandbox`): 1.0 when all tests pass."""
+    from rlx.sandbox import python_tests_reward as run
 
     texts = [completion_text(c) for c in completions]
     return run([completion_text(p) for p in prompts], texts, tests=tests, answer=answer, **kw)
@@ -161,7 +161,7 @@ python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
 
 
 def _check_python_tests_data(prompts: Sequence[Any], **columns: Any) -> None:
-    from rlx.llm.sandbox.reward import check_python_tests_data
+    from rlx.sandbox.reward import check_python_tests_data
 
     check_python_tests_data([completion_text(p) for p in prompts], **columns)
 
@@ -173,9 +173,9 @@ def stdio_tests_reward(
     prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
 ) -> list[float]:
     """Runs each completion as a script on its row's inputs (the ``input``/``output`` columns,
-    or ``tests`` with input/output pairs) in the sandbox (:mod:`rlx.llm.sandbox`): 1.0 when it
+    or ``tests`` with input/output pairs) in the sandbox (:mod:`rlx.sandbox`): 1.0 when it
     prints every expected output."""
-    from rlx.llm.sandbox import stdio_tests_reward as run
+    from rlx.sandbox import stdio_tests_reward as run
 
     texts = [completion_text(c) for c in completions]
     return run([completion_text(p) for p in prompts], texts, **columns)
@@ -185,7 +185,7 @@ stdio_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
 
 
 def _check_stdio_tests_data(prompts: Sequence[Any], **columns: Any) -> None:
-    from rlx.llm.sandbox.reward import check_stdio_tests_data
+    from rlx.sandbox.reward import check_stdio_tests_data
 
     check_stdio_tests_data([completion_text(p) for p in prompts], **columns)
 

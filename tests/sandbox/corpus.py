@@ -6,7 +6,7 @@ or ``None``) and one or more **mutated** ones (the right program with one determ
 change: a comparison flipped, a number off by one, ``+`` and ``-`` swapped, ``and`` and ``or``
 swapped). A mutant may still pass: nothing here says what any program's verdict is. The
 verdicts are computed when the agreement test runs, by plain execution
-(``tests/llm/test_sandbox_corpus.py``); nothing the sandbox could be tuned against is stored.
+(``tests/sandbox/test_sandbox_corpus.py``); nothing the sandbox could be tuned against is stored.
 
 Shapes:
 
@@ -35,7 +35,7 @@ import functools
 import textwrap
 from dataclasses import dataclass
 
-from rlx.llm.sandbox.testcode import trusted_setup
+from rlx.sandbox.testcode import trusted_setup
 
 SHAPES = ("humaneval", "mbpp", "pytest", "unittest", "stdio", "features")
 VERSIONS = ("right", "wrong", "mutated", "forged")

@@ -1,4 +1,4 @@
-"""The sandbox's verdict agrees with plain execution on the corpus of ``tests/llm/corpus.py``.
+"""The sandbox's verdict agrees with plain execution on the corpus of ``tests/sandbox/corpus.py``.
 
 Plain execution is the reference, computed here, now, for every case (nothing is cached): each
 program runs in a fresh ``python -I`` with no sandbox, as HumanEval's harness runs it. The
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from rlx.llm.sandbox import run_many, run_sandboxed, run_stdio
-from tests.llm.corpus import SHAPES, VERSIONS, Case, corpus, subset
+from rlx.sandbox import run_many, run_sandboxed, run_stdio
+from tests.sandbox.corpus import SHAPES, VERSIONS, Case, corpus, subset
 
 TIMEOUT_S = 2.0
 PLAIN_LIMIT_S = 3 * TIMEOUT_S

@@ -7,14 +7,14 @@ top-level names, and then answers requests (call this function, read this attrib
 next item ...) until the judge closes the channel. A function of the tests it is given is a
 stub (:class:`_Callback`): calling it asks the judge to run it, and answers the judge's
 requests meanwhile. Requests arrive on fd 3 and answers leave on
-fd 4 (:mod:`rlx.llm.sandbox.wire` frames); the program's own output goes to stdout and stderr,
+fd 4 (:mod:`rlx.sandbox.wire` frames); the program's own output goes to stdout and stderr,
 which only the person reading the sandbox's output sees.
 
 Nothing here is trusted: the program runs in this interpreter and may replace any of it. That is
 harmless by design, because all the judge ever receives is plain data it rebuilds itself; the
 worst a program can do is answer wrongly or not at all, and either scores 0.
 
-Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
+Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-from rlx.llm.sandbox import wire
+from rlx.sandbox import wire
 
 TYPE_CHECKING = False  # typing is imported for the type checker only (see wire)
 if TYPE_CHECKING:

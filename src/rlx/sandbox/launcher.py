@@ -2,7 +2,7 @@
 stdin/stdout case's room, before anything untrusted.
 
 The trainer starts each room as ``[nsenter ...] [bwrap ...] python -I -S -c BOOTSTRAP FD``
-(:mod:`rlx.llm.sandbox.process`); the bootstrap reads one frame from descriptor ``FD``: the
+(:mod:`rlx.sandbox.process`); the bootstrap reads one frame from descriptor ``FD``: the
 sandbox modules this room needs (compiled once per trainer process) and its job. It loads the
 modules as a stand-in package (no import of the installed rlx), then :func:`main`:
 
@@ -13,14 +13,14 @@ modules as a stand-in package (no import of the installed rlx), then :func:`main
    ``program.py`` there for tracebacks, and enters it;
 3. sets the room's limits (``RLIMIT_AS``, ``CPU``, ``FSIZE``, ``NOFILE``, ``NPROC``, ``CORE``),
    so they hold before the program's first line;
-4. runs the role: :func:`rlx.llm.sandbox.server.main` for the program,
-   :func:`rlx.llm.sandbox.judge.main` for the judge, or the program as a script
+4. runs the role: :func:`rlx.sandbox.server.main` for the program,
+   :func:`rlx.sandbox.judge.main` for the judge, or the program as a script
    (``__name__ == "__main__"``) for a stdin/stdout case.
 
 The comparison of a case's output with the expected one (:func:`same_output`) runs in the
 trainer, outside the program's reach.
 
-Standard library only, and no import of rlx at module level (see :mod:`rlx.llm.sandbox.wire`).
+Standard library only, and no import of rlx at module level (see :mod:`rlx.sandbox.wire`).
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ def main(job: dict) -> None:
         os.write(2, f"rlx sandbox: the {role} failed to start: {error!r}\n".encode())
         os._exit(127)
     if role == "program":
-        from rlx.llm.sandbox import server
+        from rlx.sandbox import server
 
         server.main(job["program"])
     elif role == "judge":
-        from rlx.llm.sandbox import judge
+        from rlx.sandbox import judge
 
         judge.main(job["payload"], job["seconds"])
     else:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rlx.errors import ConfigError, SandboxError
-from rlx.llm.sandbox import (
+from rlx.sandbox import (
     Isolation,
     SandboxWarning,
     current_isolation,
@@ -28,8 +28,8 @@ from rlx.llm.sandbox import (
     run_sandboxed,
     sandbox_info,
 )
-from rlx.llm.sandbox.isolation import choose_isolation
-from rlx.llm.sandbox.process import _probe as probe
+from rlx.sandbox.isolation import choose_isolation
+from rlx.sandbox.process import _probe as probe
 
 HOSTILE_TIMEOUT_S = 1.0
 HONEST_TIMEOUT_S = 10.0  # generous: honest programs end in ~0.1 s, even on a busy machine
@@ -643,8 +643,8 @@ def test_unisolated_path_judges_honest_and_forged_programs_alike():
 @pytest.fixture
 def without_isolation(monkeypatch):
     """Simulate a machine without root: no namespaces and no uid change."""
-    import rlx.llm.sandbox.process as process
-    import rlx.llm.sandbox.reward as reward
+    import rlx.sandbox.process as process
+    import rlx.sandbox.reward as reward
 
     unisolated = Isolation(sys.executable, None, None)
     monkeypatch.setattr(process, "current_isolation", lambda: unisolated)

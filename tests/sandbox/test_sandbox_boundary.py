@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from rlx.llm.sandbox import judge, testcode, wire
+from rlx.sandbox import judge, testcode, wire
 
 PLAIN = [
     None, True, False, 0, -7, 10**40, -(10**5000), 2**63, 1.5, -0.0, "text", "", b"\x00\xff",

@@ -12,8 +12,8 @@ import pytest
 
 from rlx.errors import ConfigError, SandboxError
 from rlx.llm.rewards import REWARDS
-from rlx.llm.sandbox import python_tests_reward, run_sandboxed, run_stdio, stdio_tests_reward
-from rlx.llm.sandbox.launcher import same_output
+from rlx.sandbox import python_tests_reward, run_sandboxed, run_stdio, stdio_tests_reward
+from rlx.sandbox.launcher import same_output
 
 TIMEOUT_S = 5.0
 RIGHT = "def square(x):\n    return x * x\n"

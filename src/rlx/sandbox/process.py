@@ -1,7 +1,7 @@
 """Running one program and its tests in the sandbox, from the trainer's side.
 
-For each program the trainer starts two **rooms** (:mod:`rlx.llm.sandbox.isolation`), each a
-bubblewrap sandbox of its own that runs ``python -I -S -c BOOTSTRAP`` (:mod:`~rlx.llm.sandbox.
+For each program the trainer starts two **rooms** (:mod:`rlx.sandbox.isolation`), each a
+bubblewrap sandbox of its own that runs ``python -I -S -c BOOTSTRAP`` (:mod:`~rlx.sandbox.
 launcher`): first the program's, whose job holds only the program, then the judge's, whose job
 holds the tests. The tests are never written into the program's room. The rooms talk over
 two pipes the trainer made and then closed on its side; the judge's verdict comes back on a
@@ -50,7 +50,7 @@ from importlib import resources
 from typing import Any
 
 from rlx.errors import ConfigError, SandboxError
-from rlx.llm.sandbox.isolation import (
+from rlx.sandbox.isolation import (
     HOST_ROOT_ENTRIES,
     MAX_PROCESSES,
     SAFE_PATH,
@@ -59,8 +59,8 @@ from rlx.llm.sandbox.isolation import (
     choose_isolation,
     seccomp_program,
 )
-from rlx.llm.sandbox.launcher import same_output
-from rlx.llm.sandbox.testcode import NothingToCheckError, prepare
+from rlx.sandbox.launcher import same_output
+from rlx.sandbox.testcode import NothingToCheckError, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -118,16 +118,16 @@ def _exactly(size):
 _modules = marshal.loads(_exactly(int.from_bytes(_exactly(4), "big")))
 _job = json.loads(_exactly(int.from_bytes(_exactly(4), "big")))
 os.close(_fd)
-for _name in ("rlx", "rlx.llm", "rlx.llm.sandbox"):
+for _name in ("rlx", "rlx.sandbox"):
     sys.modules[_name] = types.ModuleType(_name)
     sys.modules[_name].__path__ = []
 for _name, _code in _modules:
-    _module = types.ModuleType("rlx.llm.sandbox." + _name)
+    _module = types.ModuleType("rlx.sandbox." + _name)
     sys.modules[_module.__name__] = _module
-    setattr(sys.modules["rlx.llm.sandbox"], _name, _module)
+    setattr(sys.modules["rlx.sandbox"], _name, _module)
     exec(_code, _module.__dict__)
 del _modules, _name, _code, _module, _exactly, _fd
-sys.modules["rlx.llm.sandbox.launcher"].main(_job)
+sys.modules["rlx.sandbox.launcher"].main(_job)
 """
 _ROLE_MODULES = {
     "program": ("wire", "server", "launcher"),
@@ -140,7 +140,7 @@ _ROLE_MODULES = {
 def sandbox_code(python: str, role: str) -> bytes:
     """The first frame of a room's job: the modules ``role`` needs, in load order, compiled once
     (as sources when ``python`` is not a Python whose bytecode this one writes)."""
-    package = resources.files("rlx.llm.sandbox")
+    package = resources.files("rlx.sandbox")
     sources = [(name, (package / f"{name}.py").read_text(encoding="utf-8"))
                for name in _ROLE_MODULES[role]]  # fmt: skip
     if _bytecode_magic(python) == importlib.util.MAGIC_NUMBER:
@@ -180,7 +180,7 @@ class SandboxResult:
     ``"timeout"`` (the time limit passed)."""
     tests_passed: int
     """Checks that passed: executed asserts, unittest assertions, ``pytest.raises``, test
-    functions that returned (see :mod:`rlx.llm.sandbox.judge`); for stdin/stdout cases, the
+    functions that returned (see :mod:`rlx.sandbox.judge`); for stdin/stdout cases, the
     cases whose output was right."""
     tests_total: int
     """Checks that ran or could not run: passed and failed together."""
@@ -213,7 +213,7 @@ class SandboxResult:
 @functools.cache
 def current_isolation() -> Isolation:
     """The strongest isolation that works here, found once by running tiny probe programs
-    (:func:`rlx.llm.sandbox.isolation.choose_isolation`). Raises ConfigError when not even an
+    (:func:`rlx.sandbox.isolation.choose_isolation`). Raises ConfigError when not even an
     unisolated child can run Python."""
     isolation = choose_isolation(_probe)
     if isolation.uids is None and not isolation.namespaces:
@@ -334,7 +334,7 @@ def run_stdio(
     """Run ``program`` as a script once per ``(input, expected_output)`` case, each in a fresh
     room, with the input on stdin; a case passes when its stdout equals the expected output up
     to trailing whitespace on each line and trailing empty lines
-    (:func:`rlx.llm.sandbox.launcher.same_output`, run by the trainer). ``timeout_s`` holds for
+    (:func:`rlx.sandbox.launcher.same_output`, run by the trainer). ``timeout_s`` holds for
     each case."""
     check_limits(timeout_s, memory_mb, 1)
     rows = [list(case) for case in cases]
@@ -353,7 +353,7 @@ def run_stdio(
 
 
 def prepared_tests(tests: str, entry_point: str | None = None) -> str:
-    """The test code as the judge runs it (:func:`rlx.llm.sandbox.testcode.prepare`);
+    """The test code as the judge runs it (:func:`rlx.sandbox.testcode.prepare`);
     SandboxError when it is not Python or checks nothing."""
     if not isinstance(tests, str):
         raise SandboxError(f"test code must be a string of Python, not {type(tests).__name__}.")
@@ -824,7 +824,7 @@ def _minimal_environment(namespaces: bool, workdir: str | None) -> dict[str, str
 @functools.cache
 def _bwrap_base(isolation: Isolation) -> tuple[str, ...]:
     """The part of a room's bubblewrap command that is the same for every room (see
-    :mod:`rlx.llm.sandbox.isolation` for what each piece keeps out)."""
+    :mod:`rlx.sandbox.isolation` for what each piece keeps out)."""
     args = [isolation.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
             "--die-with-parent", "--new-session", "--clearenv",
             "--ro-bind", "/usr", "/usr"]  # fmt: skip

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rlx.errors import ConfigError, SandboxError
-from rlx.llm.sandbox.isolation import MAX_PROCESSES, missing_protections
-from rlx.llm.sandbox.process import (
+from rlx.sandbox.isolation import MAX_PROCESSES, missing_protections
+from rlx.sandbox.process import (
     JUDGE_MEMORY_MB,
     MAX_FILE_MB,
     MAX_OPEN_FILES,
@@ -24,7 +24,7 @@ from rlx.llm.sandbox.process import (
     run_many,
     run_stdio,
 )
-from rlx.llm.sandbox.testcode import trusted_setup
+from rlx.sandbox.testcode import trusted_setup
 
 
 class SandboxWarning(UserWarning):
@@ -57,17 +57,17 @@ def python_tests_reward(
     signature, a docstring), the completion the rest; with ``prepend_prompt=False`` the prompt
     (e.g. natural language) is left out. The program runs in the sandbox and only defines its
     names; the row's test code runs in the judge, a second sandboxed process, and calls them
-    across a boundary that lets only plain data through (:mod:`rlx.llm.sandbox`), so nothing the
+    across a boundary that lets only plain data through (:mod:`rlx.sandbox`), so nothing the
     program does can forge a pass. ``tests`` is one string of test code per completion, the
     data's ``tests`` column (when None, the ``answer`` column of rows ``{"prompt", "answer"}``,
-    also accepted as ``answers``), in any of the layouts of :mod:`rlx.llm.sandbox.testcode`:
+    also accepted as ``answers``), in any of the layouts of :mod:`rlx.sandbox.testcode`:
     top-level asserts, pytest functions and classes, unittest cases, HumanEval's
     ``check(candidate)`` (called with the row's ``entry_point`` column when the tests do not
     call it).
 
     With ``prepend_prompt=True`` the prompt's own definitions (its helpers, its constants: all
     but the entry point, the function the completion finishes) also run in the judge as
-    trusted set-up code (:func:`~rlx.llm.sandbox.testcode.trusted_setup`), and the tests call
+    trusted set-up code (:func:`~rlx.sandbox.testcode.trusted_setup`), and the tests call
     those, never a completion's redefinition of them.
 
     ``partial=True`` scores the share of tests passed instead, tests as written: each assert

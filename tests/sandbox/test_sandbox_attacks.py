@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rlx.errors import SandboxError
-from rlx.llm.sandbox import current_isolation, python_tests_reward, run_many, run_sandboxed
+from rlx.sandbox import current_isolation, python_tests_reward, run_many, run_sandboxed
 
 TIMEOUT_S = 2.0
 ISOLATION = current_isolation()
@@ -103,7 +103,7 @@ def test_cause_2_a_patched_server_cannot_shadow_builtins_or_the_tests_names():
     binds none of them."""
     program = (
         "import sys\n"
-        "server = sys.modules['rlx.llm.sandbox.server']\n"
+        "server = sys.modules['rlx.sandbox.server']\n"
         "real = server.top_level_names\n"
         "def zero(*args, **kwargs):\n    return 0\n"
         "def yes(*args, **kwargs):\n    return True\n"
@@ -398,7 +398,7 @@ def test_cause_7_a_judge_that_dies_is_a_zero_with_the_reason_logged(caplog):
     that says the judge ended without one."""
     tests = "import os, signal\nassert add(2, 3) == 5\nos.kill(os.getpid(), signal.SIGKILL)\n"
     right = "def add(a, b):\n    return a + b\n"
-    with caplog.at_level("WARNING", logger="rlx.llm.sandbox.process"):
+    with caplog.at_level("WARNING", logger="rlx.sandbox.process"):
         result = run_sandboxed(right, tests, timeout_s=TIMEOUT_S)
     assert not result.passed
     assert any("the judge ended without a verdict" in failure for failure in result.failures)
@@ -427,7 +427,7 @@ def test_cause_7_a_judge_that_loops_in_c_code_is_stopped_at_the_limit():
         ),
         (
             "an exception that claims to be a KeyboardInterrupt",
-            "import sys\nserver = sys.modules['rlx.llm.sandbox.server']\n"
+            "import sys\nserver = sys.modules['rlx.sandbox.server']\n"
             "server.describe = lambda error, objects: {'class': {'builtin': 'KeyboardInterrupt'},"
             " 'args': [], 'message': ''}\n"
             "def add(a, b):\n    raise ValueError\n",
@@ -454,7 +454,7 @@ def test_cause_7_a_judge_that_loops_in_c_code_is_stopped_at_the_limit():
         ),
         (
             "a forged answer frame with a nested exception class hierarchy",
-            "import sys\nserver = sys.modules['rlx.llm.sandbox.server']\n"
+            "import sys\nserver = sys.modules['rlx.sandbox.server']\n"
             "cyclic = {'handle': 7, 'name': 'Loop', 'bases': []}\n"
             "cyclic['bases'].append(cyclic)\n"
             "server.describe = lambda error, objects: {'class': {'handle': 1, 'name': 'X', "

@@ -1,8 +1,8 @@
 """The judge: a row's tests, run in a process of their own against a program they do not trust.
 
-The program runs in another sandboxed process (:mod:`rlx.llm.sandbox.server`) and only defines
+The program runs in another sandboxed process (:mod:`rlx.sandbox.server`) and only defines
 its names. The tests run here, in the judge, itself sandboxed. The program's top-level names
-are bound to what crossed the plain-data boundary of :mod:`rlx.llm.sandbox.wire`:
+are bound to what crossed the plain-data boundary of :mod:`rlx.sandbox.wire`:
 
 - plain data (numbers, strings, containers of them) and the library values of
   :data:`wire.LIBRARY_KINDS` (namedtuples, ``Counter``, ``deque``, ``Decimal``, ``datetime``,
@@ -100,7 +100,7 @@ from a program object's attribute is a subclass of ``list``, ``dict`` or ``set``
 read are not seen; a namedtuple class is rebuilt without the methods the program gave it; a
 program ``IntEnum`` member crosses as its int.
 
-Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
+Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ import signal
 import sys
 import time
 
-from rlx.llm.sandbox import testcode, wire
+from rlx.sandbox import testcode, wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -556,7 +556,7 @@ class ProgramClasses:
 
     def program_class(self, description: object, depth: int = 0) -> ProgramType:
         """The judge's class for a class description of the program's
-        (:meth:`rlx.llm.sandbox.server.Objects.class_of`): a subclass of
+        (:meth:`rlx.sandbox.server.Objects.class_of`): a subclass of
         :class:`ProgramObject` with the program's name, its bases made the same way, and only
         the special methods the program's class has. BoundaryError when malformed or unknown."""
         if type(description) is not dict or not wire.is_handle(description.get("handle")):

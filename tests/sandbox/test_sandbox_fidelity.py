@@ -6,7 +6,7 @@ Plain execution runs the program and its tests in one namespace, a module of its
 interpreter whose working folder holds the program as ``solution.py``; it passes when it exits
 0. Each honest case must pass both ways; each forgery must score 0 in the sandbox, and where
 plain Python passes it the test says so (these are the judge's only intended disagreements
-with plain Python, listed in :mod:`rlx.llm.sandbox.judge`).
+with plain Python, listed in :mod:`rlx.sandbox.judge`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rlx.llm.sandbox import python_tests_reward, run_sandboxed
+from rlx.sandbox import python_tests_reward, run_sandboxed
 
 TIMEOUT_S = 10.0
 
@@ -666,7 +666,7 @@ CYCLIC_TESTS = code(
 )
 
 
-@pytest.mark.filterwarnings("ignore::rlx.llm.sandbox.SandboxWarning")
+@pytest.mark.filterwarnings("ignore::rlx.sandbox.SandboxWarning")
 def test_a_completion_cannot_redefine_the_prompts_helpers(tmp_path):
     """HumanEval 38: the completion redefines ``encode_cyclic`` as the identity, so that a
     ``decode_cyclic`` returning its input passes ``check``."""

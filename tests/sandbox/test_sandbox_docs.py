@@ -20,7 +20,7 @@ def test_every_test_the_sandbox_page_names_exists():
     ]
     assert len(named) >= 15
     for file, name in named:
-        tree = ast.parse((ROOT / "tests" / "llm" / file).read_text())
+        tree = ast.parse((ROOT / "tests" / "sandbox" / file).read_text())
         tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
         pattern = re.compile(name.replace("*", r"\w*") + "$")
         assert any(pattern.match(test) for test in tests), f"{file}::{name} is not a test"

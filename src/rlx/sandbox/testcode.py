@@ -1,6 +1,6 @@
 """Reading a row's test code before it runs: what it checks, what it binds, where its asserts are.
 
-Test code comes in the layouts people write (each is judged by :mod:`rlx.llm.sandbox.judge`):
+Test code comes in the layouts people write (each is judged by :mod:`rlx.sandbox.judge`):
 
 - top-level ``assert`` statements (in loops, ``if``, ``with`` and ``try`` blocks too);
 - pytest: module-level ``test*`` functions (``async def`` too, ``@pytest.mark.parametrize``
@@ -12,7 +12,7 @@ Test code comes in the layouts people write (each is judged by :mod:`rlx.llm.san
 :func:`prepare` turns the code into what the judge runs, and refuses code that checks nothing:
 a layout the judge would run without ever asserting anything must not pass every program.
 
-Standard library only, and no import of rlx (see :mod:`rlx.llm.sandbox.wire`).
+Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
 
 from __future__ import annotations

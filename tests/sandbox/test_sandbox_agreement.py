@@ -22,8 +22,8 @@ import xml.etree.ElementTree as ElementTree
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rlx.llm.sandbox import run_many, run_stdio
-from rlx.llm.sandbox.launcher import same_output
+from rlx.sandbox import run_many, run_stdio
+from rlx.sandbox.launcher import same_output
 
 TIMEOUT_S = 2.0
 

@@ -19,7 +19,7 @@ A message is a 4-byte big-endian length and that many bytes of UTF-8 JSON, at mo
 depth, tags, numbers and names are checked before anything is built from it.
 
 Standard library only, and no import of rlx: the sandbox runs this file in interpreters that
-may not see the installed package (see :func:`rlx.llm.sandbox.process.script`).
+may not see the installed package (see :func:`rlx.sandbox.process.script`).
 """
 
 from __future__ import annotations

@@ -3,19 +3,19 @@ tests, in a sandbox.
 
 A completion scores 1.0 when its program passes its row's tests (or the share of checks it
 passes, with ``partial=True``), and 0.0 otherwise. Two sandboxed processes take part, each in a
-**room** of its own (:mod:`~rlx.llm.sandbox.isolation`), started and supervised by the trainer
-(:mod:`~rlx.llm.sandbox.process`), which runs neither the program nor the tests:
+**room** of its own (:mod:`~rlx.sandbox.isolation`), started and supervised by the trainer
+(:mod:`~rlx.sandbox.process`), which runs neither the program nor the tests:
 
-1. the **program** (``prompt + completion``, :mod:`~rlx.llm.sandbox.server`), whose room is
+1. the **program** (``prompt + completion``, :mod:`~rlx.sandbox.server`), whose room is
    given only the program: it defines its names, then answers calls to them;
-2. the **judge** (:mod:`~rlx.llm.sandbox.judge`), whose room is given the tests (and the row's
+2. the **judge** (:mod:`~rlx.sandbox.judge`), whose room is given the tests (and the row's
    trusted set-up code): it runs them with the program's names bound to plain data and to
-   handles (:mod:`~rlx.llm.sandbox.wire`). A comparison of a program object with the tests' own
+   handles (:mod:`~rlx.sandbox.wire`). A comparison of a program object with the tests' own
    data (``==``, ``<``, ``in``, ``hash``) is never asked of the program: the judge answers it
    on plain data. The verdict goes to the trainer on a pipe the program never holds.
 
 **The guarantee.** With the rooms, nothing the program can read, print, patch, leave behind or
-kill decides its score: these score 0 (each is a test in ``tests/llm/test_sandbox*.py``):
+kill decides its score: these score 0 (each is a test in ``tests/sandbox/test_sandbox*.py``):
 module objects named after the standard library, a patched server announcing builtins or the
 tests' names, objects that answer comparisons and membership, asserts hidden from partial
 credit, test layouts that would run nothing, state left for a later run, a judge made to exhaust
@@ -25,7 +25,7 @@ room), kills of the trainer or of other runs, programs that never return or floo
 program *can* do is answer the calls it is given, so a test passes only when the program
 computes what the test expects. Honest Python behaves as it does in one interpreter (arguments
 changed in place, callbacks, fixtures, pickling, ``isinstance`` with the program's classes ...);
-where the judge departs from plain Python, it closes a forgery (:mod:`~rlx.llm.sandbox.judge`
+where the judge departs from plain Python, it closes a forgery (:mod:`~rlx.sandbox.judge`
 lists them).
 
 What protects the trainer (:func:`sandbox_info` says which are active on this machine), and
@@ -69,15 +69,15 @@ start of the run, naming each missing protection; the run's ``summary.json`` rec
 
 from __future__ import annotations
 
-from rlx.llm.sandbox.isolation import Isolation
-from rlx.llm.sandbox.process import (
+from rlx.sandbox.isolation import Isolation
+from rlx.sandbox.process import (
     SandboxResult,
     current_isolation,
     run_many,
     run_sandboxed,
     run_stdio,
 )
-from rlx.llm.sandbox.reward import (
+from rlx.sandbox.reward import (
     SandboxWarning,
     check_isolation,
     prepare_for_run,

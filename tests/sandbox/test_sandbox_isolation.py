@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from rlx.llm.sandbox import current_isolation, run_sandboxed, run_stdio
-from rlx.llm.sandbox.isolation import (
+from rlx.sandbox import current_isolation, run_sandboxed, run_stdio
+from rlx.sandbox.isolation import (
     SANDBOX_UIDS,
     Isolation,
     blocked_folders,
@@ -507,7 +507,7 @@ def test_a_uid_pair_another_trainer_holds_is_not_lent():
     machine-wide lock in place."""
     import fcntl
 
-    from rlx.llm.sandbox import process
+    from rlx.sandbox import process
 
     need_rooms()
     if ISOLATION.uids is None or len(set(ISOLATION.uids)) < 4:
