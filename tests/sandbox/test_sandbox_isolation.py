@@ -38,9 +38,11 @@ HONEST_ADD = "def add(a, b):\n    return a + b\n"
 # system call numbers for the ctypes attacks
 SYSCALLS = {
     "x86_64": {"add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101, "unshare": 272,
-               "mount": 165, "shmget": 29, "clone": 56, "clone3": 435, "memfd_create": 319},
+               "mount": 165, "shmget": 29, "clone": 56, "clone3": 435, "memfd_create": 319,
+               "msgget": 68},
     "aarch64": {"add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117, "unshare": 97,
-                "mount": 40, "shmget": 194, "clone": 220, "clone3": 435, "memfd_create": 279},
+                "mount": 40, "shmget": 194, "clone": 220, "clone3": 435, "memfd_create": 279,
+                "msgget": 186},
 }  # fmt: skip
 NUMBERS = SYSCALLS.get(platform.machine(), {})
 
@@ -459,12 +461,24 @@ def test_the_host_cannot_be_written(tmp_path):
 
 
 def test_the_room_holds_no_host_home_run_or_etc():
+    """No /run, /home or /root of the host; an /etc of the room's own three files (who its
+    user is, that localhost is the loopback), so honest programs asking get an answer."""
     need_rooms()
     program = (
-        "import os\n"
-        "PRESENT = [p for p in ('/run', '/var/run', '/home', '/etc') if os.path.exists(p)]\n"
+        "import getpass, os, socket\n"
+        "PRESENT = [p for p in ('/run', '/var/run', '/home', '/root/.ssh') if os.path.exists(p)]\n"
+        "ETC = sorted(os.listdir('/etc'))\n"
+        "USER = getpass.getuser()\n"
+        "LOCALHOST = socket.gethostbyname('localhost')\n"
+        "ETC_PASSWD = open('/etc/passwd').read()\n"
     )
-    result = run_sandboxed(program, "assert PRESENT == []\n", timeout_s=TIMEOUT_S)
+    tests = (
+        "assert PRESENT == []\n"
+        "assert ETC == ['group', 'hosts', 'passwd']\n"
+        "assert USER == 'sandbox' and LOCALHOST == '127.0.0.1'\n"
+        "assert ETC_PASSWD.count('\\n') == 1 and 'root' not in ETC_PASSWD\n"
+    )
+    result = run_sandboxed(program, tests, timeout_s=TIMEOUT_S)
     assert result.passed, (result.failures, result.output)
 
 
@@ -528,3 +542,117 @@ def test_a_uid_pair_another_trainer_holds_is_not_lent():
         for fd in held[:-1]:
             if fd is not None:
                 os.close(fd)
+
+
+def test_socket_families_past_the_network_namespace_are_refused():
+    """AF_VSOCK is not network-namespaced (the room would share the machine's vsock ports, the
+    hypervisor's among them), and a path-bound AF_UNIX socket in a read-only bound folder can
+    still be connected to: both refused; IPv4/IPv6 in the room's own namespace and socketpair
+    (asyncio, multiprocessing) still work."""
+    need_seccomp()
+    program = (
+        "import asyncio, errno, socket\n"
+        "def opens(family):\n"
+        "    try:\n"
+        "        socket.socket(family, socket.SOCK_STREAM).close()\n"
+        "        return 0\n"
+        "    except OSError as error:\n"
+        "        return error.errno\n"
+        "FAMILIES = {name: opens(f) for name, f in (('unix', 1), ('vsock', 40), ('alg', 38),"
+        " ('inet', 2), ('inet6', 10))}\n"
+        "a, b = socket.socketpair()\n"
+        "a.sendall(b'x')\n"
+        "PAIR = b.recv(1)\n"
+        "async def seven():\n"
+        "    return 7\n"
+        "LOOP = asyncio.run(seven())\n"
+    )
+    tests = (
+        "import errno\n"
+        "assert FAMILIES['unix'] == FAMILIES['vsock'] == FAMILIES['alg'] == errno.EPERM\n"
+        "assert FAMILIES['inet'] == FAMILIES['inet6'] == 0\n"
+        "assert PAIR == b'x' and LOOP == 7\n"
+    )
+    result = run_sandboxed(program, tests, timeout_s=TIMEOUT_S)
+    assert result.passed, (result.failures, result.output)
+
+
+def test_the_page_cache_cannot_be_probed_or_watched_between_runs():
+    """Every room reads the host's /usr: evicting a page and asking whether it is cached
+    (posix_fadvise, RWF_NOWAIT reads; mincore and cachestat too), or watching what is opened
+    (inotify), would carry a bit from one run to the next. Each probe is refused; plain reads
+    still work."""
+    need_seccomp()
+    program = (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "R = {}\n"
+        "fd = os.open('/usr/bin/env', os.O_RDONLY)\n"
+        "def probe(name, call):\n"
+        "    try:\n"
+        "        call()\n"
+        "        R[name] = 0\n"
+        "    except OSError as error:\n"
+        "        R[name] = error.errno\n"
+        "probe('fadvise', lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))\n"
+        "probe('nowait', lambda: os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT))\n"
+        "ctypes.set_errno(0)\n"
+        "R['inotify'] = ctypes.get_errno() if libc.inotify_init1(0) < 0 else 0\n"
+        "READ = os.pread(fd, 4, 0)\n"
+    )
+    tests = (
+        "import errno\n"
+        "assert R == {'fadvise': errno.EPERM, 'nowait': errno.EPERM, 'inotify': errno.EPERM}\n"
+        "assert READ == b'\\x7fELF'\n"
+    )
+    result = run_sandboxed(program, tests, timeout_s=TIMEOUT_S)
+    assert result.passed, (result.failures, result.output)
+
+
+def test_system_v_message_queues_are_refused():
+    """Kernel memory RLIMIT_AS never counts: a queue of messages per call."""
+    need_seccomp()
+    program = syscall_program({"msgget": "0, 0o1000 | 0o600"}) if "msgget" in NUMBERS else ""
+    if not program:
+        pytest.skip(f"no msgget number for {platform.machine()}")
+    result = run_sandboxed(program, "import errno\nassert ERRNOS['msgget'] == errno.EPERM\n",
+                           timeout_s=TIMEOUT_S)  # fmt: skip
+    assert result.passed, (result.failures, result.output)
+
+
+def test_a_room_of_many_processes_is_held_to_one_memory_budget():
+    """RLIMIT_AS bounds each process: a program forking children of 100 MiB each, with
+    memory_mb=128, held that many times more. Where rooms get a cgroup, the room as a whole is
+    held to its budget (memory_mb, its tmpfs mounts and a little for the interpreter): the
+    children past it are killed. An honest program that forks a little still passes."""
+    from rlx.sandbox import cgroups
+    from rlx.sandbox.process import CGROUP_SLACK_MB, PRIVATE_TMP_MB, SMALL_TMPFS_MB
+
+    need_rooms()
+    need(cgroups.available(), "no writable memory and pids cgroups here (root and cgroup v1)")
+    program = (
+        "import os, time\n"
+        "read, write = os.pipe()\n"
+        "for i in range(10):\n"
+        "    if os.fork() == 0:\n"
+        "        block = bytearray(100 << 20)\n"
+        "        for j in range(0, len(block), 4096):\n"
+        "            block[j] = 1\n"
+        "        os.write(write, b'+')\n"
+        "        time.sleep(20)\n"
+        "        os._exit(0)\n"
+        "time.sleep(4)\n"
+        "os.set_blocking(read, False)\n"
+        "try:\n"
+        "    HELD = len(os.read(read, 100))\n"
+        "except BlockingIOError:\n"
+        "    HELD = 0\n"
+    )
+    budget = 128 + PRIVATE_TMP_MB + 2 * SMALL_TMPFS_MB + CGROUP_SLACK_MB
+    result = run_sandboxed(program, f"assert 0 < HELD * 100 <= {budget}\n", timeout_s=15.0,
+                           memory_mb=128)  # fmt: skip
+    assert result.passed, (result.failures, result.output)
+    honest = (
+        "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nx = 1\n"
+    )
+    assert run_sandboxed(honest, "assert x == 1\n", timeout_s=TIMEOUT_S, memory_mb=128).passed

@@ -4,10 +4,11 @@ Each side runs in a **room** of its own: a bubblewrap sandbox (``bwrap``, a setu
 kept by the Flatpak project) with fresh user, PID, network, IPC, UTS and cgroup namespaces, a
 root file system holding only what the interpreter needs (read-only ``/usr``, ``/lib*``,
 ``/bin``, ``/sbin``, the interpreter's prefixes and site-packages), a ``/proc`` of its own,
-a minimal ``/dev`` and size-capped tmpfs mounts on ``/tmp``, ``/var/tmp`` and ``/dev/shm``; no
-``/etc``, ``/run``, ``/home`` or ``/root`` of the host, so no host Unix socket is reachable. A
+a minimal ``/dev``, an ``/etc`` of its own three files and size-capped tmpfs mounts on ``/tmp``,
+``/var/tmp`` and ``/dev/shm``; no ``/etc``, ``/run``, ``/home`` or ``/root`` of the host. A
 seccomp filter compiled by libseccomp (:func:`seccomp_program`) refuses the system calls that
-reach past those namespaces or hold memory ``RLIMIT_AS`` never counts.
+reach past those namespaces (``AF_VSOCK``, a path-bound ``AF_UNIX`` socket in a read-only bound
+folder), probe the page cache the rooms share, or hold memory ``RLIMIT_AS`` never counts.
 
 As root, bubblewrap itself runs as a sandbox uid (:data:`SANDBOX_UIDS`, one per side), so no
 process of a room is ever host uid 0. Folders that uid cannot enter on the way to the
@@ -344,11 +345,28 @@ DENIED_SYSCALLS = (
     "vm86", "vm86old", "iopl", "ioperm", "settimeofday", "clock_settime", "clock_adjtime",
     "adjtimex", "stime", "personality", "fanotify_init", "move_pages", "mbind",
     "set_mempolicy", "get_mempolicy", "migrate_pages", "process_madvise", "add_key",
+    # kernel memory RLIMIT_AS does not count: System V message queues and semaphores
+    "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+    # probes of the host's page cache, which every room shares through the read-only files
+    # (evict a page, then ask whether it is cached: state that outlives a run)
+    "fadvise64", "mincore", "cachestat", "preadv2", "pwritev2", "readahead",
+    # watching the shared files (what the judge opens, and when), locks on them
+    "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark", "flock",
 )  # fmt: skip
 """System calls the rooms' filter refuses with ``EPERM``, after Docker's default profile, plus
-``memfd_create`` and System V shared memory. ``clone`` with a ``CLONE_NEW*`` flag is refused too,
-and ``clone3`` answers ``ENOSYS`` (its flags sit in memory a filter cannot read), so glibc falls
-back to ``clone``."""
+``memfd_create``, System V IPC, the page-cache probes and file watches. ``clone`` with a
+``CLONE_NEW*`` flag is refused too, and ``clone3`` answers ``ENOSYS`` (its flags sit in memory a
+filter cannot read), so glibc falls back to ``clone``; so are ``socket`` of every family but
+IPv4, IPv6 and netlink (:data:`DENIED_SOCKET_FAMILIES`: ``AF_VSOCK`` is not network-namespaced,
+and a path-bound ``AF_UNIX`` socket of a read-only bound folder can still be connected to;
+``socketpair`` stays) and ``madvise`` that pushes pages out of the page cache."""
+
+DENIED_SOCKET_FAMILIES = (1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15)
+"""``socket()`` domains refused below ``AF_PACKET`` (17), from which every domain is refused:
+``AF_UNIX`` (1) and the old protocol families; ``AF_INET`` (2), ``AF_INET6`` (10) and
+``AF_NETLINK`` (16) stay, each inside the room's own network namespace."""
+
+_MADV_COLD, _MADV_PAGEOUT = 20, 21
 
 _CLONE_NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
@@ -381,6 +399,15 @@ def seccomp_program() -> bytes | None:
             with contextlib.suppress(Exception):  # a call this architecture does not have
                 rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
         rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+        for family in DENIED_SOCKET_FAMILIES:
+            rules.add_rule(
+                pyseccomp.ERRNO(errno.EPERM), "socket", pyseccomp.Arg(0, pyseccomp.EQ, family)
+            )
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "socket", pyseccomp.Arg(0, pyseccomp.GE, 17))
+        for advice in (_MADV_COLD, _MADV_PAGEOUT):
+            rules.add_rule(
+                pyseccomp.ERRNO(errno.EPERM), "madvise", pyseccomp.Arg(2, pyseccomp.EQ, advice)
+            )
         for flag in _CLONE_NAMESPACE_FLAGS:
             rules.add_rule(
                 pyseccomp.ERRNO(errno.EPERM),

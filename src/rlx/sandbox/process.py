@@ -50,6 +50,8 @@ from importlib import resources
 from typing import Any
 
 from rlx.errors import ConfigError, SandboxError
+from rlx.sandbox import cgroups
+from rlx.sandbox.cgroups import RoomCgroup
 from rlx.sandbox.isolation import (
     HOST_ROOT_ENTRIES,
     MAX_PROCESSES,
@@ -76,6 +78,11 @@ PRIVATE_TMP_MB = 64
 get :data:`SMALL_TMPFS_MB` each."""
 
 SMALL_TMPFS_MB = 8
+
+CGROUP_SLACK_MB = 64
+"""Where rooms get a cgroup (:mod:`rlx.sandbox.cgroups`), its memory budget is the room's
+``memory_mb`` plus its tmpfs mounts plus this much for bubblewrap and the interpreter's own
+pages, for every process of the room together."""
 
 JUDGE_MEMORY_MB = 2048
 """``RLIMIT_AS`` of the judge by default: room for tests that import pytest or numpy, not for a
@@ -391,6 +398,7 @@ class _Room:
     """``"program"`` or ``"judge"``: whose output this is."""
     kept: bytearray = field(default_factory=bytearray)
     read_bytes: int = 0
+    cgroup: RoomCgroup | None = None
 
 
 class _Run:
@@ -518,6 +526,8 @@ class _Run:
         output_read, output_write = os.pipe()
         passed = [job_read, *fds.values()]
         seccomp = -1
+        etc: dict[str, int] = {}
+        cgroup: RoomCgroup | None = None
         try:
             job = {
                 **job, "role": role, "fds": {str(k): v for k, v in fds.items()},
@@ -532,7 +542,10 @@ class _Run:
                 if isolation.seccomp:
                     seccomp = _seccomp_fd()
                     passed.append(seccomp)
-                command = _bwrap_command(isolation, environment, seccomp) + command
+                ids = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
+                etc = {path: _data_fd(data) for path, data in _etc_files(*ids).items()}
+                passed += etc.values()
+                command = _bwrap_command(isolation, environment, seccomp, etc) + command
                 environment = {"PATH": SAFE_PATH}
                 if uid is not None and isolation.reveal:
                     namespace = RevealedFolders.namespace_fd(
@@ -545,6 +558,10 @@ class _Run:
                     user = {"user": uid, "group": uid, "extra_groups": []}
             elif uid is not None:
                 user = {"user": uid, "group": uid, "extra_groups": []}
+            if isolation.namespaces and cgroups.available():
+                budget = memory_mb + PRIVATE_TMP_MB + 2 * SMALL_TMPFS_MB + CGROUP_SLACK_MB
+                cgroup = RoomCgroup(budget << 20, MAX_PROCESSES + 4, uid if user else None)
+                command = cgroup.wrap(command)
             # No preexec_fn (not thread-safe). A session of its own: the room cannot signal
             # ours through its group, and we can kill its group.
             process = subprocess.Popen(
@@ -561,16 +578,19 @@ class _Run:
         except BaseException:
             for fd in (job_read, job_write, output_read, output_write):
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise
         finally:
-            if seccomp >= 0:
-                os.close(seccomp)
+            for fd in [seccomp, *etc.values()]:
+                if fd >= 0:
+                    os.close(fd)
         os.close(job_read)
         os.close(output_write)
         data = sandbox_code(isolation.python, role) + _frame(json.dumps(job).encode())
         _grow_pipe(job_write, len(data))
         os.set_blocking(job_write, False)
-        return _Room(process, output_read, job_write, memoryview(data), side)
+        return _Room(process, output_read, job_write, memoryview(data), side, cgroup=cgroup)
 
     def _close(self, rooms: list[_Room]) -> None:
         """Kill the rooms, read what their pipes still hold, and reap them."""
@@ -585,6 +605,8 @@ class _Run:
                 pass
             os.close(room.output)
             room.process.wait()
+            if room.cgroup is not None:
+                room.cgroup.remove()
             self.tails.setdefault(room.side, bytearray()).extend(room.kept)
             del self.tails[room.side][:-OUTPUT_TAIL_BYTES]
         if self.uids is not None and not self.isolation.namespaces:
@@ -840,14 +862,18 @@ def _bwrap_base(isolation: Isolation) -> tuple[str, ...]:
     # after the private /tmp, so that an interpreter or a venv living under /tmp is there too
     for folder in isolation.binds:
         args += ["--ro-bind", folder, folder]
-    # the room's root (bubblewrap's tmpfs holding the mount points) read-only too: only the
-    # size-capped tmpfs mounts can be written
-    args += ["--remount-ro", "/", "--chdir", "/tmp"]
     return tuple(args)
 
 
-def _bwrap_command(isolation: Isolation, environment: dict[str, str], seccomp: int) -> list[str]:
+def _bwrap_command(
+    isolation: Isolation, environment: dict[str, str], seccomp: int, etc: dict[str, int]
+) -> list[str]:
     args = list(_bwrap_base(isolation))
+    for path, fd in etc.items():
+        args += ["--ro-bind-data", str(fd), path]
+    # the room's root (bubblewrap's tmpfs holding the mount points) read-only too: only the
+    # size-capped tmpfs mounts can be written
+    args += ["--remount-ro", "/", "--chdir", "/tmp"]
     for name, value in environment.items():
         args += ["--setenv", name, value]
     if seccomp >= 0:
@@ -857,7 +883,23 @@ def _bwrap_command(isolation: Isolation, environment: dict[str, str], seccomp: i
 
 def _seccomp_fd() -> int:
     """A fresh descriptor holding the filter (bubblewrap reads each to its end, then closes)."""
-    program = seccomp_program() or b""
+    return _data_fd(seccomp_program() or b"")
+
+
+def _etc_files(uid: int, gid: int) -> dict[str, bytes]:
+    """The room's whole ``/etc``: who its one user is (so ``getpass.getuser()`` and
+    ``pwd.getpwuid(os.getuid())`` answer as on any machine) and that ``localhost`` is the
+    loopback; nothing of the host's."""
+    return {
+        "/etc/passwd": f"sandbox:x:{uid}:{gid}:sandbox:/tmp/work:/bin/sh\n".encode(),
+        "/etc/group": f"sandbox:x:{gid}:\n".encode(),
+        "/etc/hosts": b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    }
+
+
+def _data_fd(data: bytes) -> int:
+    """A fresh pipe's reading end holding ``data`` (bubblewrap reads it to its end)."""
+    program = data
     read, write = os.pipe()
     try:
         _grow_pipe(write, len(program))
