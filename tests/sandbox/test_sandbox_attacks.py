@@ -142,7 +142,7 @@ def test_cause_2_a_patched_server_cannot_shadow_builtins_or_the_tests_names():
         ("hash", "assert hash(tokens('a')) == hash(('a',))"),
         ("isinstance", "assert isinstance(tokens('a b'), list) and tokens('a b').pop() == 'b'"),
         ("sorted", "assert sorted([tokens('b'), ['a']])[0] == ['a']"),
-        ("dict key", "assert {tokens('a'): 1}"),
+        ("dict key", "assert {tokens('a'): 1} == {('a',): 1}"),
     ],
 )
 def test_cause_3_no_operator_of_the_judge_is_answered_by_the_program(operator, test):

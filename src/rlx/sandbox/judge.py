@@ -83,8 +83,25 @@ least one passed.
   when the completion redefines them; only the entry point is the completion's;
 - a name the tests use without binding it (``math``, ``np``) that the program bound to a module
   is the judge's own import of that module, never the program's (patched or fake) module;
-- ``==``, ``!=``, ``<`` and ``hash`` of a program object with the tests' data are not
-  answered by the program: they fail the test; ``x in obj`` is true only when the items the
+- ``==``, ``!=`` and ``<`` of a program object with the tests' data are not answered by the
+  program: they fail the test (``obj == None`` is False, ``obj != None`` True, answered
+  here); ``hash`` is the program's, hashed again with a secret of the judge's, so it never
+  matches a hash of the tests' values;
+- a binary operator between a program object and the tests' data whose answer is plain data
+  (``abs(candidate(x) - 2/3)`` with a ``__sub__`` answering 0.0) raises ``TypeError``; one
+  answering a program object (``Vector(1, 2) * 2``) is judged as any value;
+- a name the tests read attributes of without binding it (``math.sqrt``), a standard-library
+  module or ``np``/``pd``, is the judge's own import of that module even when the program bound
+  it to a class, an instance or a function (one the tests call, ``copy(x)``, stays the
+  program's);
+- an instance of a program class deriving from a built-in type (``int``, ``str``, ``tuple``,
+  ``list``, ``dict``, ``set`` ...: ``class Money(int)``, a ``str`` or ``IntEnum`` enum, a
+  namedtuple with methods) is the built-in's own value for comparisons and ``hash`` (never the
+  program's ``__eq__``), and the program's for its methods, attributes, ``str``, ``repr`` and
+  the operators it overrides;
+- a test function or method that yields (a generator, an async generator) or a coroutine a
+  test returns un-awaited runs nothing and fails (pytest errors on them; unittest's plain pass
+  of a generator method is a closed forgery); ``x in obj`` is true only when the items the
   object yields hold ``x`` (and, where its class defines ``__contains__``, that says so too),
   so a ``__contains__`` answering True for anything finds nothing;
 - partial credit counts tests as written (above), not asserts executed;
@@ -97,8 +114,14 @@ cross, as an answer or as an argument's new state; an argument the program keeps
 in a *later* call is brought up to date only after the call it was given to; a container read
 from a program object's attribute is a subclass of ``list``, ``dict`` or ``set`` (so
 ``type(obj.items) is list`` is false), and changes of the program's made to it after it was
-read are not seen; a namedtuple class is rebuilt without the methods the program gave it; a
-program ``IntEnum`` member crosses as its int.
+read are not seen; a method call on a program object with the tests' arguments
+(``greet('Bob').startswith('Hello, Bob')``) is the program's answer, as in plain Python (a
+method call is the program answering a call, which the judge cannot tell from computing a
+value); a program list, dict or set subclass's instance is brought up to date after its own
+method calls, not after a program function it was given changed it; the program's
+``__eq__``, ``__bool__`` and ``__len__`` of a built-in subclass are not asked; without trusted
+set-up code (``prepend_prompt=False`` and no ``setup`` column) a completion that defines the
+helpers the tests call itself is trusted for them.
 
 Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
@@ -137,7 +160,9 @@ MAX_CALLBACK_DEPTH = 100
 """The deepest nesting of callbacks (a test's function the program calls, which calls the
 program ...); deeper, the program's call back raises RecursionError."""
 _MESSAGE_CHARS = 300
+_CO_GENERATOR = 0x20
 _CO_COROUTINE = 0x80
+_CO_ASYNC_GENERATOR = 0x200
 
 
 class ProgramGone(BaseException):
@@ -174,6 +199,7 @@ class Channel:
         self.callbacks: dict[int, object] = {}  # the tests' functions the program may call
         self.callback_numbers: dict[int, int] = {}
         self.callback_depth = 0
+        self.builtin_handles: dict[int, int] = {}  # id of a built-in subclass's instance: handle
         global _current
         _current = self
 
@@ -250,6 +276,8 @@ class Channel:
         container (to bring it up to date after the call), sends a function of the tests as a
         callback, a built-in class by name."""
         kind = type(value)
+        if issubclass(kind, _BuiltinHandle) and kind is not ProgramType:
+            return {"handle": _address(value)[1]}
         if wire.mutable_kind(value) is not None:
             sent.append(value)
             return None
@@ -357,7 +385,7 @@ class Channel:
         try:
             return wire.decode(
                 data, self.program_object, 0, self.classes.rebuild, self.classes.program_class,
-                self.classes.module, reference,
+                self.classes.module, reference, self.subclass_object,
             )  # fmt: skip
         except wire.BoundaryError as exc:
             raise TypeError(f"the program's answer cannot be judged: {exc}") from None
@@ -406,6 +434,32 @@ class Channel:
         self.objects[handle] = made
         return made
 
+    def subclass_object(self, handle: int, class_data: object, value: object) -> object:
+        """The one object of the judge's that stands for the program's instance ``handle`` of
+        a class deriving from a built-in type: an instance of the judge's class for it (a
+        subclass of that built-in) holding ``value``, the built-in value (see
+        :class:`_BuiltinHandle`). A known one is brought up to date with ``value``."""
+        known = self.objects.get(handle)
+        if known is not None:
+            if type(known) is not ProgramType and issubclass(type(known), _BuiltinHandle):
+                base = getattr(type(known), "_rlx_base", None)
+                if base in wire.MUTABLE_BASES and type(value) is base:
+                    _replace_items(known, value, base)
+            return known
+        kind = self.classes.program_class(class_data)
+        base = getattr(kind, "_rlx_base", None)
+        if base is None or type(value) is not base:
+            raise wire.BoundaryError("a built-in subclass's instance of the wrong kind")
+        if len(self.objects) >= MAX_OBJECTS:
+            raise wire.BoundaryError("too many program objects")
+        new: Any = base.__new__
+        made: Any = new(kind) if base in wire.MUTABLE_BASES else new(kind, value)
+        if base in wire.MUTABLE_BASES:
+            _replace_items(made, value, base)
+        self.objects[handle] = made
+        self.builtin_handles[id(made)] = handle
+        return made
+
     def _receive(self) -> dict[str, object]:
         try:
             message = wire.receive(self.answers_fd, self.deadline)
@@ -427,6 +481,7 @@ class Channel:
         return self.fail(TIME_LIMIT)
 
 
+_HASH_SALT = os.urandom(16)
 _current: Channel | None = None  # the channel of this process (pickle's copies are made by it)
 
 
@@ -462,8 +517,16 @@ def _describe_for_program(error: BaseException, channel: Channel) -> dict[str, o
     return description
 
 
-def _replace_items(container: Any, value: Any) -> None:
-    """Give one of the tests' containers the items ``value`` holds, in place."""
+def _replace_items(container: Any, value: Any, base: type | None = None) -> None:
+    """Give one of the tests' containers the items ``value`` holds, in place (a program's
+    built-in subclass's instance, ``base``, by the built-in's own methods)."""
+    if base is not None:
+        if base is list:
+            list.__setitem__(container, slice(None), value)
+        else:
+            base.clear(container)  # type: ignore[attr-defined]
+            base.update(container, value)  # type: ignore[attr-defined]
+        return
     kind = wire.mutable_kind(container)
     if kind == "list":
         list.__setitem__(container, slice(None), value)
@@ -482,6 +545,8 @@ def _replace_items(container: Any, value: Any) -> None:
 
 
 def _handle_of_argument(value: object) -> int:
+    if issubclass(type(value), _BuiltinHandle) and type(value) is not ProgramType:
+        return _address(value)[1]
     if issubclass(type(value), ProgramObject):
         return object.__getattribute__(value, "_handle")
     if type(value) is ProgramType:
@@ -565,7 +630,7 @@ class ProgramClasses:
         known = self.types.get(handle)
         if known is not None:
             return known
-        if set(description) != {"handle", "name", "bases", "supports"}:
+        if set(description) - {"names"} != {"handle", "name", "bases", "supports"}:
             raise wire.BoundaryError("a class the program never described")
         name, bases, supports = description["name"], description["bases"], description["supports"]
         if type(name) is not str or not 0 < len(name) <= wire.MAX_NAME_CHARS:
@@ -583,6 +648,16 @@ class ProgramClasses:
                 if not (type(base) is dict and set(base) == {"builtin"})
             )
         )
+        builtin = [
+            _SUBCLASSABLE[b["builtin"]]
+            for b in bases
+            if type(b) is dict and set(b) == {"builtin"} and b.get("builtin") in _SUBCLASSABLE
+        ] + [p._rlx_base for p in parents if issubclass(p, _BuiltinHandle)]
+        names = description.get("names")
+        if builtin and type(names) is list and all(type(n) is str for n in names):
+            kind = _make_builtin_class(self.channel, handle, name, parents, builtin[0], names)
+            self.types[handle] = kind
+            return kind
         kind = _make_program_class(self.channel, handle, name, parents, set(supports))
         self.types[handle] = kind
         return kind
@@ -661,9 +736,20 @@ def _refuse(what: str) -> TypeError:
     )
 
 
-def _ask(obj: ProgramObject, op: str, *args: object, **kwargs: object) -> object:
-    channel: Channel = object.__getattribute__(obj, "_channel")
-    return channel.request(op, object.__getattribute__(obj, "_handle"), *args, **kwargs)
+def _address(obj: object) -> tuple[Channel, int]:
+    """The channel and handle of a program object (a handle, or a built-in subclass's)."""
+    if issubclass(type(obj), _BuiltinHandle):
+        channel: Channel = type(obj)._rlx_channel  # type: ignore[attr-defined]
+        handle = channel.builtin_handles.get(id(obj))
+        if handle is None or channel.objects.get(handle) is not obj:
+            raise TypeError("a copy of a program object the program does not know")
+        return channel, handle
+    return object.__getattribute__(obj, "_channel"), object.__getattribute__(obj, "_handle")
+
+
+def _ask(obj: object, op: str, *args: object, **kwargs: object) -> object:
+    channel, handle = _address(obj)
+    return channel.request(op, handle, *args, **kwargs)
 
 
 class ProgramType(type):
@@ -718,6 +804,127 @@ def _make_program_class(
         return ProgramType(name, parents or (ProgramObject,), namespace)
     except TypeError:  # an impossible hierarchy (a lying program): no bases
         return ProgramType(name, (ProgramObject,), namespace)
+
+
+_SUBCLASSABLE: dict[str, type] = {kind.__name__: kind for kind in wire._SUBCLASSABLE}
+
+
+class _BuiltinHandle:
+    """The judge's instance of a program class deriving from a built-in type (``class
+    Money(int)``, ``class Status(str, Enum)``, ``class Stack(list)``, a namedtuple with
+    methods): an instance of that built-in holding the program object's value, so comparisons,
+    ``hash``, ``len``, items and iteration are the built-in's own on that value (never the
+    program's); and a handle: the attributes the program's class defines (its methods,
+    properties, ``name`` and ``value`` of an enum member), ``str``, ``repr``, ``format`` and the
+    operators it overrides go to the program. The instance of a list, dict or set is brought
+    up to date after each call of its methods and each change the tests make to it, which is
+    made to the program's too."""
+
+    __slots__ = ()
+    _rlx_base: type
+    _rlx_names: frozenset[str]
+    _rlx_channel: Channel
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_rlx_") or (name.startswith("__") and name.endswith("__")):
+            return object.__getattribute__(self, name)
+        kind = type(self)
+        if name not in kind._rlx_names and kind._rlx_base not in wire.MUTABLE_BASES:
+            try:
+                return object.__getattribute__(self, name)
+            except AttributeError:
+                pass
+        value = _ask(self, "getattr", name)
+        if kind._rlx_base in wire.MUTABLE_BASES and callable(value):
+            return functools.partial(_call_and_refresh, self, value)
+        return value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _ask(self, "setattr", name, value)
+
+    def __str__(self) -> str:
+        if "__str__" not in type(self)._rlx_names:
+            base: Any = type(self)._rlx_base
+            return base.__str__(self)
+        return _plain(_ask(self, "str"), str, "str()")
+
+    def __repr__(self) -> str:
+        if "__repr__" not in type(self)._rlx_names:
+            base: Any = type(self)._rlx_base
+            return base.__repr__(self)
+        return _plain(_ask(self, "repr"), str, "repr()")
+
+    def __format__(self, spec: str) -> str:
+        if "__format__" not in type(self)._rlx_names:
+            base: Any = type(self)._rlx_base
+            return base.__format__(self, spec)
+        return format(str(self), spec)
+
+    def __copy__(self) -> object:
+        return _ask(self, "copy", "copy", None)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> object:
+        return _ask(self, "copy", "deepcopy", None)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        copied = _ask(self, "copy", "pickle", None)
+        return (_same, (copied,))
+
+
+def _call_and_refresh(obj: Any, method: Any, *args: object, **kwargs: object) -> object:
+    try:
+        return method(*args, **kwargs)
+    finally:
+        _refresh(obj)
+
+
+def _refresh(obj: Any) -> None:
+    """Bring a program's list, dict or set (of a class deriving from one) up to date."""
+    base = type(obj)._rlx_base
+    value = _ask(obj, "value")
+    if type(value) is base:
+        _replace_items(obj, value, base)
+
+
+def _mutating(name: str) -> Callable[..., object]:
+    def method(self: Any, *args: object) -> object:
+        _ask(self, "method", name, *args)
+        _refresh(self)
+        return self if name.startswith("__i") else None
+
+    method.__name__ = name
+    return method
+
+
+def _make_builtin_class(
+    channel: Channel, handle: int, name: str, parents: tuple[type, ...], base: type,
+    names: list[str],
+) -> ProgramType:  # fmt: skip
+    namespace: dict[str, object] = {
+        "__slots__": (),
+        "__module__": "solution",
+        "__qualname__": name,
+        "_rlx_channel": channel,
+        "_rlx_handle": handle,
+        "_rlx_base": base,
+        "_rlx_names": frozenset(names),
+    }
+    for method in names:
+        operator = method[2:-2]
+        reflected = operator[:1] == "r" and operator[1:] in wire.BINARY_OPERATORS
+        if operator in wire.BINARY_OPERATORS or reflected:
+            namespace[method] = _operator_method(operator[1:] if reflected else operator, reflected)
+    if base in wire.MUTABLE_BASES:
+        mutators = _TRACKED[base].__dict__
+        for method in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "__ior__",
+                       "__iand__", "__isub__", "__ixor__"):  # fmt: skip
+            if method in mutators:
+                namespace[method] = _mutating(method)
+    inherited = tuple(p for p in parents if issubclass(p, _BuiltinHandle))
+    try:
+        return ProgramType(name, inherited or (_BuiltinHandle, base), namespace)
+    except TypeError:
+        return ProgramType(name, (_BuiltinHandle, base), namespace)
 
 
 def _refused_contains(self: ProgramObject, item: object) -> bool:
@@ -906,7 +1113,11 @@ class ProgramObject:
         return True  # an object whose class defines no truth is true, as in Python
 
     def __hash__(self) -> int:
-        raise _refuse("hash()")
+        """The program's hash (an int it computes) hashed again with a secret of the judge's,
+        so equal program objects hash alike (dict keys, set members, ``asyncio.gather``) but
+        no hash of the program's can be made to match one of the tests' values."""
+        value = _plain(_ask(self, "hash"), int, "hash()")
+        return hash((_HASH_SALT, value))
 
     def __copy__(self) -> object:
         return _ask(self, "copy", "copy", None)
@@ -927,6 +1138,8 @@ class ProgramObject:
 def _compare(a: ProgramObject, b: object, name: str, symbol: str) -> bool:
     """A comparison of two program objects, asked of the program (a bool back); of a program
     object with anything else, refused."""
+    if b is None and symbol in ("==", "!="):
+        return symbol == "!="  # a program object is never None: the judge answers
     if not issubclass(type(b), ProgramObject):
         raise _refuse(symbol)
     return _plain(_ask(a, "operator", name, False, b), bool, symbol)
@@ -961,14 +1174,23 @@ def _protocol_methods() -> dict[str, dict[str, object]]:
         return False  # the program never decides that an error in the test is swallowed
 
     def awaited(self: ProgramObject) -> Any:
-        if False:
-            yield
-        return _ask(self, "await")
+        # the program runs it on its own event loop a step at a time; between steps the
+        # tests' loop runs (their timeouts, their other tasks), and a cancel is passed on
+        while not _ask(self, "astep"):
+            try:
+                yield None  # a bare yield: the tests' event loop runs once, then steps on
+            except BaseException:
+                _ask(self, "acancel")
+                raise
+        return _ask(self, "aresult")
 
     def send(self: ProgramObject, value: object) -> object:
-        raise StopIteration(_ask(self, "await"))
+        if _ask(self, "astep"):
+            raise StopIteration(_ask(self, "aresult"))
+        return None
 
     def throw(self: ProgramObject, *args: Any) -> object:
+        _ask(self, "acancel")
         raise args[1] if len(args) > 1 and isinstance(args[1], BaseException) else args[0]
 
     def close(self: ProgramObject) -> None:
@@ -1017,11 +1239,31 @@ class _Step:
 
 
 def _operator_method(name: str, reflected: bool) -> Callable[[ProgramObject, object], object]:
-    def method(self: ProgramObject, other: object) -> object:
-        return _ask(self, "operator", name, reflected, other)
+    def method(self: Any, other: object) -> object:
+        return _operated(self, name, reflected, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
+
+
+def _is_program_value(value: object) -> bool:
+    kind = type(value)
+    return issubclass(kind, (ProgramObject, _BuiltinHandle)) or kind is ProgramType
+
+
+def _operated(self: Any, name: str, reflected: bool, other: object) -> object:
+    """A binary operator of a program object, asked of the program. With the tests' own data
+    as the other operand, an answer that is plain data is refused: ``abs(obj - expected)``
+    would let the program learn the expected value and answer 0 (a program object back, such
+    as ``Vector(1, 2) * 2``, is judged like any value)."""
+    value = _ask(self, "operator", name, reflected, other)
+    if not _is_program_value(other) and not _is_program_value(value):
+        raise TypeError(
+            f"the program's {name} with the tests' data gave plain data: an operator of a "
+            "program object with the tests' values is not judged (the tests compare the "
+            "plain data the program's functions return)"
+        )
+    return value
 
 
 def _unary_method(name: str, result: type | None) -> Callable[[ProgramObject], object]:
@@ -1689,12 +1931,29 @@ def _call_test(
                 import asyncio
 
                 asyncio.run(result)
+            else:
+                _refuse_unrun(result)
         finally:
             run.tear_down()
     finally:
         sys.stdout, sys.stderr = saved
         if instance is not None and hasattr(instance, "teardown_method"):
             instance.teardown_method(function.__get__(instance))
+
+
+def _refuse_unrun(result: object) -> None:
+    """A test function that returns a generator or a coroutine ran none of its body (``yield``
+    makes it a generator function): it fails, as pytest errors on it."""
+    import inspect
+
+    if inspect.isgenerator(result) or inspect.isasyncgen(result) or inspect.iscoroutine(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        raise TypeError(
+            f"the test returned a {type(result).__name__} and ran nothing: a test function "
+            "must not yield (pytest errors on it)"
+        )
 
 
 class _Capsys:
@@ -1721,15 +1980,19 @@ def _class_units(
     kind: type, node: _Definition, fixtures: dict[str, Fixture] | None = None
 ) -> list[Unit]:
     """pytest's ``Test*`` classes: each ``test*`` method on a fresh instance."""
-    units = []
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith(
-            "test"
-        ):
-            function = vars(kind).get(item.name)
+    units: list[Unit] = []
+    if "__init__" in vars(kind):
+        return units  # pytest collects no class with an __init__
+    seen: set[str] = set()
+    for owner in kind.__mro__:  # its own test methods, then the ones it inherits
+        for name, function in list(vars(owner).items()):
+            if not name.startswith("test") or name in seen:
+                continue
+            seen.add(name)
+            function = getattr(kind, name, None)
             if _is_test_code(function):
-                label = f"{kind.__name__}.{item.name}"
-                units += _function_units(label, function, item, kind, fixtures)
+                item = next((i for i in node.body if getattr(i, "name", None) == name), node)
+                units += _function_units(f"{kind.__name__}.{name}", function, item, kind, fixtures)
     return units
 
 
@@ -1746,14 +2009,21 @@ def _unittest_units(kind: type, node: _Definition, unittest: Any) -> list[Unit]:
 def _run_test_case(kind: type, name: str, unittest: Any) -> None:
     """Run one unittest test (its class set-up too) and raise what it found: unittest keeps
     failures in a result instead of raising them."""
+    flags = getattr(getattr(getattr(kind, name, None), "__code__", None), "co_flags", 0)
+    asynchronous = issubclass(kind, getattr(unittest, "IsolatedAsyncioTestCase", ()))
+    if flags & (_CO_GENERATOR | _CO_ASYNC_GENERATOR) or (
+        flags & _CO_COROUTINE and not asynchronous
+    ):
+        # unittest passes such a method without running its body: a closed forgery
+        raise TypeError(f"the test method {name} is a generator or coroutine and runs nothing")
     result = unittest.TestResult()
     unittest.TestSuite([kind(name)]).run(result)
-    if result.skipped:
-        raise SkippedError(str(result.skipped[0][1]))
     problems = [text for _, text in result.errors + result.failures]
     problems += ["an unexpected success"] * len(result.unexpectedSuccesses)
-    if problems:
+    if problems:  # before skips: a subtest that errors fails the test even if another skipped
         raise AssertionError(problems[0].strip().splitlines()[-1][:_MESSAGE_CHARS])
+    if result.skipped:
+        raise SkippedError(str(result.skipped[0][1]))
 
 
 # --- the names the tests see --------------------------------------------------------------------
@@ -1779,6 +2049,7 @@ def test_namespace(
     trees = [t for t in (tree, setup) if t is not None]
     imported = any(_imports_solution(t) for t in trees)
     used = set().union(*(_names_used(t) for t in trees)) if trees else set()
+    module_like = _module_like_names(trees)
     module = type(sys)("solution") if imported else None
     for name, data in names.items():
         if type(name) is not str or not name.isidentifier() or len(name) > wire.MAX_NAME_CHARS:
@@ -1789,7 +2060,10 @@ def test_namespace(
             continue
         try:
             value: object
-            if type(data) is dict and set(data) == {"module"}:
+            replaced = _library_module(name, module_like.get(name))
+            if replaced is not None:
+                value = replaced  # the judge's own module, whatever the program bound
+            elif type(data) is dict and set(data) == {"module"}:
                 if name not in used and module is None:
                     continue
                 try:
@@ -1799,7 +2073,8 @@ def test_namespace(
             else:
                 value = wire.decode(
                     data, channel.program_object, 0, channel.classes.rebuild,
-                    channel.classes.program_class, channel.classes.module,
+                    channel.classes.program_class, channel.classes.module, None,
+                    channel.subclass_object,
                 )  # fmt: skip
         except (wire.BoundaryError, ValueError, TypeError, RecursionError) as exc:
             raise channel.fail(f"the program's name {name[:100]!r} is malformed: {exc}") from None
@@ -1852,6 +2127,40 @@ def _imports_solution(tree: ast.Module) -> bool:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "solution":
             return True
     return False
+
+
+_MODULE_ALIASES = {"np": "numpy", "pd": "pandas"}
+
+
+def _module_like_names(trees: list[ast.Module]) -> dict[str, set[str]]:
+    """The names the tests read attributes of (``math.sqrt``) and never call themselves
+    (``copy(x)``), with the attributes read."""
+    attributes: dict[str, set[str]] = {}
+    called: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                attributes.setdefault(node.value.id, set()).add(node.attr)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+    return {name: attrs for name, attrs in attributes.items() if name not in called}
+
+
+def _library_module(name: str, attributes: set[str] | None) -> ModuleType | None:
+    """The judge's own import of the standard-library module ``name`` (or of numpy for ``np``,
+    pandas for ``pd``) when the tests use ``name`` as a module (they read attributes of it
+    that the module has, and never call it), whatever the program bound to the name."""
+    module_name = _MODULE_ALIASES.get(name, name)
+    if not attributes or module_name.split(".")[0] not in (
+        *sys.stdlib_module_names,
+        *_MODULE_ALIASES.values(),
+    ):
+        return None
+    try:
+        module = judge_module(module_name)
+    except wire.BoundaryError:
+        return None
+    return module if all(hasattr(module, attr) for attr in attributes) else None
 
 
 def _names_used(tree: ast.Module) -> set[str]:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rlx.errors import ConfigError, SandboxError
+from rlx.sandbox import cgroups
 from rlx.sandbox.isolation import MAX_PROCESSES, missing_protections
 from rlx.sandbox.process import (
     JUDGE_MEMORY_MB,
@@ -49,6 +50,8 @@ def python_tests_reward(
     prepend_prompt: bool = True,
     answer: Sequence[str] | None = None,
     answers: Sequence[str] | None = None,
+    setup: Sequence[str | None] | None = None,
+    test_setup_code: Sequence[str | None] | None = None,
     **_: Any,
 ) -> list[float]:
     """1.0 per completion whose program passes its row's tests, else 0.0.
@@ -68,7 +71,12 @@ def python_tests_reward(
     With ``prepend_prompt=True`` the prompt's own definitions (its helpers, its constants: all
     but the entry point, the function the completion finishes) also run in the judge as
     trusted set-up code (:func:`~rlx.sandbox.testcode.trusted_setup`), and the tests call
-    those, never a completion's redefinition of them.
+    those, never a completion's redefinition of them. The ``setup`` column (MBPP's
+    ``test_setup_code``, also accepted by that name, or the code prompt of a chat-layout row)
+    is trusted set-up code the same way, whatever ``prepend_prompt`` is: with the row's
+    ``entry_point``, its definitions but the entry point (as for a prompt), else all of it.
+    Without either (``prepend_prompt=False`` and no ``setup``), a completion that defines the
+    helpers the tests call itself is trusted for them.
 
     ``partial=True`` scores the share of tests passed instead, tests as written: each assert
     statement (wherever it sits: a loop of asserts is one test, passed only when every run of
@@ -91,9 +99,11 @@ def python_tests_reward(
         (prompt if prepend_prompt else "") + completion + "\n"
         for prompt, completion in zip(prompts, completions, strict=True)
     ]
+    extra = _column("setup", setup if setup is not None else test_setup_code, len(completions))
     setups = [
-        trusted_setup(prompt, name) if prepend_prompt and isinstance(prompt, str) else ""
-        for prompt, name in zip(prompts, entry_points, strict=True)
+        (trusted_setup(prompt, name) if prepend_prompt and isinstance(prompt, str) else "")
+        + _row_setup(code, name)
+        for prompt, name, code in zip(prompts, entry_points, extra, strict=True)
     ]
     results = run_many(
         programs, test_code, entry_points=entry_points, setups=setups, timeout_s=timeout_s,
@@ -103,6 +113,15 @@ def python_tests_reward(
 
 
 python_tests_reward.runs_model_code = True  # type: ignore[attr-defined]
+
+
+def _row_setup(code: str | None, entry_point: str | None) -> str:
+    """A row's ``setup`` column as trusted set-up code (see :func:`python_tests_reward`)."""
+    if not isinstance(code, str) or not code.strip():
+        return ""
+    if entry_point:
+        return trusted_setup(code, entry_point)
+    return code if code.endswith("\n") else code + "\n"
 
 
 def check_python_tests_data(
@@ -334,6 +353,7 @@ def sandbox_info() -> dict[str, Any]:
         "uid_drop": uids is not None,
         "judge_uid": isolation.separate_judge_uid,
         "seccomp": isolation.seccomp,
+        "cgroup": isolation.namespaces and cgroups.available(),
         "judge_sandboxed": True,
         "uids": None if uids is None else f"{uids[0]}..{uids[-1]}",
         "verdict_outside_program": True,

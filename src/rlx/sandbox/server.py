@@ -83,12 +83,15 @@ class Objects:
                 bases.append({"builtin": name})
             else:
                 bases.append(self.class_of(base))
-        return {
+        description: dict[str, object] = {
             "handle": number,
             "name": wire._class_name(kind),
             "bases": bases[:16],
             "supports": [name for name in wire.PROTOCOLS if _has(kind, name)],
         }
+        if wire.plain_base(kind) is not None:
+            description["names"] = _own_names(kind)
+        return description
 
     def sent(self, ok: bool) -> None:
         """The message written last reached the judge (``ok``) or was not sent."""
@@ -103,6 +106,35 @@ def _bases(kind: type) -> tuple[type, ...]:
     except Exception:
         return ()
     return bases if type(bases) is tuple else ()
+
+
+_FORWARDED_DUNDERS = frozenset(
+    {"__str__", "__repr__", "__format__"}
+    | {f"__{name}__" for name in (*wire.BINARY_OPERATORS, *wire.UNARY_OPERATORS)}
+    | {f"__r{name}__" for name in wire.BINARY_OPERATORS}
+)
+
+
+def _own_names(kind: type) -> list[str]:
+    """The attributes a class deriving from a built-in type defines above the built-in (its
+    methods, properties, class attributes; of the special methods, its operators and
+    ``__str__``, ``__repr__``, ``__format__``): the judge asks the program for these."""
+    names: list[str] = []
+    try:
+        for base in type.__dict__["__mro__"].__get__(kind):
+            if base is object or getattr(builtins, wire._class_name(base), None) is base:
+                continue
+            for name in type.__dict__["__dict__"].__get__(base):
+                dunder = name.startswith("__") and name.endswith("__")
+                if (
+                    type(name) is str
+                    and name not in names
+                    and (not dunder or name in _FORWARDED_DUNDERS)
+                ):
+                    names.append(name[: wire.MAX_NAME_CHARS])
+    except Exception:
+        pass
+    return names[:512]
 
 
 def _has(kind: type, name: str) -> bool:
@@ -385,6 +417,54 @@ def _await(awaitable: Any) -> object:
     return _loop.run_until_complete(wait())
 
 
+_TASKS: dict[int, Any] = {}  # id of an awaitable the judge awaits: its task on the loop
+_STEP_SECONDS = 0.005
+
+
+def _task(awaitable: Any) -> Any:
+    import asyncio
+
+    global _loop
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    task = _TASKS.get(id(awaitable))
+    if task is None:
+
+        async def wait() -> object:
+            return await awaitable
+
+        task = _TASKS[id(awaitable)] = _loop.create_task(wait())
+    return task
+
+
+def _step(awaitable: Any) -> bool:
+    """Run the program's event loop a moment for ``awaitable`` (started on first use); whether
+    it is done. The judge awaits between steps, so its own timeouts run."""
+    import asyncio
+
+    task = _task(awaitable)
+    if not task.done():
+        _loop.run_until_complete(asyncio.wait([task], timeout=_STEP_SECONDS))
+    return bool(task.done())
+
+
+def _finish(awaitable: Any, cancel: bool) -> object:
+    """The result of an awaitable that is done (or, with ``cancel``, cancelled now)."""
+    import asyncio
+
+    task = _task(awaitable)
+    if cancel and not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            _loop.run_until_complete(asyncio.wait([task], timeout=1.0))
+    if not task.done():
+        raise RuntimeError("the awaitable is not done")
+    _TASKS.pop(id(awaitable), None)
+    if task.cancelled():
+        return None
+    return task.result()
+
+
 def perform(request: dict[str, object], objects: Objects) -> object:
     """Do what one request asks of the object its handle names."""
     op = request.get("op")
@@ -419,6 +499,10 @@ def perform(request: dict[str, object], objects: Objects) -> object:
         return _operator(target, args)
     if op == "await":
         return _await(target)
+    if op == "astep":
+        return _step(target)
+    if op in ("aresult", "acancel"):
+        return _finish(target, op == "acancel")
     if op == "aiter":
         return type(target).__aiter__(target)
     if op == "anext":
@@ -428,8 +512,13 @@ def perform(request: dict[str, object], objects: Objects) -> object:
     if op == "exit":
         type(target).__exit__(target, None, None, None)
         return None
+    if op == "value":
+        base = wire.plain_base(type(target))
+        return target if base is None else wire._as_base(target, base)
     if op == "len":
         return len(target)
+    if op == "hash":
+        return hash(target)
     if op == "bool":
         return bool(target)
     if op == "contains":

@@ -131,19 +131,25 @@ def test_functions(tree: ast.Module) -> list[str]:
 
 
 def test_classes(tree: ast.Module) -> list[str]:
-    """Module-level classes with ``test*`` methods that pytest or unittest would collect:
-    ``Test*`` classes and classes deriving from something called ``TestCase``."""
+    """Module-level classes with ``test*`` methods (their own, or inherited from a class the test
+    code defines earlier) that pytest or unittest would collect: ``Test*`` classes and classes
+    deriving from something called ``TestCase`` (directly or through such a class)."""
     found = []
+    has_tests: dict[str, bool] = {}  # by class name: it defines or inherits test* methods
+    is_case: dict[str, bool] = {}  # it derives from something called TestCase
     for stmt in tree.body:
         if not isinstance(stmt, ast.ClassDef):
             continue
-        has_tests = any(
+        bases = [_base_name(base) for base in stmt.bases]
+        has_tests[stmt.name] = any(
             isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             and item.name.startswith("test")
             for item in stmt.body
+        ) or any(has_tests.get(base, False) for base in bases)
+        is_case[stmt.name] = any(
+            base.endswith("TestCase") or is_case.get(base, False) for base in bases
         )
-        is_case = any(_base_name(base).endswith("TestCase") for base in stmt.bases)
-        if has_tests and (stmt.name.startswith("Test") or is_case):
+        if has_tests[stmt.name] and (stmt.name.startswith("Test") or is_case[stmt.name]):
             found.append(stmt.name)
     return found
 

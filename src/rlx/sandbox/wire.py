@@ -130,10 +130,12 @@ def encode(
     classes their description, other classes ``{"class": ...}`` (the program's side) or a
     handle, modules ``{"module": name}``.
 
-    Subclasses of the plain types cross as their base type (a ``Counter`` subclass as a dict, an
-    ``IntEnum`` as an int), as they compare equal to it in Python; the library types of
-    :data:`LIBRARY_KINDS` cross by value, tagged ``{"lib": [kind, body]}``, and are rebuilt as
-    the receiver's own objects of that type.
+    Subclasses of the plain types cross as their base type (a library's ``IntEnum`` as an int),
+    as they compare equal to it in Python, except the program's own classes (on the program's
+    side: ``class Money(int)``, ``class Status(str, Enum)``, ``class Stack(list)``), which
+    cross as ``{"subclass": [handle, class, value]}``: the built-in value and a handle; the
+    library types of :data:`LIBRARY_KINDS` cross by value, tagged ``{"lib": [kind, body]}``,
+    and are rebuilt as the receiver's own objects of that type.
 
     ``special``, when given, is first shown every value that is not a scalar (containers, and
     what is not plain data): what it returns, unless None, is the value's encoding (the judge's
@@ -158,6 +160,11 @@ def encode(
         library = _library_value(value, kind, handle_of, depth, class_of, special)
         if library is not None:
             return library
+        base = plain_base(kind) if is_program_class(kind) else None
+        if base is not None and class_of is not None:  # a program class deriving from a
+            # built-in (on the program's side): its built-in value and a handle
+            plain = encode(_as_base(value, base), handle_of, depth + 1, class_of, special)
+            return {"subclass": [handle_of(value), class_of(kind), plain]}
     if issubclass(kind, str):
         return str.__str__(value)
     if issubclass(kind, int):
@@ -259,12 +266,62 @@ def _class_name(kind: type) -> str:
     return str(name)[:MAX_NAME_CHARS]
 
 
+PROGRAM_MODULE = "solution"
+"""The module the program runs as (:mod:`rlx.sandbox.server`)."""
+
+_SUBCLASSABLE = (int, float, complex, str, bytes, tuple, frozenset, list, dict, set)
+MUTABLE_BASES = (list, dict, set)
+_NAMEDTUPLE_MADE = frozenset(
+    {"__doc__", "__getnewargs__", "__match_args__", "__module__", "__new__", "__repr__",
+     "__slots__", "_asdict", "_field_defaults", "_fields", "_make", "_replace",
+     "__annotations__", "__orig_bases__"}
+)  # fmt: skip
+
+
+def is_program_class(kind: type) -> bool:
+    """Whether ``kind`` is a class the program defined (in the module it runs as)."""
+    try:
+        return type.__dict__["__module__"].__get__(kind) == PROGRAM_MODULE
+    except Exception:
+        return False
+
+
+def plain_base(kind: type) -> type | None:
+    """The built-in type a class derives from (int, str, tuple, list, dict ...), or None."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(kind)
+    except Exception:
+        return None
+    return next((base for base in mro if base in _SUBCLASSABLE), None)
+
+
+def _as_base(value: Any, base: type) -> object:
+    """The built-in value a built-in subclass's instance holds (its own methods not asked)."""
+    if base is dict:
+        return dict(dict.items(value))
+    if base in (list, tuple, set, frozenset):
+        return base(base.__iter__(value))
+    if base is str:
+        return str.__str__(value)
+    if base is bytes:
+        return bytes.__bytes__(value) if hasattr(bytes, "__bytes__") else bytes(value)
+    return getattr(base, f"__{base.__name__}__")(value)
+
+
 def _namedtuple_fields(kind: type) -> list[str] | None:
-    """The fields of a namedtuple class, or None for any other class."""
+    """The fields of a namedtuple class, or None for any other class (and for a program's
+    namedtuple class with defaults or methods of its own: it crosses as a program class)."""
     try:
         if not issubclass(kind, tuple) or kind is tuple:
             return None
         fields = getattr(kind, "_fields", None)
+        if is_program_class(kind) and type(fields) is tuple:
+            own = type.__dict__["__dict__"].__get__(kind)
+            bases = type.__dict__["__bases__"].__get__(kind)
+            if bases != (tuple,) or getattr(kind, "_field_defaults", None):
+                return None
+            if any(name not in _NAMEDTUPLE_MADE and name not in fields for name in own):
+                return None
     except Exception:
         return None
     if type(fields) is not tuple or len(fields) > 255:
@@ -510,12 +567,15 @@ def decode(
     from_class: Callable[[object], object] | None = None,
     from_module: Callable[[str], object] | None = None,
     from_other: Callable[[str, object], object] | None = None,
+    from_subclass: Callable[[int, object, object], object] | None = None,
 ) -> object:
     """The value ``data`` (as :func:`encode` made it) stands for, built from built-in types
     and the library types of :data:`LIBRARY_KINDS` only; a handle becomes
     ``from_handle(number, class description or None)``, an exception class's description
     ``from_exception(description)``, a class ``from_class(description)``, a module
-    ``from_module(name)``, and the tags of :data:`OTHER_TAGS` ``from_other(tag, body)``.
+    ``from_module(name)``, the tags of :data:`OTHER_TAGS` ``from_other(tag, body)``, and an
+    instance of a program class deriving from a built-in type ``from_subclass(handle, class
+    description, built-in value)``.
     Anything malformed, or a kind the receiver takes no hook for, raises
     :class:`BoundaryError`."""
     if depth > MAX_DEPTH:
@@ -532,8 +592,9 @@ def decode(
 
     def rebuild(item: object) -> object:
         return decode(
-            item, from_handle, depth + 1, from_exception, from_class, from_module, from_other
-        )
+            item, from_handle, depth + 1, from_exception, from_class, from_module, from_other,
+            from_subclass,
+        )  # fmt: skip
 
     if len(data) != 1:
         raise BoundaryError("malformed value")
@@ -571,6 +632,11 @@ def decode(
         if from_module is None or not is_module_name(body):
             raise BoundaryError("a module where none is expected")
         return from_module(body)
+    if tag == "subclass":
+        parts = _typed(body, list)
+        if from_subclass is None or len(parts) != 3 or not is_handle(parts[0]):
+            raise BoundaryError("a built-in subclass's instance where none is expected")
+        return from_subclass(parts[0], parts[1], rebuild(parts[2]))
     if tag in OTHER_TAGS:
         if from_other is None:
             raise BoundaryError(f"a {tag} where none is expected")
