@@ -11,8 +11,9 @@ passes, with ``partial=True``), and 0.0 otherwise. Two sandboxed processes take 
 2. the **judge** (:mod:`~rlx.sandbox.judge`), whose room is given the tests (and the row's
    trusted set-up code): it runs them with the program's names bound to plain data and to
    handles (:mod:`~rlx.sandbox.wire`). A comparison of a program object with the tests' own
-   data (``==``, ``<``, ``in``, ``hash``) is never asked of the program: the judge answers it
-   on plain data. The verdict goes to the trainer on a pipe the program never holds.
+   data (``==``, ``<``, ``in``, an operator that would answer plain data) is never asked of the
+   program: the judge answers it on plain data. The verdict goes to the trainer on a pipe the
+   program never holds.
 
 **The guarantee.** With the rooms, nothing the program can read, print, patch, leave behind or
 kill decides its score: these score 0 (each is a test in ``tests/sandbox/test_sandbox*.py``):
