@@ -240,8 +240,8 @@ def test_exception_classes_are_rebuilt_from_built_in_exception_bases_only():
     kind = classes.rebuild(child)
     assert issubclass(kind, ValueError) and kind.__name__ == "Child"
     assert classes.rebuild(child) is kind and classes.rebuild(mine) is kind.__bases__[0]
+    assert classes.rebuild({"builtin": "SystemExit"}) is SystemExit  # sys.exit() in a call
     for forged in (
-        {"builtin": "SystemExit"},
         {"builtin": "KeyboardInterrupt"},
         {"builtin": "open"},
         {"handle": 5, "name": "not a name", "bases": []},

@@ -191,3 +191,129 @@ def test_hash_of_program_objects_is_the_programs_but_salted():
 def test_a_program_object_is_never_none():
     program = "class Node:\n    pass\ndef make():\n    return Node()\n"
     assert score(program, "assert make() != None\nassert not (make() == None)\n") == 1.0
+
+
+# --- honest programs that scored wrong (each: the sandbox agrees with plain Python) -------------
+
+
+def test_a_module_the_program_names_is_imported_only_from_the_fixed_list():
+    program = (
+        "import types\nfake = types.ModuleType('unittest.__main__')\n"
+        "def get():\n    return fake\n" + DOUBLE
+    )
+    tests = (
+        "import sys\ntry:\n    get()\nexcept Exception:\n    pass\n"
+        "assert 'unittest.__main__' not in sys.modules\nassert double(2) == 4\n"
+    )
+    assert score(program, tests) == 1.0
+    assert score(program.replace("2 * x", "x + 1"), tests) == 0.0
+
+
+def test_a_module_on_the_list_still_crosses():
+    program = "import math as m\ndef lib():\n    return m\n"
+    assert score(program, "assert lib().sqrt(16) == 4\n") == 1.0
+
+
+ARGPARSE = (
+    "import argparse, sys\n"
+    "def parse(argv):\n    p = argparse.ArgumentParser()\n"
+    "    p.add_argument('--n', type=int, required=True)\n    return p.parse_args(argv).n\n"
+    "def leave(code):\n    sys.exit(code)\n"
+)
+
+
+def test_system_exit_from_a_call_is_raised_in_the_tests_and_the_program_answers_on():
+    tests = (
+        "import pytest\ndef test_ok():\n    assert parse(['--n', '3']) == 3\n"
+        "def test_bad():\n    with pytest.raises(SystemExit):\n        parse(['--n', 'x'])\n"
+        "def test_code():\n    with pytest.raises(SystemExit) as info:\n        leave(3)\n"
+        "    assert info.value.code == 3\n    assert parse(['--n', '5']) == 5\n"
+    )
+    assert score(ARGPARSE, tests) == 1.0
+    # a SystemExit the tests do not expect fails the test, as pytest fails it
+    assert score(ARGPARSE, "def test_exit():\n    leave(0)\n") == 0.0
+    wrong = ARGPARSE.replace("return p.parse_args(argv).n", "return 3")
+    assert score(wrong, tests) == 0.0
+
+
+TEST_OBJECTS_PROGRAM = (
+    "def max_depth(root):\n    if root is None:\n        return 0\n"
+    "    return 1 + max(max_depth(root.left), max_depth(root.right))\n"
+    "def reverse(head):\n    prev = None\n    while head:\n"
+    "        head.next, prev, head = prev, head, head.next\n    return prev\n"
+    "def tick(clock):\n    clock.advance(5)\n    return clock.now()\n"
+    "def use(m):\n    m.send('hi')\n    return len(list(iter(m.items)))\n"
+    "def uniq(nodes):\n    return len(set(nodes))\n"
+    "def smallest(items):\n    import heapq\n    return heapq.nsmallest(1, items)[0]\n"
+)
+TEST_OBJECTS_TESTS = (
+    "from unittest.mock import Mock\n"
+    "class TreeNode:\n    def __init__(self, val=0, left=None, right=None):\n"
+    "        self.val, self.left, self.right = val, left, right\n"
+    "class ListNode:\n    def __init__(self, val, next=None):\n"
+    "        self.val, self.next = val, next\n"
+    "class FakeClock:\n    def __init__(self):\n        self.t = 0\n"
+    "    def advance(self, s):\n        self.t += s\n    def now(self):\n        return self.t\n"
+    "class Item:\n    def __init__(self, k):\n        self.k = k\n"
+    "    def __lt__(self, o):\n        return self.k < o.k\n"
+    "assert max_depth(TreeNode(1, TreeNode(2), TreeNode(3, TreeNode(4)))) == 3\n"
+    "head = ListNode(1, ListNode(2, ListNode(3)))\nnew = reverse(head)\n"
+    "assert new.val == 3 and new.next.val == 2 and head.next is None\n"
+    "c = FakeClock()\nassert tick(c) == 5 and c.t == 5\n"
+    "m = Mock()\nm.items = [1, 2]\nassert use(m) == 2\n"
+    "m.send.assert_called_once_with('hi')\n"
+    "a = Item(1)\nassert uniq([a, a, Item(2)]) == 2\n"
+    "assert smallest([Item(3), a, Item(2)]) is a\n"
+)
+
+
+def test_the_tests_objects_cross_as_handles_the_program_reads_and_changes():
+    assert score(TEST_OBJECTS_PROGRAM, TEST_OBJECTS_TESTS) == 1.0
+    wrong = TEST_OBJECTS_PROGRAM.replace("return 1 + max(", "return 2 + max(")
+    assert score(wrong, TEST_OBJECTS_TESTS) == 0.0
+
+
+def test_the_program_reaches_nothing_of_the_judge_through_the_tests_objects():
+    hostile = (
+        "def solve(node):\n"
+        "    for reach in (lambda: node.__class__.__init__.__globals__,\n"
+        "                  lambda: node.check.__globals__, lambda: node.__dict__,\n"
+        "                  lambda: vars(node)):\n"
+        "        try:\n            reach()['expected'] = 1\n        except Exception:\n"
+        "            pass\n"
+        "    try:\n        node.check.x = 1\n    except Exception:\n        pass\n"
+        "    return 0\n"
+    )
+    tests = (
+        "class Node:\n    def __init__(self):\n        self.val = 5\n"
+        "    def check(self):\n        return 1\n"
+        "expected = 5\nassert solve(Node()) == expected\n"
+    )
+    assert score(hostile, tests) == 0.0
+    assert score("def solve(node):\n    return node.val\n", tests) == 1.0
+
+
+def test_the_tests_read_the_programs_globals_as_they_are_now():
+    counter = "counter = 0\ndef bump():\n    global counter\n    counter += 1\n"
+    tests = (
+        "bump(); bump()\nassert counter == 2\n"
+        "def test_more():\n    bump()\n    assert counter == 3\n"
+    )
+    assert score(counter, tests) == 1.0
+    assert score(counter.replace("+= 1", "+= 2"), tests) == 0.0
+    log = "log = []\ndef record(x):\n    log.append(x)\n"
+    tests = (
+        "record(1)\nassert log == [1]\nlog.append(5)\nrecord(2)\nassert log == [1, 5, 2]\n"
+        "def test_local(log=[7]):\n    assert log == [7]\n"
+    )
+    assert score(log, tests) == 1.0
+    assert score(log.replace("log.append(x)", "pass"), tests) == 0.0
+
+
+def test_a_system_exit_swallowed_by_tests_that_never_name_it_fails():
+    tests = (
+        "def test_rejects_none():\n    try:\n        add(None, 1)\n    except:\n        return\n"
+        "    raise AssertionError('add accepted None')\n"
+    )
+    assert score("import sys\ndef add(a, b):\n    sys.exit(0)\n", tests) == 0.0
+    assert score("def add(a, b):\n    return a + b\n", tests) == 1.0

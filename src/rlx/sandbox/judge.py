@@ -29,12 +29,18 @@ are bound to what crossed the plain-data boundary of :mod:`rlx.sandbox.wire`:
   (built-in exceptions, or library ones of :data:`wire.LIBRARY_EXCEPTION_MODULES`), so
   ``except InsufficientFunds:`` and ``pytest.raises(InsufficientFunds)`` catch exactly the
   program's ``InsufficientFunds``;
-- the program's modules as the judge's own import of the module of that name (the standard
-  library or an installed package), never the program's module object, and only when the tests
-  use the name; else they are left unbound.
+- the program's modules as the judge's own import of the module of that name, never the
+  program's module object, only when the tests use the name, and only a module of the fixed
+  list :data:`wire.LIBRARY_MODULES`; else they are left unbound;
+- the program's data globals (numbers, strings, containers) as the program's value *now*: each
+  read of such a name where the tests' code reads the module's global (not a local of
+  theirs) asks the program (:func:`testcode.read_live`), so ``bump(); assert counter == 2``
+  and ``record(1); assert log == [1]`` see what the calls did.
 
 No name the program sends is looked up, and no module is imported because the program names
-it except as just said; a program's name never replaces a built-in, a dunder name, or a name the
+it but one of :data:`wire.LIBRARY_MODULES` (a module in an answer too; a library exception
+class only from :data:`wire.LIBRARY_EXCEPTION_MODULES`, which holds that list); a program's
+name never replaces a built-in, a dunder name, or a name the
 test code binds (:func:`testcode.module_bindings`). The trusted set-up code (``payload["setup"]``:
 the prompt's own definitions but the entry point, :func:`testcode.trusted_setup`) runs after the
 program's names are bound, and its names replace the program's. Tests that import ``solution``
@@ -52,7 +58,15 @@ method, a built-in such as ``len`` or ``str.upper``, a class of the tests) cross
 *callback*: when the program calls it, the judge, waiting for its answer, runs that function
 (only one the tests gave, by the number the judge gave it) on the program's arguments,
 rebuilt here, and sends its result or exception back; callbacks nest both ways, at most
-:data:`MAX_CALLBACK_DEPTH` deep, within the time limit.
+:data:`MAX_CALLBACK_DEPTH` deep, within the time limit. Any other object of the tests' (an
+instance of a class of theirs such as a ``TreeNode`` or a ``FakeClock``, a ``Mock()``, an
+iterator) crosses the same way, as a handle the program may call, read and set non-dunder
+attributes of (set only on an instance, never on a class, function or module of the tests'),
+iterate, index, hash, compare, take ``len``, ``bool``, ``str`` and ``repr`` of: each asked of
+the tests' object here, by its number, so the program runs nothing of the judge's but the
+special methods and attributes of objects the tests gave it; such an object back from the
+program is the tests' own. A ``SystemExit`` the program raises in a call (``sys.exit``,
+argparse) is raised here as a ``SystemExit`` and the program answers on.
 
 **pytest.** Test functions get ``@pytest.mark.parametrize`` values and fixtures: the test
 code's own ``@pytest.fixture`` functions (``yield`` ones torn down after the test, fixtures
@@ -106,7 +120,10 @@ least one passed.
   so a ``__contains__`` answering True for anything finds nothing;
 - partial credit counts tests as written (above), not asserts executed;
 - the program runs as the module ``solution``, so its ``if __name__ == "__main__":`` block does
-  not run.
+  not run;
+- a ``SystemExit`` of the program's that a test swallows (a bare ``except:``) fails that test
+  unless the test code names ``SystemExit`` somewhere (``pytest.raises(SystemExit)``,
+  ``except SystemExit``): tests that never name it do not expect the program to exit.
 
 **Known limits** (not intended: an honest program that meets one disagrees with plain Python):
 values past the wire's caps (:data:`wire.MAX_MESSAGE_BYTES`, :data:`wire.MAX_DEPTH`) cannot
@@ -121,7 +138,13 @@ value); a program list, dict or set subclass's instance is brought up to date af
 method calls, not after a program function it was given changed it; the program's
 ``__eq__``, ``__bool__`` and ``__len__`` of a built-in subclass are not asked; without trusted
 set-up code (``prepend_prompt=False`` and no ``setup`` column) a completion that defines the
-helpers the tests call itself is trusted for them.
+helpers the tests call itself is trusted for them; a program's name bound to a module not on
+:data:`wire.LIBRARY_MODULES` (``sympy``) is unbound for the tests unless they import it
+themselves; a program global read as ``solution.counter`` is the value at the program's end
+of definition, not its value now; an attribute of a tests' object that the program reads and
+that is a list, dict or set is the program's copy (changing it changes nothing of the tests');
+a tests' object in the program is of a class of the sandbox's (``type(node).__name__``,
+``isinstance`` and dunder attributes such as ``__dict__`` are not the tests' class's).
 
 Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
@@ -200,6 +223,8 @@ class Channel:
         self.callback_numbers: dict[int, int] = {}
         self.callback_depth = 0
         self.builtin_handles: dict[int, int] = {}  # id of a built-in subclass's instance: handle
+        self.exits = 0  # SystemExits of the program's raised in the tests
+        self.exit_named = False  # the tests name SystemExit (expect one)
         global _current
         _current = self
 
@@ -255,7 +280,7 @@ class Channel:
                 self.update_in_place(sent, answer["mutated"])
             value = self.rebuild(answer["value"], sent)
             origin = answer.get("origin")
-            if op == "getattr" and wire.is_handle(origin) and type(value) in _TRACKED:
+            if op in ("getattr", "global") and wire.is_handle(origin) and type(value) in _TRACKED:
                 return _TRACKED[type(value)].made(value, self, origin)
             return value
         if len(answer) == 1 and "raise" in answer:
@@ -268,6 +293,8 @@ class Channel:
                 raise RuntimeError(
                     f"the program raised {type(error).__name__} from a {op}, not from next()"
                 ) from error
+            if isinstance(error, SystemExit):
+                self.exits += 1
             raise error
         raise self.fail("the program answered with a malformed message")
 
@@ -287,7 +314,7 @@ class Channel:
             return {"type": value.__name__}  # type: ignore[attr-defined]
         if isinstance(value, type) and issubclass(value, BaseException):
             return None
-        if callable(value):
+        if callable(value) or _is_test_object(value):
             return {"callback": [self.callback_number(value), _callable_name(value)]}
         return None
 
@@ -311,8 +338,11 @@ class Channel:
         answered (a ``pytest.fail`` or the like in the callback), or ``stop`` as it was."""
         number = message.get("callback")
         function: Any = self.callbacks.get(number) if wire.is_handle(number) else None
-        if function is None or set(message) - {"callback", "args", "kwargs"}:
+        op: Any = message.get("op", "call")
+        if function is None or set(message) - {"callback", "args", "kwargs", "op"}:
             raise self.fail("the program called back a function the tests never gave it")
+        if op not in _TEST_OBJECT_OPS:
+            raise self.fail("the program asked a malformed thing of the tests' object")
         reply: dict[str, object]
         if stop is not None:
             reply = {"raised": _describe_for_program(stop, self)}
@@ -329,7 +359,7 @@ class Channel:
                 ):
                     raise TypeError("malformed keyword arguments")
                 kwargs = {k: v for k, v in pairs}  # type: ignore[attr-defined]
-                result = function(*args, **kwargs)  # type: ignore[misc]
+                result = _TEST_OBJECT_OPS[op](function, *args, **kwargs)  # type: ignore[misc]
                 special = functools.partial(self.argument, [])
                 reply = {"returned": wire.encode(result, _handle_of_argument, 0, None, special)}
             except ProgramGone:
@@ -380,6 +410,10 @@ class Channel:
         def reference(tag: str, body: object) -> object:
             if tag == "ref" and sent is not None and type(body) is int and 0 <= body < len(sent):
                 return sent[body]
+            if tag == "callback" and type(body) is list and body and wire.is_handle(body[0]):
+                known = self.callbacks.get(body[0])
+                if known is not None:  # the tests' own object, back from the program
+                    return known
             raise wire.BoundaryError(f"a {tag} where none is expected")
 
         try:
@@ -493,6 +527,63 @@ def _is_builtin_class(value: Any) -> bool:
     return not issubclass(value, BaseException)  # type: ignore[arg-type]
 
 
+def _is_test_object(value: object) -> bool:
+    """Whether ``value``, an argument of the tests', is an object of theirs that crosses by
+    handle (a ``TreeNode`` of the tests, a fake clock, an iterator): not plain data, a library
+    value, a class or a module."""
+    kind = type(value)
+    if issubclass(kind, (type, type(sys), BaseException, *wire._BUILTIN_PLAIN)):
+        return False
+    try:
+        return wire._library_value(value, kind, _handle_of_argument, 0, None) is None
+    except Exception:
+        return False
+
+
+def _test_attribute(name: object) -> str:
+    if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+        raise AttributeError(f"the tests' object's attribute {name!r} is not given to the program")
+    return name
+
+
+def _set_test_attribute(obj: object, name: object, value: object = None) -> None:
+    """The program sets (or deletes) an attribute of an instance the tests gave it; never of a
+    class, a function or a module of theirs."""
+    if isinstance(obj, type) or type(obj).__name__ in ("function", "method", "module"):
+        raise AttributeError("the program may not change the tests' classes or functions")
+    if value is _MISSING:
+        delattr(obj, _test_attribute(name))
+    else:
+        setattr(obj, _test_attribute(name), value)
+
+
+def _test_object_ops() -> dict[str, Callable[..., object]]:
+    """What the program may ask of an object the tests gave it (each one of the object's own
+    special methods, or its non-dunder attributes)."""
+    import operator
+
+    ops: dict[str, Callable[..., object]] = {
+        "call": lambda obj, *a, **k: obj(*a, **k),
+        "getattr": lambda obj, name: getattr(obj, _test_attribute(name)),
+        "setattr": _set_test_attribute,
+        "delattr": lambda obj, name: _set_test_attribute(obj, name, _MISSING),
+        "hash": hash,
+        "bool": bool,
+        "len": len,
+        "iter": iter,
+        "next": next,
+        "str": str,
+        "repr": repr,
+        "getitem": operator.getitem,
+        "setitem": operator.setitem,
+        "delitem": operator.delitem,
+        "contains": operator.contains,
+    }
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        ops[name] = getattr(operator, name)
+    return ops
+
+
 def _callable_name(function: object) -> str:
     name = getattr(function, "__name__", None)
     return name if type(name) is str and name.isidentifier() else "callback"
@@ -587,14 +678,16 @@ class ProgramClasses:
 
     def rebuild(self, description: object, depth: int = 0) -> type:
         """The class a description of :func:`wire.describe_exception_class` stands for: a
-        built-in exception by name (``Exception`` subclasses only, and the other built-in
-        exceptions as the bases of a program's class), a library exception of
+        built-in exception by name (``Exception`` subclasses and ``SystemExit`` only, and the
+        other built-in exceptions as the bases of a program's class), a library exception of
         :data:`wire.LIBRARY_EXCEPTION_MODULES`, or a class made here with the program's name
         and bases. BoundaryError when the description is malformed."""
         if type(description) is not dict:
             raise wire.BoundaryError("a malformed exception class")
         if set(description) == {"builtin"}:
             kind: type[BaseException] | None = wire.EXCEPTIONS.get(description["builtin"])
+            if kind is None and description["builtin"] == "SystemExit":
+                kind = SystemExit  # sys.exit() or argparse in a call: pytest.raises catches it
             if kind is None and depth > 0:
                 kind = _BASE_EXCEPTIONS.get(description["builtin"])
             if kind is None:
@@ -668,10 +761,17 @@ class ProgramClasses:
         return judge_module(name)
 
 
-def judge_module(name: str) -> ModuleType:
-    """The judge's own import of the module ``name`` (the standard library, or an installed
-    package the judge can import); BoundaryError when it cannot."""
-    if name.split(".")[0] in _NEVER_IMPORTED or not wire.is_module_name(name):
+def judge_module(name: str, named_by_tests: bool = False) -> ModuleType:
+    """The judge's own import of the module ``name``; BoundaryError when it cannot. A module
+    the program named (a name bound to a module, a module in an answer) only when it is on
+    the fixed list :data:`wire.LIBRARY_MODULES`; one the tests name (they read attributes of
+    the name), any module of the standard library's or numpy, pandas."""
+    allowed = (
+        name.split(".")[0] not in _NEVER_IMPORTED and wire.is_module_name(name)
+        if named_by_tests
+        else name in wire.LIBRARY_MODULES
+    )
+    if not allowed:
         raise wire.BoundaryError(f"the module {name!r} is not imported for the tests")
     import importlib
 
@@ -1276,6 +1376,7 @@ def _unary_method(name: str, result: type | None) -> Callable[[ProgramObject], o
 
 
 _PROTOCOL_METHODS = _protocol_methods()
+_TEST_OBJECT_OPS = _test_object_ops()
 
 
 def _plain(value: object, kind: type[_T], what: str) -> _T:
@@ -1532,6 +1633,11 @@ def judge(tests: str | None, channel: Channel, setup: str = "") -> Tally:
 def _judge(tests: str | None, channel: Channel, tally: Tally, setup: str = "") -> None:
     tree = ast.parse(tests or "")
     frameworks = prepare_frameworks(tree, tally)
+    channel.exit_named = any(
+        (isinstance(node, ast.Name) and node.id == "SystemExit")
+        or (isinstance(node, ast.Attribute) and node.attr == "SystemExit")
+        for node in ast.walk(tree)
+    )
     try:
         first = channel.first_message()
     except ProgramGone as gone:
@@ -1546,15 +1652,17 @@ def _judge(tests: str | None, channel: Channel, tally: Tally, setup: str = "") -
         tally.record("defined", True)
         return
     setup_tree = _parsed(setup)
+    live: set[str] = set()
     try:
         namespace = test_namespace(
-            first["ready"], channel, testcode.module_bindings(tree), tree, setup_tree
+            first["ready"], channel, testcode.module_bindings(tree), tree, setup_tree, live
         )
     except ProgramGone as gone:
         tally.fail(str(gone))
         return
     namespace[testcode.ASSERT_HOOK] = assert_hook(tally)
-    instrumented = testcode.instrument(ast.parse(tests))
+    namespace[testcode.GLOBAL_HOOK] = functools.partial(channel.request, "global", 0)
+    instrumented = testcode.read_live(testcode.instrument(ast.parse(tests)), live)
     for statement, counted in zip(tree.body, instrumented.body, strict=True):
         code = compile(ast.Module(body=[counted], type_ignores=[]), "<tests>", "exec")
         unit = Unit(
@@ -1584,6 +1692,7 @@ def run_unit(unit: Unit, tally: Tally, channel: Channel) -> None:
             tally.note(why)
         return
     failed = tally.failed_checks
+    exits = channel.exits
     tally.unit = unit.label
     tally.unit_key = key if unit.is_test else None
     try:
@@ -1607,6 +1716,10 @@ def run_unit(unit: Unit, tally: Tally, channel: Channel) -> None:
     else:
         if channel.broken is not None:  # a bare ``except:`` in the test swallowed it
             _unexplained_failure(tally, failed, f"{unit.label}: {channel.broken}", key)
+        elif channel.exits > exits and not channel.exit_named:
+            # the program exited in a call and a bare ``except:`` swallowed it: tests that
+            # never name SystemExit do not expect one
+            _unexplained_failure(tally, failed, f"{unit.label}: the program exited", key)
         elif unit.is_test:
             tally.record(key, True)  # a test that returns passes, as pytest and unittest pass it
     finally:
@@ -2035,6 +2148,7 @@ def test_namespace(
     test_bound: set[str],
     tree: ast.Module | None = None,
     setup: ast.Module | None = None,
+    live: set[str] | None = None,
 ) -> dict[str, object]:
     """The globals the tests run in: the program's top-level names, rebuilt from plain data or
     as handles, except any that would replace a built-in, a dunder name or a name the test code
@@ -2082,14 +2196,26 @@ def test_namespace(
             setattr(module, name, value)
         if bindable(name, test_bound):
             namespace[name] = value
+            if live is not None and _is_data_global(value, data):
+                live.add(name)  # the tests read it from the program each time
     if setup is not None:
         defined = run_setup(setup, namespace)
+        if live is not None:
+            live.difference_update(defined)
         if module is not None:
             for name in defined:
                 setattr(module, name, namespace[name])
     if module is not None:
         sys.modules["solution"] = module
     return namespace
+
+
+def _is_data_global(value: object, data: object) -> bool:
+    """Whether a program's global crossed as data (a number, a string, a container ...) that
+    a call of the program's may rebind or change: not a module, class, function or handle."""
+    if type(data) is dict and set(data) & {"module", "class", "exception", "handle"}:
+        return False
+    return not (callable(value) or isinstance(value, type(sys)) or _is_program_value(value))
 
 
 def _parsed(code: str) -> ast.Module | None:
@@ -2157,7 +2283,7 @@ def _library_module(name: str, attributes: set[str] | None) -> ModuleType | None
     ):
         return None
     try:
-        module = judge_module(module_name)
+        module = judge_module(module_name, named_by_tests=True)
     except wire.BoundaryError:
         return None
     return module if all(hasattr(module, attr) for attr in attributes) else None

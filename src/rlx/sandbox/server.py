@@ -199,7 +199,7 @@ def top_level_names(namespace: dict[str, object], objects: Objects) -> dict[str,
     return names
 
 
-_EXITS = (SystemExit, KeyboardInterrupt, GeneratorExit)
+_ENDS = (KeyboardInterrupt, GeneratorExit)
 
 
 def serve(objects: Objects) -> None:
@@ -224,8 +224,9 @@ def reply(request: dict[str, object], objects: Objects) -> None:
     _STREAMS.append((out, err))
     try:
         answer = answer_to(request, objects)
-    except _EXITS:
-        # they end the process, as they would end a plain Python test run
+    except _ENDS:
+        # they end the process, as they would end a plain Python test run; a SystemExit
+        # (``sys.exit``, argparse) is answered as the exception it is, for the tests to catch
         sys.stdout, sys.stderr = saved
         raise
     except BaseException as error:
@@ -263,6 +264,18 @@ def answer_to(request: dict[str, object], objects: Objects) -> dict[str, object]
     :func:`wire.mutable_parts`), and, for an attribute that is a list, dict or set, the handle
     of that container (``"origin"``: so the judge can change it as the tests change theirs)."""
     op = request.get("op")
+    if op == "global":  # the tests read a global of the program's: its value now
+        name = request.get("args")
+        if type(name) is not list or len(name) != 1 or type(name[0]) is not str:
+            raise wire.BoundaryError("malformed global request")
+        module = sys.modules.get(MODULE_NAME)
+        if module is None or name[0] not in module.__dict__:
+            raise NameError(f"name {name[0]!r} is not defined")
+        value = module.__dict__[name[0]]
+        found: dict[str, object] = {"value": encode(value, objects)}
+        if type(value) in (list, dict, set):
+            found["origin"] = objects.handle(value)
+        return found
     target: Any = objects.get(request.get("target"))
     if op != "call":
         value = perform(request, objects)
@@ -281,7 +294,7 @@ def answer_to(request: dict[str, object], objects: Objects) -> dict[str, object]
 
     def special(item: object) -> object:
         if type(item) is _Callback:
-            return item.encoded
+            return object.__getattribute__(item, "_rlx_encoded")
         number = index.get(id(item))
         return None if number is None else {"ref": number}
 
@@ -298,7 +311,7 @@ def _changed(args: list[object], kwargs: dict[str, object], request: dict[str, o
     """Whether the arguments, encoded again, differ from what the judge sent."""
 
     def special(item: object) -> object:
-        return item.encoded if type(item) is _Callback else None
+        return object.__getattribute__(item, "_rlx_encoded") if type(item) is _Callback else None
 
     try:
         again = [wire.encode(a, _OBJECTS.handle, 0, None, special) for a in args]
@@ -327,37 +340,76 @@ _CALLBACK_DEPTH = 200
 
 
 class _Callback:
-    """A function of the tests given to the program (``key=``, a handler): calling it asks the
-    judge to run it, and answers the judge's requests until it has."""
+    """A function or other object of the tests given to the program (``key=``, a handler, a
+    ``TreeNode`` of the tests, a ``Mock()``): calling it, reading or setting its attributes,
+    iterating, comparing or hashing it asks the judge to do that to the tests' object, and
+    answers the judge's requests until it has."""
 
-    __slots__ = ("__name__", "__qualname__", "encoded", "number")
+    __slots__ = ("__name__", "__qualname__", "_rlx_encoded", "_rlx_number")
 
     def __init__(self, number: int, name: str) -> None:
-        self.number = number
-        self.__name__ = self.__qualname__ = name
-        self.encoded = {"callback": [number, name]}
+        object.__setattr__(self, "_rlx_number", number)
+        object.__setattr__(self, "__name__", name)
+        object.__setattr__(self, "__qualname__", name)
+        object.__setattr__(self, "_rlx_encoded", {"callback": [number, name]})
 
     def __call__(self, *args: object, **kwargs: object) -> object:
         return _call_back(self, args, kwargs)
 
-    def __repr__(self) -> str:
-        return f"<function {self.__name__} of the tests>"
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _call_back(self, (name,), {}, "getattr")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _call_back(self, (name, value), {}, "setattr")
+
+    def __delattr__(self, name: str) -> None:
+        _call_back(self, (name,), {}, "delattr")
+
+    def __eq__(self, other: object) -> Any:
+        if type(other) is _Callback and other._rlx_number == self._rlx_number:
+            return True
+        return _call_back(self, (other,), {}, "eq")
+
+    def __ne__(self, other: object) -> Any:
+        if type(other) is _Callback and other._rlx_number == self._rlx_number:
+            return False
+        return _call_back(self, (other,), {}, "ne")
 
 
-def _call_back(callback: _Callback, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+def _asking(op: str) -> Callable[..., object]:
+    def method(self: _Callback, *args: object) -> object:
+        return _call_back(self, args, {}, op)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+for _op in ("lt", "le", "gt", "ge", "hash", "bool", "len", "iter", "next", "str", "repr",
+            "getitem", "setitem", "delitem", "contains"):  # fmt: skip
+    setattr(_Callback, f"__{_op}__", _asking(_op))
+_CALLBACKS: dict[int, _Callback] = {}
+
+
+def _call_back(
+    callback: _Callback, args: tuple[object, ...], kwargs: dict[str, object], op: str = "call"
+) -> object:
     objects = _OBJECTS
 
     def special(item: object) -> object:
-        return item.encoded if type(item) is _Callback else None
+        return object.__getattribute__(item, "_rlx_encoded") if type(item) is _Callback else None
 
     message: dict[str, object] = {
-        "callback": callback.number,
+        "callback": object.__getattribute__(callback, "_rlx_number"),
         "args": [wire.encode(a, objects.handle, 0, objects.class_of, special) for a in args],
         "kwargs": [
             [k, wire.encode(v, objects.handle, 0, objects.class_of, special)]
             for k, v in kwargs.items()
         ],
     }
+    if op != "call":
+        message["op"] = op
     if len(_STREAMS) > _CALLBACK_DEPTH:
         raise RecursionError("callbacks of the tests nested too deeply")
     with _LOCK:
@@ -551,7 +603,10 @@ def _judges_value(tag: str, body: object) -> object:
     if tag == "callback":
         if type(body) is list and len(body) == 2 and wire.is_handle(body[0]):
             name = body[1] if type(body[1]) is str and body[1].isidentifier() else "callback"
-            return _Callback(body[0], name[: wire.MAX_NAME_CHARS])
+            known = _CALLBACKS.get(body[0])
+            if known is None:
+                known = _CALLBACKS[body[0]] = _Callback(body[0], name[: wire.MAX_NAME_CHARS])
+            return known
     elif tag == "type":
         found = getattr(builtins, body, None) if type(body) is str else None
         if type(found) is type:

@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import ast
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 ASSERT_HOOK = "__rlx_assert__"
 """The judge's function every ``assert`` of the test code calls: it counts the check."""
 
@@ -281,3 +285,93 @@ class _CountAsserts(ast.NodeTransformer):
 def instrument(tree: ast.Module) -> ast.Module:
     """``tree`` with every assert counted by the judge (see :class:`_CountAsserts`)."""
     return ast.fix_missing_locations(_CountAsserts().visit(tree))
+
+
+GLOBAL_HOOK = "__rlx_global__"
+
+
+def read_live(tree: ast.Module, names: set[str]) -> ast.Module:
+    """``tree`` with each read of a name of ``names`` (the program's data globals) where it is
+    the module's global (not a function's local, parameter or comprehension variable) made a
+    call of :data:`GLOBAL_HOOK`, which asks the program for the name's value now."""
+    if not names:
+        return tree
+    return ast.fix_missing_locations(_ReadLive(names).visit(tree))
+
+
+def _bound_in(nodes: list[ast.stmt] | list[ast.expr], args: ast.arguments | None) -> set[str]:
+    """The names a function (or class body, or comprehension) binds locally."""
+    bound: set[str] = set()
+    declared: set[str] = set()
+    if args is not None:
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                bound.add(arg.arg)
+    todo: list[ast.AST] = list(nodes)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue  # its body is its own scope
+        elif isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                               ast.GeneratorExp)):  # fmt: skip
+            continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        todo.extend(ast.iter_child_nodes(node))
+    return bound - declared
+
+
+class _ReadLive(ast.NodeTransformer):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.local: list[set[str]] = []
+
+    def _scoped(self, node: Any, bound: set[str]) -> Any:
+        self.local.append(bound)
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.local.pop()
+
+    def visit_FunctionDef(self, node: Any) -> Any:
+        for part in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+            if part is not None:
+                self.visit(part)
+        self.local.append(_bound_in(node.body, node.args))
+        try:
+            node.body = [self.visit(statement) for statement in node.body]
+        finally:
+            self.local.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        return self._scoped(node, _bound_in([], node.args))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        return self._scoped(node, _bound_in(node.body, None))
+
+    def _comprehension(self, node: Any) -> Any:
+        targets = [g.target for g in node.generators]
+        return self._scoped(node, _bound_in(targets, None))
+
+    visit_ListComp = visit_SetComp = _comprehension  # noqa: N815
+    visit_DictComp = visit_GeneratorExp = _comprehension  # noqa: N815
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id in self.names
+            and not any(node.id in scope for scope in self.local)
+        ):
+            call = ast.Call(ast.Name(GLOBAL_HOOK, ast.Load()), [ast.Constant(node.id)], [])
+            return ast.copy_location(call, node)
+        return node
