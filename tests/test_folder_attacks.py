@@ -737,7 +737,8 @@ def test_unbounded_logs_are_one_sentence(toy_run, tmp_path, capsys, case, no_han
     if case.startswith(("episodes", "dev")):  # the doctor reads episodes.csv only when needed
         from rlx.runs import read_episodes
 
-        with pytest.raises(RLXError, match=r"characters rlx reads|not a regular file"):
+        refused = r"characters rlx reads|not a regular file|is \(or lies under\) a link"
+        with pytest.raises(RLXError, match=refused):
             read_episodes(target)
         argv = ["train", FLAGS.name, "--resume", "--run-dir", target, "--total-steps", 30,
                 "--no-progress"]  # fmt: skip
@@ -745,5 +746,265 @@ def test_unbounded_logs_are_one_sentence(toy_run, tmp_path, capsys, case, no_han
         argv = ["doctor", target]
     code, err = cli(argv, capsys)
     assert code == 2 and ("characters rlx reads" in err or "not a regular" in err
+                          or "is (or lies under) a link" in err
                           or "symbolic link" in err), err  # fmt: skip
     one_sentence(err)
+
+
+# ---------------------------------------------------------------------- study and group records
+class StoppedError(RLXError):
+    """The spy's stop: the trial ends before training."""
+
+
+def spy_train(monkeypatch) -> list[dict]:
+    """``rlx.train`` replaced by a spy that records its keywords and stops the trial (no
+    training, no Ray: what reaches it is the verdict)."""
+    calls: list[dict] = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        raise StoppedError("stopped by the test.")
+
+    monkeypatch.setattr(rlx, "train", spy)
+    return calls
+
+
+def study_with_fixed(study: Path, where: Path, name: str, **fixed) -> Path:
+    """A copy of the study whose journal records ``fixed`` for every trial, one trial to go."""
+    from rlx.tune import SETTINGS_ATTR, create_study
+
+    folder = where / name
+    shutil.copytree(study, folder, symlinks=True)
+    journal = create_study(folder)
+    settings = dict(journal.user_attrs[SETTINGS_ATTR])
+    settings.update(fixed={**settings["fixed"], **fixed}, trials=2)
+    journal.set_user_attr(SETTINGS_ATTR, settings)
+    return folder
+
+
+def test_a_studys_recorded_ray_address_never_reaches_a_trial(study, tmp_path, capsys, monkeypatch):
+    from rlx.tune import read_settings
+
+    calls = spy_train(monkeypatch)
+    # honest: a study that records nothing only the user sets resumes without a word
+    honest = study_with_fixed(study, tmp_path, "honest")
+    with pytest.raises(StoppedError):
+        rlx.tune(study_dir=honest)
+    assert "warning" not in capsys.readouterr().err and "ray_address" not in calls[-1]
+    # hostile: fixed {"ray_address": ..., "allow_unisolated": true} in the journal
+    hostile = study_with_fixed(study, tmp_path, "hostile", ray_address="127.0.0.1:9",
+                               allow_unisolated=True)  # fmt: skip
+    assert "ray_address" not in read_settings(hostile).fixed
+    with pytest.raises(StoppedError):
+        rlx.tune(study_dir=hostile)
+    err = capsys.readouterr().err
+    assert "ray_address='127.0.0.1:9'" in err and "allow_unisolated=True" in err
+    assert "ray_address" not in calls[-1] and "allow_unisolated" not in calls[-1]
+    code, err = cli(["tune", "--study-dir", hostile], capsys)
+    assert code == 2 and "--ray-address 127.0.0.1:9" in err and "--allow-unisolated" in err
+    assert "ray_address" not in calls[-1]
+    # the user's own on this command reach the trial, unrecorded, without a warning
+    code, err = cli(["tune", "--study-dir", hostile, "--ray-address", "10.1.1.1:6379"], capsys)
+    assert code == 2 and "ray_address=" not in err and "--allow-unisolated" in err
+    assert calls[-1]["ray_address"] == "10.1.1.1:6379"
+    with pytest.raises(StoppedError):
+        rlx.tune(study_dir=honest, ray_address="10.1.1.1:6379")
+    assert "warning" not in capsys.readouterr().err
+    assert calls[-1]["ray_address"] == "10.1.1.1:6379"
+    assert "ray_address" not in read_settings(honest).fixed  # never recorded
+
+
+def seed_group(tmp_path: Path, name: str = "group") -> Path:
+    group = tmp_path / name
+    rlx.train(FLAGS.name, "X", seeds=[0], run_dir=group, **QUICK)
+    return group
+
+
+def test_a_groups_recorded_overrides_keep_nothing_only_the_user_sets(tmp_path, capsys):
+    def resume(group: Path, *flags) -> tuple[int, str]:
+        return cli(["train", FLAGS.name, "--seeds", 0, 1, "--resume", "--run-dir", group,
+                    "--no-progress", *flags], capsys)  # fmt: skip
+
+    for name in ("honest", "hostile", "given"):
+        group = seed_group(tmp_path, name)
+        if name != "honest":
+            record = json.loads((group / "group.json").read_text())
+            record["overrides"] = {**record.get("overrides", {}), "ray_address": "127.0.0.1:9"}
+            (group / "group.json").write_text(json.dumps(record))
+        code, err = resume(group, *(["--ray-address", "10.1.1.1:6379"] if name == "given" else []))
+        assert code == 0, err
+        recorded = json.loads((group / "seed-1" / "config.json").read_text())["config"]
+        if name == "honest":
+            assert "warning" not in err and recorded["ray_address"] is None
+        elif name == "hostile":
+            assert "--ray-address 127.0.0.1:9" in err and recorded["ray_address"] is None
+        else:
+            assert "warning" not in err and recorded["ray_address"] == "10.1.1.1:6379"
+
+
+def test_a_seed_folder_linked_out_of_the_group_is_refused(tmp_path, capsys):
+    honest = seed_group(tmp_path, "honest")
+    code, err = cli(["train", FLAGS.name, "--seeds", 0, 1, "--resume", "--run-dir", honest,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 0 and (honest / "seed-1" / "config.json").is_file(), err
+    hostile = seed_group(tmp_path, "hostile")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "mine.txt").write_bytes(SECRET)
+    (hostile / "seed-1").symlink_to(outside)
+    code, err = cli(["train", FLAGS.name, "--seeds", 0, 1, "--resume", "--run-dir", hostile,
+                     "--no-progress"], capsys)  # fmt: skip
+    assert code == 2 and "seed-1" in err and "is a link" in err
+    one_sentence(err)
+    assert sorted(p.name for p in outside.iterdir()) == ["mine.txt"]
+
+
+# ---------------------------------------------------------------------------- reads follow no link
+@pytest.mark.parametrize("name", ["summary.json", "config.json", "metrics.jsonl"])
+def test_a_folder_file_linked_to_a_secret_is_never_read(toy_run, tmp_path, capsys, name):
+    from rlx.diagnostics.report import report
+
+    secret = tmp_path / "kaggle.json"
+    secret.write_text('{"username": "victim", "key": "SECRET-KEY-0123"}\n')
+    honest = copy_run(toy_run, tmp_path, "honest")
+    code, err = cli(["doctor", honest], capsys)
+    assert code in (0, 1), err
+    assert "SECRET" not in report(honest).read_text()
+    run = copy_run(toy_run, tmp_path, "hostile")
+    (run / name).unlink()
+    (run / name).symlink_to(secret)
+    capsys.readouterr()
+    code = main(["doctor", str(run)])
+    out, err = capsys.readouterr()
+    assert "SECRET" not in out + err
+    assert code in (0, 1, 2)  # read as missing (the doctor needs only the metrics), or refused
+    if code == 2:
+        assert "is (or lies under) a link" in err
+        one_sentence(err)
+    code, err = cli(["report", run], capsys)
+    assert "SECRET" not in err
+    assert not (run / "report.html").exists() or "SECRET" not in (run / "report.html").read_text()
+    with pytest.raises(RLXError, match=r"is \(or lies under\) a link"):
+        rlx.load(run) if name == "config.json" else rlx.runs.files.load_json_file(run / name)
+
+
+def test_a_hard_link_to_another_users_file_is_not_inlined(tmp_path):
+    from rlx.runs.files import read_regular
+
+    own = tmp_path / "clip.gif"
+    own.write_bytes(b"GIF89a-honest")
+    assert read_regular(own, tmp_path) == b"GIF89a-honest"
+    if os.getuid() != 0:
+        pytest.skip("making a file another user owns needs root")
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(SECRET)
+    os.chown(theirs, 12345, 12345)
+    os.link(theirs, tmp_path / "linked.gif")
+    with pytest.raises(RLXError, match="hard link to a file another user owns"):
+        read_regular(tmp_path / "linked.gif", tmp_path)
+
+
+def test_a_checkpoint_that_is_a_link_or_a_zip_bomb_is_one_sentence(tmp_path):
+    import zipfile
+
+    import numpy as np
+
+    from rlx.errors import CheckpointError
+    from rlx.runs.checkpoints import load_checkpoint, save_checkpoint
+
+    honest = save_checkpoint(tmp_path / "run", 10, {"w": np.ones(3)})
+    assert load_checkpoint(honest)[0] == 10 and load_checkpoint(tmp_path / "run")[0] == 10
+    linked = tmp_path / "linked" / "checkpoints"
+    linked.mkdir(parents=True)
+    (linked / honest.name).symlink_to(honest)
+    with pytest.raises(RLXError, match=r"is \(or lies under\) a link"):
+        load_checkpoint(linked / honest.name)
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a0.npy", b"\0" * (64 * 1024 * 1024))
+    assert bomb.stat().st_size < 1024 * 1024
+    with pytest.raises(CheckpointError, match="unpacks to"):
+        load_checkpoint(bomb)
+
+
+# ---------------------------------------------------------------------------- journals, YAML, logs
+def journal_with(study: Path, where: Path, name: str, line: str, *, before_end: bool) -> Path:
+    """A copy of the study with ``line`` in its journal (before the trial's end: still
+    applied by Optuna; else last)."""
+    folder = where / name
+    shutil.copytree(study, folder, symlinks=True)
+    journal = folder / "study.journal"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    end = max(i for i, ln in enumerate(lines) if b'"op_code":6' in ln or b'"op_code": 6' in ln)
+    at = end if before_end else len(lines)
+    journal.write_bytes(
+        b"".join([*lines[:at], line.encode("utf-8", "surrogateescape"), *lines[at:]])
+    )
+    return folder
+
+
+ATTR = '{"op_code":8,"worker_id":"w","trial_id":0,"user_attr":%s}\n'
+
+
+@pytest.mark.parametrize("line", [
+    ATTR % '{"config":"abc"}', ATTR % '{"config":[1,2]}', ATTR % '{"finding":"abc"}',
+    ATTR % '{"pruned_by":[1]}', ATTR % '{"error":{"a":1}}', ATTR % '{"worker":[1,2]}',
+    ATTR % '{"worker":{"host":"h","pid":"abc"}}', ATTR % '{"worker":{"host":"h","pid":1e400}}',
+    ATTR % ('{"x":' + "9" * 5000 + "}"), ATTR % ('{"x":' + "[" * 100_000 + "]" * 100_000 + "}"),
+    '{"op_code":99,"worker_id":"w"}\n', ATTR % '{"x":"\udcff"}',
+    '{"op_code":2,"worker_id":"w","study_id":0,"user_attr":{"rlx":{"algo":"q-learning"}}}\n',
+])  # fmt: skip
+def test_a_hostile_journal_line_is_one_sentence(study, tmp_path, capsys, line):
+    honest = journal_with(study, tmp_path, "honest", ATTR % '{"note":"fine"}', before_end=True)
+    code, err = cli(["report", honest], capsys)
+    assert code == 0, err
+    folder = journal_with(study, tmp_path, "hostile", line, before_end=True)
+    code, err = cli(["report", folder], capsys)
+    assert code == 2 and "study.journal" in err, err
+    one_sentence(err)
+    code, err = cli(["tune", "--study-dir", folder, "--trials", 2], capsys)  # may run a trial first
+    assert code == 2 and "study.journal" in err, err
+    one_sentence(err.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("value", ["2001-13-45", "9" * 5000, ":".join(["1"] * 3000),
+                                   "!!timestamp 2001-13-45"])  # fmt: skip
+def test_a_yaml_scalar_yaml_cannot_convert_is_one_sentence(tmp_path, capsys, value):
+    honest = tmp_path / "honest.yaml"
+    honest.write_text(f"algo: {FLAGS.name}\nenv: X\nconfig:\n  total_steps: 20\n")
+    code, err = cli(["train", "--config", honest, "--run-dir", tmp_path / "a", "--no-progress"],
+                    capsys)  # fmt: skip
+    assert code == 0, err
+    hostile = tmp_path / "best.yaml"
+    hostile.write_text(f"algo: {FLAGS.name}\nenv: X\nconfig:\n  total_steps: {value}\n")
+    code, err = cli(["train", "--config", hostile, "--run-dir", tmp_path / "b", "--no-progress"],
+                    capsys)  # fmt: skip
+    assert code == 2 and "best.yaml" in err, err
+    one_sentence(err)
+
+
+def test_a_log_that_is_not_utf8_is_one_sentence(toy_run, tmp_path, capsys):
+    honest = copy_run(toy_run, tmp_path, "honest")
+    code, err = cli(["doctor", honest], capsys)
+    assert code in (0, 1), err
+    run = copy_run(toy_run, tmp_path, "hostile")
+    with (run / "metrics.jsonl").open("ab") as handle:
+        handle.write(b'\xff\xfe{"step": 99}\n')
+    code, err = cli(["doctor", run], capsys)
+    assert code == 2 and "not UTF-8" in err
+    one_sentence(err)
+
+
+def test_terminal_escapes_from_a_folder_never_reach_the_terminal(toy_run, tmp_path, capsys):
+    honest = copy_run(toy_run, tmp_path, "honest")
+    assert cli(["doctor", honest], capsys)[0] in (0, 1)
+    run = copy_run(toy_run, tmp_path, "hostile")
+    record = json.loads((run / "config.json").read_text())
+    record["env"] = "X\x1b]0;PWNED\x07\x1b[2J\x9bFAKE"
+    (run / "config.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    code = main(["doctor", str(run)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2)
+    assert "\x1b" not in out + err and "\x07" not in out + err and "\x9b" not in out + err
+    assert "\\x1b]0;PWNED" in out + err  # shown, escaped

@@ -22,9 +22,11 @@ ends quietly with 141, as a shell's SIGPIPE would.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import inspect
+import io
 import json
 import os
 import shlex
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlx import flags
-from rlx.errors import ConfigError, RLXError
+from rlx.errors import ConfigError, RLXError, printable
 
 # Exit codes by the status in summary.json (an early end is complete on disk, but the work
 # asked for is not done, so a script sees it).
@@ -45,12 +47,38 @@ BROKEN_PIPE_EXIT = 141
 GAME_ENV_HELP = "board game: tictactoe or connect4 (required unless --resume)"
 
 
+class PrintableOut(io.TextIOBase):
+    """A text stream that writes to ``stream`` what :func:`rlx.errors.printable` leaves of
+    it: what an ``rlx`` command prints to stdout (a folder's env id, paths, a finding) reaches
+    the terminal without a control character."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    def writable(self) -> bool:
+        return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(argv)
+        with contextlib.redirect_stdout(PrintableOut(sys.stdout)):
+            return _dispatch(argv)
     except RLXError as exc:
-        print(f"rlx: error: {exc}", file=sys.stderr)
+        print(f"rlx: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("rlx: interrupted", file=sys.stderr)
@@ -870,6 +898,17 @@ class TuneOptions:
     folder names (package.module:factory); only for a study folder you trust"""
 
 
+@dataclasses.dataclass(frozen=True)
+class TuneResumeFields:
+    """Config fields only you set (never taken from the study folder), for every trial of
+    the study resumed with no ALGO."""
+
+    ray_address: str | None = field(default=None, metadata={flags.METAVAR: "ADDRESS"})
+    """join the Ray cluster at ADDRESS during each trial's training (algorithms that use Ray)"""
+    allow_unisolated: bool = False
+    """let each trial run model-written code without isolation (algorithms that run it)"""
+
+
 TUNE_OPTIONS = frozenset(f.name for f in dataclasses.fields(TuneOptions))
 TUNE_OWNS = ("total_steps", "seed", "eval_episodes", "eval_every")
 """Config fields the study sets for every trial (its own flags, or from --evaluations)."""
@@ -921,7 +960,9 @@ def _tune_parser(algo: str | None) -> flags.FlagParser:
         "Config fields given (--FIELD VALUE) are fixed for every trial and left out of the search.",
     )
     flags.add_fields(parser.add_argument_group("the study"), TuneOptions)
-    if algo is not None:
+    if algo is None:
+        flags.add_fields(parser.add_argument_group("fields only you set"), TuneResumeFields)
+    else:
         spec = registry.get(algo)
         names = {f.name for f in dataclasses.fields(spec.config)}
         flags.add_fields(

@@ -36,6 +36,7 @@ than that is refused in one sentence instead of filling the memory.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import typing
@@ -153,12 +154,49 @@ def _load(path: Path) -> Any:
     return _load_yaml(text, path)
 
 
-def _load_yaml(text: str, path: Path) -> Any:
-    """YAML's safe loader, its document refused when it expands (aliases followed) into more
-    than :data:`MAX_YAML_NODES` values, refers to itself, or nests past Python's limit."""
+@functools.cache
+def _loader() -> Any:
+    """YAML's safe loader with the scalars a config never holds left as text: a timestamp
+    (``2001-13-45`` is a ValueError to YAML's own) and a base-60 number (``1:2:...`` of
+    thousands of parts); an integer of more than :data:`rlx.runs.files.MAX_INT_DIGITS` digits
+    is refused (Python converts at most 4300)."""
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    from rlx.runs.files import MAX_INT_DIGITS
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def text(loader: Any, node: Any) -> str:
+        return str(loader.construct_scalar(node))
+
+    def number(kind: str) -> Any:
+        def construct(loader: Any, node: Any) -> Any:
+            value = str(loader.construct_scalar(node))
+            if ":" in value:
+                return value  # base 60: text, as YAML 1.2 reads it
+            if kind == "int" and len(value.lstrip("+-").replace("_", "")) > MAX_INT_DIGITS:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"an integer of more than {MAX_INT_DIGITS} digits", node.start_mark
+                )
+            parent = yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{kind}"]
+            return parent(loader, node)
+
+        return construct
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", text)
+    Loader.add_constructor("tag:yaml.org,2002:int", number("int"))
+    Loader.add_constructor("tag:yaml.org,2002:float", number("float"))
+    return Loader
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    """YAML's safe loader (:func:`_loader`: timestamps and base-60 numbers are text, integers
+    bounded), its document refused when it expands (aliases followed) into more than
+    :data:`MAX_YAML_NODES` values, refers to itself, or nests past Python's limit."""
+    import yaml
+
+    loader = _loader()(text)
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -172,6 +210,8 @@ def _load_yaml(text: str, path: Path) -> Any:
         raise ConfigError(f"config file {path} is not YAML ({problem}{where}).") from exc
     except RecursionError as exc:
         raise ConfigError(f"config file {path} nests too deeply to be a config.") from exc
+    except (ValueError, OverflowError) as exc:  # a scalar YAML's constructors cannot convert
+        raise ConfigError(f"config file {path} holds a value YAML cannot read ({exc}).") from exc
     finally:
         loader.dispose()
 

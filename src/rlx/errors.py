@@ -6,6 +6,8 @@ what would be valid. The CLI prints it on one line and exits with code 2, withou
 
 from __future__ import annotations
 
+import re
+
 
 class RLXError(Exception):
     """Base class of every user-facing rlx error."""
@@ -50,6 +52,17 @@ class UnknownAlgorithmError(ConfigError):
     """The algorithm name is not registered."""
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: each control character (C0 and C1, DEL; newline and tab
+    kept) written as its escape (``\\x1b``), so text from a folder (an env id, a path, a
+    finding's evidence) never moves the cursor, retitles the window or fakes a line. ``rlx``
+    passes all it prints to stdout, and its error sentence, through this one function."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 __all__ = [
     "CheckpointError",
     "ConfigError",
@@ -60,4 +73,5 @@ __all__ = [
     "SandboxError",
     "TrainingError",
     "UnknownAlgorithmError",
+    "printable",
 ]

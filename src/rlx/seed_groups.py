@@ -20,7 +20,16 @@ from typing import Any
 from rlx import registry
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.errors import ConfigError, RLXError, RunError
-from rlx.plan import Plan, default_run_dir, env_label, load, plan, recorded_env, train_planned
+from rlx.plan import (
+    Plan,
+    default_run_dir,
+    env_label,
+    load,
+    plan,
+    recorded_env,
+    train_planned,
+    without_user_only,
+)
 from rlx.runs import RunRecord
 from rlx.runs.folder import has_checkpoint, inspect_folder
 
@@ -388,6 +397,7 @@ class _GroupPlanner:
         history = [*record.extra.get("history", []), history_entry("resume", command)]
         record = dataclasses.replace(record, extra={**record.extra, "history": history})
         planned: list[tuple[int, Plan | None]] = []
+        recorded: dict[str, Any] | None = None
         for seed in record.seeds:
             folder = record.folder(seed)
             kind = inspect_folder(folder).kind
@@ -415,9 +425,28 @@ class _GroupPlanner:
                 )
             else:  # never started (stopped before its turn, or added now): from the start
                 env, env_kwargs = self._group_env(record)
-                given = {**record.extra.get("overrides", {}), **self.overrides}
+                if recorded is None:  # named once, however many seeds start
+                    recorded = self._recorded_overrides(record)
+                given = {**recorded, **self.overrides}
                 planned.append((seed, self._fresh(env, env_kwargs, folder, seed, given, False)))
         return record, planned
+
+    def _recorded_overrides(self, record: Any) -> dict[str, Any]:
+        """The config fields ``group.json`` records for every seed, checked as data: the
+        fields only the user sets (:data:`rlx.plan.USER_ONLY_FIELDS`) are dropped with a
+        warning unless given now (:func:`rlx.plan.without_user_only`)."""
+        from rlx.runs.group import GROUP_FILE
+
+        where = record.path / GROUP_FILE
+        overrides = record.extra.get("overrides") or {}
+        if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
+            raise RunError(
+                f"{where} records overrides={overrides!r}, which is not config fields by name "
+                "(an object of FIELD: VALUE); the group's file is damaged."
+            )
+        return without_user_only(
+            overrides, str(where), given=list(self.overrides), consent=self.consent
+        )
 
     def _group_env(self, record: Any) -> tuple[Any, Any]:
         """The env a seed the group never started trains on: the one given now, else the

@@ -90,7 +90,14 @@ from typing import TYPE_CHECKING, Any
 from rlx.callable_module import make_callable
 from rlx.diagnostics.rules import MIN_POINTS
 from rlx.errors import ConfigError, RLXError, TrainingError
-from rlx.runs.files import check_regular
+from rlx.runs.files import (
+    MAX_INT_DIGITS,
+    MAX_JSON_DEPTH,
+    bounded_lines,
+    check_regular,
+    json_depth,
+    open_text,
+)
 from rlx.runs.folder import STUDY_JOURNAL
 
 if TYPE_CHECKING:
@@ -490,34 +497,45 @@ def tune(
             registers it); without it that is refused in one sentence, since a study folder
             may come from someone else.
         consent: words the refusals for where the user is (Python or the command line).
-        **fixed: config fields set for every trial, left out of the search.
+        **fixed: config fields set for every trial, left out of the search. Those only the
+            user sets (:data:`rlx.plan.USER_ONLY_FIELDS`: ``ray_address``,
+            ``allow_unisolated``) are this call's alone: the study never records them, and one
+            its journal records is dropped with a warning (the folder may be someone else's).
 
     Returns the :class:`StudyResult`; the best trial's config is in ``study_dir/best.yaml``.
     Ctrl-C stops every worker after its trial's checkpoint (the trial is marked failed) and
     raises KeyboardInterrupt; ``rlx tune`` on the same folder goes on from there.
     """
+    from rlx.core.env_recipe import IN_PYTHON
+    from rlx.plan import USER_ONLY_FIELDS
+
     study_dir = Path(study_dir)
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ConfigError(f"jobs={jobs!r} must be a whole number >= 1.")
+    user_fields = {name: fixed.pop(name) for name in list(fixed) if name in USER_ONLY_FIELDS}
     recorded = is_study(study_dir)
+    if recorded:  # what the journal records for a user-only field: named once, then dropped
+        read_settings(study_dir, given=list(user_fields), consent=consent or IN_PYTHON, warn=True)
     settings = prepare_study(
         study_dir, algo, env, trials=trials, total_steps=total_steps, seed=seed,
         evaluations=evaluations, eval_episodes=eval_episodes, env_kwargs=env_kwargs,
         fixed=fixed,
     )  # fmt: skip
     if recorded and env is None:  # the env is the folder's, not the user's: data until cleared
-        from rlx.core.env_recipe import IN_PYTHON, recipe_of
+        from rlx.core.env_recipe import recipe_of
 
         recipe = dataclasses.replace(recipe_of(settings.env, settings.env_kwargs), trusted=False)
         recipe.cleared(trust_env_code, consent or IN_PYTHON, source=f"the study folder {study_dir}")
     if ray is not None:
         from rlx.distributed.tune_ray import run_workers_on_ray
 
-        outcomes = run_workers_on_ray(work, str(study_dir), jobs, None if ray == "local" else ray)
+        outcomes = run_workers_on_ray(
+            work, str(study_dir), jobs, None if ray == "local" else ray, user_fields=user_fields
+        )
     elif jobs > 1:
-        outcomes = _run_processes(study_dir, jobs)
+        outcomes = _run_processes(study_dir, jobs, user_fields)
     else:
-        outcomes = [work(str(study_dir), 0, raise_errors=True)]
+        outcomes = [work(str(study_dir), 0, raise_errors=True, user_fields=user_fields)]
     result = read_study(study_dir)
     write_best(result)
     _raise_outcomes(outcomes)
@@ -663,8 +681,20 @@ def create_study(study_dir: str | Path, algo: str | None = None, env: str | None
 _SETTING_NAMES = ("trials", "total_steps", "seed", "evaluations", "eval_episodes", "env_kwargs")
 
 
-def read_settings(study_dir: str | Path) -> StudySettings:
-    """The settings kept in a study's storage, checked as data (names and types)."""
+def read_settings(
+    study_dir: str | Path,
+    *,
+    given: Sequence[str] = (),
+    consent: Consent | None = None,
+    warn: bool = False,
+) -> StudySettings:
+    """The settings kept in a study's storage, checked as data (names and types). A fixed
+    field only the user sets (:data:`rlx.plan.USER_ONLY_FIELDS`) is dropped, as
+    :func:`rlx.plan.without_user_only` does (``given``, ``consent`` and ``warn`` as there):
+    the study's workers take those from the command that runs them, never from its folder."""
+    from rlx.core.env_recipe import IN_PYTHON
+    from rlx.plan import without_user_only
+
     data = _open_study(Path(study_dir)).user_attrs.get(SETTINGS_ATTR)
     where = f"{study_dir}/{STORAGE_FILE}"
     if not isinstance(data, dict):
@@ -679,15 +709,33 @@ def read_settings(study_dir: str | Path) -> StudySettings:
                 f"{where} records the study setting {name}={value!r}, which is not one rlx tune "
                 "writes; the study folder is damaged or was written by another program."
             )
-    return StudySettings(**data)
+    missing = sorted({"algo", "env", "trials"} - set(data))
+    if missing:
+        raise ConfigError(
+            f"{where} records no study setting {missing[0]}, which rlx tune always writes; the "
+            "study folder is damaged or was written by another program."
+        )
+    fixed = without_user_only(
+        data.get("fixed", {}), f"{where} (the study's fixed fields)", given=given,
+        consent=consent or IN_PYTHON, warn=warn,
+    )  # fmt: skip
+    return StudySettings(**{**data, "fixed": fixed})
 
 
 # ============================================================================ the workers
-def work(study_dir: str, worker: int = 0, *, raise_errors: bool = False) -> tuple[str, str]:
+def work(
+    study_dir: str,
+    worker: int = 0,
+    *,
+    raise_errors: bool = False,
+    user_fields: Mapping[str, Any] | None = None,
+) -> tuple[str, str]:
     """One worker: start trials of the study in ``study_dir`` until it has its ``trials``
     completed or pruned ones. Returns ``(status, message)``: ``("done", "")``,
     ``("interrupted", "")`` after Ctrl-C, or ``("error", sentence)`` after an RLXError (raised
-    instead with ``raise_errors``). Other exceptions propagate."""
+    instead with ``raise_errors``). Other exceptions propagate. ``user_fields``: the
+    user-only config fields (:data:`rlx.plan.USER_ONLY_FIELDS`) the user gave the command
+    that runs this worker, for every trial (never recorded in the study)."""
     from rlx.core.threads import set_torch_threads
 
     set_torch_threads()
@@ -699,7 +747,7 @@ def work(study_dir: str, worker: int = 0, *, raise_errors: bool = False) -> tupl
             trial = _next_trial(folder, study, settings)
             if trial is None:
                 return "done", ""
-            run_trial(folder, study, trial, settings)
+            run_trial(folder, study, trial, settings, user_fields)
     except KeyboardInterrupt:
         if raise_errors:
             raise
@@ -732,8 +780,8 @@ def _fail_stale_trials(folder: Path, study: Any) -> None:
     host = socket.gethostname()
     storage = None
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker") or {}
-        if worker.get("host") != host or _alive(int(worker.get("pid", 0))):
+        worker = trial_attrs(trial, folder)["worker"] or {}
+        if worker.get("host") != host or _alive(worker.get("pid", 0)):
             continue
         storage = storage or _storage(folder)
         study_id = storage.get_study_id_from_name(STUDY_NAME)
@@ -756,9 +804,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def run_trial(folder: Path, study: Any, trial: Any, settings: StudySettings) -> TrialRecord:
+def run_trial(
+    folder: Path,
+    study: Any,
+    trial: Any,
+    settings: StudySettings,
+    user_fields: Mapping[str, Any] | None = None,
+) -> TrialRecord:
     """Train one trial into ``folder/trial-NNNN`` with the config its space samples, the
-    median pruner and the doctor watching, and tell the study how it ended."""
+    median pruner and the doctor watching, and tell the study how it ended. ``user_fields``:
+    as :func:`work` takes them (passed to the training, never recorded)."""
     import rlx
     from rlx import registry
     from rlx.runs import read_summary
@@ -782,6 +837,7 @@ def run_trial(folder: Path, study: Any, trial: Any, settings: StudySettings) -> 
         agent = rlx.train(
             spec.name, settings.env, env_kwargs=settings.env_kwargs or None, run_dir=run_dir,
             overwrite=run_dir.exists(), progress=False, callbacks=[pruner], **fields, **extra,
+            **dict(user_fields or {}),
         )  # fmt: skip
     except TrainingError:
         if pruner.finding is None:
@@ -1001,7 +1057,9 @@ def _quiet(message: str) -> None:
 
 
 # ============================================================================ parallel workers
-def _run_processes(study_dir: Path, jobs: int) -> list[tuple[str, str]]:
+def _run_processes(
+    study_dir: Path, jobs: int, user_fields: Mapping[str, Any]
+) -> list[tuple[str, str]]:
     """``jobs`` worker processes on the study; Ctrl-C reaches them (the terminal's, or
     forwarded), each stops after its trial's checkpoint, and this waits for them all."""
     import multiprocessing
@@ -1010,7 +1068,11 @@ def _run_processes(study_dir: Path, jobs: int) -> list[tuple[str, str]]:
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     processes = [
-        context.Process(target=_process_main, args=(str(study_dir), i, results), daemon=False)
+        context.Process(
+            target=_process_main,
+            args=(str(study_dir), i, results, dict(user_fields)),
+            daemon=False,
+        )
         for i in range(jobs)
     ]
     for process in processes:
@@ -1037,9 +1099,11 @@ def _run_processes(study_dir: Path, jobs: int) -> list[tuple[str, str]]:
     return outcomes
 
 
-def _process_main(study_dir: str, worker: int, results: Any) -> None:
+def _process_main(
+    study_dir: str, worker: int, results: Any, user_fields: Mapping[str, Any]
+) -> None:
     try:
-        results.put(work(study_dir, worker))
+        results.put(work(study_dir, worker, user_fields=user_fields))
     except BaseException as exc:
         results.put(("error", f"{type(exc).__name__}: {exc}"))
         raise
@@ -1066,8 +1130,54 @@ _STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed",
            "RUNNING": "running", "WAITING": "waiting"}  # fmt: skip
 
 
-def _record(trial: Any, folder: Path) -> TrialRecord:
+MAX_PID = 2**31 - 1
+"""The largest process id a trial's ``worker`` may record (a pid is a C int)."""
+_ATTR_KINDS: dict[str, tuple[type, str]] = {
+    "config": (dict, "an object of config fields"),
+    "finding": (dict, "a doctor's finding (an object with its rule)"),
+    "pruned_by": (str, "text"),
+    "error": (str, "text"),
+    "worker": (dict, "an object of a host and a process id"),
+}
+
+
+def trial_attrs(trial: Any, folder: Path) -> dict[str, Any]:
+    """The user attrs rlx reads of a trial (``config``, ``finding``, ``pruned_by``, ``error``,
+    ``worker``; ``run_dir`` is :func:`trial_folder`'s), each checked as data, the one place
+    they are: a ConfigError naming the journal, the trial and the value when one has another
+    type (a finding without its ``rule``, a worker whose ``host`` is not text or whose
+    ``pid`` is not a whole number in 0 to :data:`MAX_PID`); None for one not recorded."""
+    import reprlib
+
     attrs = trial.user_attrs
+    checked: dict[str, Any] = {}
+    for name, (kind, what) in _ATTR_KINDS.items():
+        value = attrs.get(name)
+        valid = value is None or isinstance(value, kind)
+        if valid and name == "finding" and value is not None:
+            valid = isinstance(value.get("rule"), str) and isinstance(
+                value.get("evidence") or {}, dict
+            )
+        if valid and name == "worker" and value is not None:
+            pid = value.get("pid", 0)
+            valid = (
+                isinstance(value.get("host"), (str, type(None)))
+                and isinstance(pid, int)
+                and not isinstance(pid, bool)
+                and 0 <= pid <= MAX_PID
+            )
+        if not valid:
+            raise ConfigError(
+                f"{folder / STORAGE_FILE} records {name}={reprlib.repr(value)} for trial "
+                f"{trial.number}, which is not {what} as rlx tune writes it; the study folder is "
+                "damaged or was written by another program."
+            )
+        checked[name] = value
+    return checked
+
+
+def _record(trial: Any, folder: Path) -> TrialRecord:
+    attrs = {**trial.user_attrs, **trial_attrs(trial, folder)}
     run_dir = trial_folder(folder, trial.number, attrs.get("run_dir"))
     return TrialRecord(
         number=trial.number,
@@ -1150,7 +1260,56 @@ def _storage(folder: Path) -> Any:
     # opened here without a link and without waiting (a pipe, a device or a journal too large
     # is one sentence, not a hang), made when missing, and the file its name opens now
     check_regular(journal, create=True)
+    check_journal(journal)
     return optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
+
+
+JOURNAL_OPS = frozenset(range(11))
+"""The op codes of Optuna's journal (``JournalOperation``: create study 0 to discard trials 10)."""
+
+
+def _journal_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def check_journal(journal: Path) -> None:
+    """Refuse, in one ConfigError sentence naming the line, a journal Optuna would choke on
+    (its errors are tracebacks): each line at most :data:`rlx.runs.files.MAX_LINE_CHARS` of
+    UTF-8, JSON nested at most :data:`rlx.runs.files.MAX_JSON_DEPTH` levels with no integer
+    of more than :data:`rlx.runs.files.MAX_INT_DIGITS` digits, an object whose ``op_code`` is
+    one of :data:`JOURNAL_OPS`. A last line a crash cut short is left to Optuna, which skips
+    it. What the lines record for rlx is checked where it is read (:func:`read_settings`,
+    :func:`trial_attrs`, :func:`trial_folder`)."""
+
+    def refused(number: int, why: str) -> ConfigError:
+        return ConfigError(
+            f"{journal}, line {number}: {why}; it is not a journal rlx tune writes (the study "
+            "folder is damaged or was written by another program)."
+        )
+
+    pending: ConfigError | None = None
+    with open_text(journal, encoding="utf-8") as handle:  # bounded: size, lines, UTF-8
+        for number, line in enumerate(bounded_lines(handle, journal), 1):
+            if pending is not None:
+                raise pending
+            if not line.strip():
+                continue
+            if json_depth(line) > MAX_JSON_DEPTH:
+                raise refused(number, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            try:
+                op = json.loads(line, parse_int=_journal_int)
+            except json.JSONDecodeError as exc:
+                if not line.endswith("\n"):
+                    continue  # cut short by a crash: Optuna skips it (and fails on another)
+                pending = refused(number, f"not JSON ({exc.msg})")
+                continue
+            except ValueError as exc:  # an integer Python will not convert
+                raise refused(number, str(exc)) from exc
+            code = op.get("op_code") if isinstance(op, dict) else None
+            if isinstance(code, bool) or code not in JOURNAL_OPS:
+                raise refused(number, f"op_code {code!r} is none of Optuna's (0 to 10)")
 
 
 def _open_study(folder: Path, *, worker: int = 0, settings: StudySettings | None = None) -> Any:
@@ -1229,10 +1388,12 @@ __all__ = [
     "TrialPruner",
     "TrialRecord",
     "TuneError",
+    "check_journal",
     "create_study",
     "is_study",
     "read_study",
     "space_for",
+    "trial_attrs",
     "tune",
     "work",
     "write_best",

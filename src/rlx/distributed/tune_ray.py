@@ -23,14 +23,18 @@ from rlx.distributed.ray_runtime import RaySession
 
 
 def run_workers_on_ray(
-    work: Callable[..., tuple[str, str]], study_dir: str, jobs: int, address: str | None
+    work: Callable[..., tuple[str, str]],
+    study_dir: str,
+    jobs: int,
+    address: str | None,
+    **options: Any,
 ) -> list[tuple[str, str]]:
-    """Run ``work(study_dir, i)`` for ``i < jobs`` as Ray tasks; their ``(status, message)``
-    outcomes (an interrupted wait adds ``("interrupted", "")``)."""
+    """Run ``work(study_dir, i, **options)`` for ``i < jobs`` as Ray tasks; their
+    ``(status, message)`` outcomes (an interrupted wait adds ``("interrupted", "")``)."""
     with RaySession(address, jobs, f"rlx tune --jobs {jobs} --ray") as session:
         ray: Any = session.ray
         remote = ray.remote(num_cpus=1, max_retries=0)(work)
-        refs = [remote.remote(study_dir, i) for i in range(jobs)]
+        refs = [remote.remote(study_dir, i, **options) for i in range(jobs)]
         try:
             return list(ray.get(refs))
         except KeyboardInterrupt:

@@ -19,7 +19,6 @@ frozen copy of the start model (the adapter merged in).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -128,15 +127,20 @@ def load_adapter(
     from peft import PeftModel
 
     from rlx.llm.models import load_model, load_tokenizer, no_progress_bars
+    from rlx.runs.files import load_json_file
 
     folder = Path(path).expanduser()
-    base = json.loads((folder / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
-    if not base or not Path(base).is_dir():
+    recorded = load_json_file(folder / ADAPTER_CONFIG)  # bounded, never through a link
+    base = recorded.get("base_model_name_or_path") if isinstance(recorded, dict) else None
+    # a relative name is the adapter folder's (it travels with it), never the current folder's
+    where = None if not isinstance(base, str) or not base else folder / Path(base).expanduser()
+    if where is None or not where.is_dir():
         raise ConfigError(
             f"adapter folder {str(folder)!r} names the base model {base!r}, which is not a "
-            "local folder; the adapter needs its base model here."
+            "local folder (a relative name is read from the adapter folder); the adapter needs "
+            "its base model here."
         )
-    model, tokenizer = load_model(base, device=device, dtype=dtype)
+    model, tokenizer = load_model(where, device=device, dtype=dtype)
     placed = next(model.parameters()).device  # "auto" decided by load_model
     if (folder / "tokenizer_config.json").is_file():
         tokenizer = load_tokenizer(folder)

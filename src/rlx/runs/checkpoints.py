@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from rlx.errors import CheckpointError
-from rlx.runs.files import atomic_file, folder_descriptor
+from rlx.errors import CheckpointError, RLXError
+from rlx.runs.files import atomic_file, folder_descriptor, open_regular
 from rlx.runs.folder import CHECKPOINT_DIR
 
 LATEST = "latest"
@@ -178,7 +178,7 @@ def checkpoints_after(run_dir: str | Path, step: int) -> list[Path]:
     best = best_checkpoint(run_dir)
     if best is not None:
         try:
-            best_step, _ = _read(best)
+            best_step, _ = _read(best, Path(run_dir))
         except Exception:  # unreadable: loading it fails with its own message
             best_step = step
         if best_step > step:
@@ -204,10 +204,23 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     return steps[-1][1] if steps else None
 
 
+MAX_CHECKPOINT_BYTES = 64 * 1024**3
+"""The largest checkpoint file read."""
+UNPACKED_SLACK = 1024 * 1024
+"""How much more than the file's own size a checkpoint's members may unpack to: rlx stores
+them uncompressed (``np.savez``, ``torch.save``), so more is a zip bomb, not a checkpoint."""
+
+
 def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
-    """Read a checkpoint file, or the latest checkpoint of a run folder: ``(step, state)``."""
+    """Read a checkpoint file, or the latest checkpoint of a run folder: ``(step, state)``.
+    The file is opened without following a link (nor ``checkpoints/`` as one, from a run
+    folder: :func:`rlx.runs.files.open_regular`), and its members must unpack to no more
+    than its own size (:data:`UNPACKED_SLACK`) before any is read; a CheckpointError or a
+    RunError naming it otherwise."""
     path = Path(path)
+    root = None
     if path.is_dir():
+        root = path
         found = latest_checkpoint(path)
         if found is None:
             raise CheckpointError(
@@ -219,7 +232,9 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist.")
     try:
-        step, state = _read(path)
+        step, state = _read(path, root)
+    except RLXError:
+        raise
     except Exception as exc:  # any unreadable file is a corrupt checkpoint to the user
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not an rlx checkpoint ({type(exc).__name__}); "
@@ -251,17 +266,26 @@ def _write(handle: Any, step: int, state: dict[str, Any]) -> None:
     )
 
 
-def _read(path: Path) -> tuple[int, dict[str, Any]]:
-    with zipfile.ZipFile(path) as archive:
-        torch_free = f"{_STRUCTURE}.npy" in archive.namelist()
-    if torch_free:
-        with np.load(path, allow_pickle=False) as archive:
-            record = json.loads(archive[_STRUCTURE].tobytes())
-            return int(record["step"]), _with_arrays(record["state"], archive)
-    import torch
+def _read(path: Path, root: Path | None) -> tuple[int, dict[str, Any]]:
+    with os.fdopen(open_regular(path, root=root, limit=MAX_CHECKPOINT_BYTES), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        with zipfile.ZipFile(handle) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+            torch_free = f"{_STRUCTURE}.npy" in archive.namelist()
+        if unpacked > size + UNPACKED_SLACK:
+            raise CheckpointError(
+                f"checkpoint {path} unpacks to {unpacked} bytes from {size}; rlx's checkpoints "
+                "are stored uncompressed, so this is not one (delete it, or train again)."
+            )
+        handle.seek(0)
+        if torch_free:
+            with np.load(handle, allow_pickle=False) as archive:
+                record = json.loads(archive[_STRUCTURE].tobytes())
+                return int(record["step"]), _with_arrays(record["state"], archive)
+        import torch
 
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    return int(payload["step"]), _from_storable(payload["state"])
+        payload = torch.load(handle, map_location="cpu", weights_only=True)
+        return int(payload["step"]), _from_storable(payload["state"])
 
 
 def _without_arrays(value: Any, arrays: dict[str, np.ndarray]) -> Any:

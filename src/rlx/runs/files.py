@@ -18,10 +18,15 @@ checks that it is a real folder reached without a link; what the library then do
 by name is the library's (a link planted there by someone writing in the folder meanwhile is
 not seen).
 
-What rlx reads from such a folder is bounded: :func:`read_regular` opens a file without
-following a link and only when it is a regular file inside ``root`` (what the report inlines),
-:func:`open_text` only a regular file (a pipe or a device is refused before a byte is read) of
-at most :data:`MAX_LOG_BYTES`, whose lines :func:`bounded_lines` caps at
+What rlx reads from such a folder is the folder's own and bounded. Every reader here
+(:func:`read_regular`, :func:`read_text_bounded`, :func:`open_text`, :func:`load_json_file`,
+:func:`open_regular`) opens the file without following a link at its name, and with ``root``
+the folders between ``root`` and the file without following one either (``root`` defaults to
+the file's own folder, taken as named): a ``summary.json -> ~/.kaggle/kaggle.json`` is refused
+in one sentence, never read into a report or printed. Each reads only a regular file (a pipe
+or a device is refused before a byte is read). :func:`read_regular` (what a report inlines)
+also refuses a hard link to a file another user owns (see its docstring). :func:`open_text`
+reads at most :data:`MAX_LOG_BYTES`, whose lines :func:`bounded_lines` caps at
 :data:`MAX_LINE_CHARS`, and :func:`loads_json` parses JSON no deeper than
 :data:`MAX_JSON_DEPTH` and no larger than :data:`MAX_JSON_BYTES`, an integer longer than Python
 converts read as the float it is (infinite). Every refusal is one :class:`~rlx.errors.RunError`
@@ -253,51 +258,35 @@ def _open_at(name: str, flags: int, fd: int, folder: Path) -> int:
     return os.open(folder / name, flags, 0o644)
 
 
-def read_regular(path: str | Path, root: str | Path, *, limit: int = MAX_JSON_BYTES) -> bytes:
-    """The bytes of ``path``, a regular file inside ``root`` (no link on the way, none at the
-    end) of at most ``limit`` bytes; RunError otherwise."""
-    path, root = Path(path), Path(root)
+def _link_refused(path: Path, exc: OSError) -> RunError:
+    if exc.errno == errno.ENOTDIR:
+        return RunError(f"{path} lies under a file, not a folder; rlx reads a folder's own files.")
+    return RunError(
+        f"{path} is (or lies under) a link; rlx reads only the folder's own files, so replace "
+        "the link with a copy of what it points to."
+    )
+
+
+def open_regular(
+    path: str | Path, *, root: str | Path | None = None, limit: int = MAX_JSON_BYTES
+) -> int:
+    """A descriptor of ``path`` opened to read: its name never followed as a link, nor any
+    folder between ``root`` (default: ``path``'s own folder, as named) and it, and only a
+    regular file (a pipe or a device is not waited on) of at most ``limit`` bytes. A RunError
+    naming it for a link, another kind of file or a file too large; OSError (missing,
+    unreadable) as opening goes."""
+    path = Path(path)
+    start = path.parent if root is None else Path(root)
     try:
-        inside = path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        inside = False
-    if not inside or path.is_symlink():
-        raise RunError(
-            f"{path} is a link or lies outside {root}; rlx reads only the folder's own files."
-        )
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC)
+        folder = _walk(path.parent, start, create=False)
+        try:
+            fd = _open_at(path.name, os.O_RDONLY | NONBLOCK, folder, path.parent)
+        finally:
+            os.close(folder)
     except OSError as exc:
-        raise RunError(f"{path} cannot be read ({exc.strerror or exc}).") from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunError(f"{path} is not a regular file; rlx reads only the folder's own files.")
-        if info.st_size > limit:
-            raise RunError(f"{path} holds {info.st_size} bytes, more than the {limit} rlx reads.")
-        return handle.read(limit + 1)[:limit]
-
-
-def read_text_bounded(path: str | Path, limit: int = MAX_JSON_BYTES) -> str:
-    """The UTF-8 text of ``path`` (a regular file: never a device or a pipe) of at most
-    ``limit`` bytes; OSError, UnicodeDecodeError or a RunError (too large) as reading goes."""
-    path = Path(path)
-    fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunError(f"{path} is not a regular file.")
-        if info.st_size > limit:
-            raise RunError(f"{path} holds {info.st_size} bytes, more than the {limit} rlx reads.")
-        return handle.read(limit + 1).decode("utf-8")
-
-
-def open_text(path: str | Path, *, limit: int = MAX_LOG_BYTES, **text: Any) -> IO[str]:
-    """``path`` opened to read text (``text``: ``open``'s keywords), only when it is a regular
-    file (never a device or a pipe: the open does not wait for a writer) of at most ``limit``
-    bytes; OSError or a RunError otherwise. Read its lines with :func:`bounded_lines`."""
-    path = Path(path)
-    fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise _link_refused(path, exc) from exc
+        raise
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
@@ -305,7 +294,55 @@ def open_text(path: str | Path, *, limit: int = MAX_LOG_BYTES, **text: Any) -> I
     if info.st_size > limit:
         os.close(fd)
         raise RunError(f"{path} holds {info.st_size} bytes, more than the {limit} rlx reads.")
-    return open(fd, **text)
+    return fd
+
+
+def read_regular(path: str | Path, root: str | Path, *, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path``, a regular file inside ``root`` (no link on the way, none at the
+    end) of at most ``limit`` bytes, for a report to inline; RunError otherwise.
+
+    A hard link is a file's own name, so no open can tell it from the file; one that another
+    user owns and that has other names (``st_nlink > 1``) is refused all the same: it is not a
+    file this folder's run wrote for you (someone sharing the folder linked it there). A hard
+    link to a file you own is read: a folder's writer could make one only where the system
+    lets them link your files (``fs.protected_hardlinks`` off), and your own run's files are
+    yours."""
+    path, root = Path(path), Path(root)
+    try:
+        fd = open_regular(path, root=root, limit=limit)
+    except OSError as exc:
+        raise RunError(f"{path} cannot be read ({exc.strerror or exc}).") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if info.st_nlink > 1 and hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise RunError(
+                f"{path} is a hard link to a file another user owns; rlx inlines only the "
+                "folder's own files, so replace it with a copy."
+            )
+        return handle.read(limit + 1)[:limit]
+
+
+def read_text_bounded(
+    path: str | Path, limit: int = MAX_JSON_BYTES, *, root: str | Path | None = None
+) -> str:
+    """The UTF-8 text of ``path``, opened as :func:`open_regular` (no link, a regular file of
+    at most ``limit`` bytes); OSError, UnicodeDecodeError or a RunError as reading goes."""
+    with os.fdopen(open_regular(path, root=root, limit=limit), "rb") as handle:
+        return handle.read(limit + 1).decode("utf-8")
+
+
+def open_text(
+    path: str | Path,
+    *,
+    limit: int = MAX_LOG_BYTES,
+    root: str | Path | None = None,
+    **text: Any,
+) -> IO[str]:
+    """``path`` opened to read text (``text``: ``open``'s keywords), as :func:`open_regular`
+    (no link, a regular file of at most ``limit`` bytes: the open does not wait for a writer);
+    OSError or a RunError otherwise. Read its lines with :func:`bounded_lines`; a byte that
+    is not UTF-8 is a RunError naming the file there (:func:`bounded_lines`)."""
+    return open(open_regular(path, root=root, limit=limit), **text)
 
 
 def bounded_lines(
@@ -314,7 +351,12 @@ def bounded_lines(
     """The lines of ``handle`` (``path``'s), each of at most ``limit`` characters: a longer
     one is a RunError naming the file and the line."""
     for number in itertools.count(1):
-        line = handle.readline(limit + 1)
+        try:
+            line = handle.readline(limit + 1)
+        except UnicodeDecodeError as exc:
+            raise RunError(
+                f"{path} is not UTF-8 text ({exc.reason}); rlx reads its logs as UTF-8."
+            ) from exc
         if not line:
             return
         if len(line) > limit:
@@ -392,12 +434,13 @@ def loads_json(text: str) -> Any:
         raise JsonDepthError(f"nested deeper than {MAX_JSON_DEPTH} levels") from exc
 
 
-def load_json_file(path: str | Path) -> Any:
+def load_json_file(path: str | Path, *, root: str | Path | None = None) -> Any:
     """The JSON in ``path``, bounded as :func:`loads_json` and :data:`MAX_JSON_BYTES`, not
-    through a link; a RunError naming the file when it is missing, unreadable or not JSON."""
+    through a link (:func:`open_regular`, ``root`` as there); a RunError naming the file when
+    it is missing, unreadable or not JSON."""
     path = Path(path)
     try:
-        text = read_text_bounded(path)
+        text = read_text_bounded(path, root=root)
         return loads_json(text)
     except FileNotFoundError as exc:
         raise RunError(f"{path} does not exist; is {path.parent} an rlx run folder?") from exc
@@ -431,6 +474,7 @@ __all__ = [
     "load_json_file",
     "loads_json",
     "move_within",
+    "open_regular",
     "open_text",
     "read_regular",
     "read_text_bounded",

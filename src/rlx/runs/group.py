@@ -69,11 +69,20 @@ class GroupRecord:
         return [entry.seed for entry in self.runs]
 
     def folder(self, seed: int) -> Path:
-        """The run folder of ``seed``."""
-        for entry in self.runs:
-            if entry.seed == seed:
-                return self.path / entry.run_dir
-        return self.path / seed_folder_name(seed)
+        """The run folder of ``seed``: a RunError when it (or a folder on the way from the
+        group's) is a link, so a seed's run is never read or written elsewhere."""
+        entry = self.entry(seed)
+        name = entry.run_dir if entry is not None else seed_folder_name(seed)
+        path = self.path
+        for part in Path(name).parts:
+            path = path / part
+            if path.is_symlink():
+                raise RunError(
+                    f"{self.path / GROUP_FILE} lists {name!r} as seed {seed}'s run folder, but "
+                    f"{path} is a link; rlx uses only real folders inside the group, so remove "
+                    "the link."
+                )
+        return path
 
     def entry(self, seed: int) -> SeedEntry | None:
         return next((entry for entry in self.runs if entry.seed == seed), None)
