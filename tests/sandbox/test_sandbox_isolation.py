@@ -653,3 +653,19 @@ def test_a_room_of_many_processes_is_held_to_one_memory_budget():
         "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nx = 1\n"
     )
     assert run_sandboxed(honest, "assert x == 1\n", timeout_s=TIMEOUT_S, memory_mb=128).passed
+
+
+def test_an_interpreter_named_through_dot_dot_still_gets_the_rooms(tmp_path):
+    """`python benchmarks/../.venv/bin/python` names a folder the room does not hold: the rooms
+    must start all the same (they fell back to weaker isolation, silently, in a benchmark)."""
+    import subprocess
+    import sys
+
+    need_rooms()
+    detour = tmp_path / "detour"  # on the host's /tmp, not in the room's
+    detour.mkdir()
+    roundabout = os.path.relpath(sys.executable, detour)  # relative: run from the detour
+    probe = "from rlx.sandbox import current_isolation as c; print(c().namespaces)"
+    done = subprocess.run([roundabout, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=detour)  # fmt: skip
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

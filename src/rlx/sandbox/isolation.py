@@ -97,7 +97,8 @@ def choose_isolation(works: Callable[[Isolation], bool]) -> Isolation:
     the trainer's user), with the seccomp filter when libseccomp is there; then, as root, a uid
     change without namespaces; last the trainer's own user and interpreter, unisolated.
     """
-    unisolated = Isolation(sys.executable, None, None)
+    python = interpreter()
+    unisolated = Isolation(python, None, None)
     bwrap = find_bwrap()
     seccomp = seccomp_program() is not None
     binds = interpreter_folders()
@@ -107,20 +108,26 @@ def choose_isolation(works: Callable[[Isolation], bool]) -> Isolation:
         if root:
             for uids in (SANDBOX_UIDS, NOBODY_UIDS):
                 reveal = blocked_folders([*binds, os.path.dirname(bwrap)], uids[0])
-                candidates.append(Isolation(sys.executable, bwrap, uids, seccomp, binds, reveal))
+                candidates.append(Isolation(python, bwrap, uids, seccomp, binds, reveal))
         else:
-            candidates.append(Isolation(sys.executable, bwrap, None, seccomp, binds))
+            candidates.append(Isolation(python, bwrap, None, seccomp, binds))
     if root:
         # A uid change without namespaces, for machines where bubblewrap cannot run: with it a
         # program cannot rewrite the project or the checkpoints, which is worse than reaching
         # the network. The sandbox uid must be able to run the interpreter as it is.
-        candidates += [
-            Isolation(sys.executable, None, uids) for uids in (SANDBOX_UIDS, NOBODY_UIDS)
-        ]
+        candidates += [Isolation(python, None, uids) for uids in (SANDBOX_UIDS, NOBODY_UIDS)]
     for candidate in candidates:
         if works(candidate):
             return candidate
     return unisolated
+
+
+def interpreter() -> str:
+    """The trainer's interpreter as a room can name it: ``sys.executable`` with ``..`` and ``.``
+    resolved (``benchmarks/../.venv/bin/python`` names a folder the room does not hold), links
+    kept (a virtual environment's ``python`` is a link, and where it sits is what makes it
+    that environment)."""
+    return os.path.normpath(os.path.abspath(sys.executable))
 
 
 def missing_protections(isolation: Isolation) -> list[str]:
@@ -202,7 +209,7 @@ def interpreter_folders() -> tuple[str, ...]:
     ``/tmp`` included; outermost only, none under ``/usr``. Other ``sys.path`` entries (the
     project's own source, the working folder) stay out."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    paths += [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    paths += [os.path.dirname(interpreter()), os.path.dirname(os.path.realpath(sys.executable))]
     paths += [entry for entry in sys.path if entry and _is_packages(entry)]
     real = sorted({os.path.realpath(path) for path in paths if os.path.isdir(path)})
     outermost: list[str] = []
