@@ -679,7 +679,10 @@ def _kill_room(room: _Room, isolation: Isolation) -> None:
     if room.process.poll() is None and isolation.namespaces:
         # the room's init first: the kernel then kills its PID namespace and bubblewrap's
         # outer process reaps it and exits (killing that one first would leave the init to be
-        # reparented, a zombie until the machine's init reaps it)
+        # reparented, a zombie until the machine's init reaps it). A room that ended by itself
+        # leaves its init to the machine's init that way all the same (bubblewrap's outer
+        # process does not wait for it): in a container whose PID 1 reaps nothing, start the
+        # trainer under an init that does (docker run --init, tini).
         for init in _children_of(room.process.pid):
             _signal(init, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
