@@ -28,6 +28,7 @@ from rlx.sandbox.isolation import (
     blocked_folders,
     missing_protections,
 )
+from tests.sandbox.test_sandbox import processes_with
 
 TIMEOUT_S = 10.0
 ISOLATION = current_isolation()
@@ -81,18 +82,6 @@ def syscall_program(calls: dict[str, str]) -> str:
             f"ERRNOS[{name!r}] = ctypes.get_errno() if result == -1 else 0",
         ]
     return "\n".join(lines) + "\n"
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def zombie_children() -> list[int]:

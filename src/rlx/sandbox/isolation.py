@@ -291,7 +291,7 @@ def _make_reveal_namespace(bwrap: str, reveal: tuple[str, ...]) -> int:
     )
     try:
         for _ in range(2000):  # bubblewrap forks the holder into the namespace
-            children = _children_of(holder.pid)
+            children = children_of(holder.pid)
             if children or holder.poll() is not None:
                 break
             threading.Event().wait(0.001)
@@ -323,7 +323,8 @@ def _outermost_blocked(paths: tuple[str, ...]) -> list[str]:
     return covers
 
 
-def _children_of(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (none when it is gone)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
             return [int(token) for token in handle.read().split()]

@@ -58,6 +58,7 @@ from rlx.sandbox.isolation import (
     SAFE_PATH,
     Isolation,
     RevealedFolders,
+    children_of,
     choose_isolation,
     seccomp_program,
 )
@@ -683,7 +684,7 @@ def _kill_room(room: _Room, isolation: Isolation) -> None:
         # leaves its init to the machine's init that way all the same (bubblewrap's outer
         # process does not wait for it): in a container whose PID 1 reaps nothing, start the
         # trainer under an init that does (docker run --init, tini).
-        for init in _children_of(room.process.pid):
+        for init in children_of(room.process.pid):
             _signal(init, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             room.process.wait(timeout=_KILL_GRACE_S)
@@ -1044,14 +1045,6 @@ def _uid_pool(uids: tuple[int, ...]) -> queue.Queue[tuple[int, int]]:
                 pool.put((uids[index], uids[index + 1]))
             _UID_POOLS[uids] = pool
         return _UID_POOLS[uids]
-
-
-def _children_of(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
-            return [int(token) for token in handle.read().split()]
-    except OSError:
-        return []
 
 
 def _signal(pid: int, signum: int) -> None:
