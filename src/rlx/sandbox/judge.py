@@ -15,12 +15,14 @@ are bound to what crossed the plain-data boundary of :mod:`rlx.sandbox.wire`:
   answer from these classes, asking the program nothing. A handle's calls, attributes, items,
   iteration, arithmetic, ``await``, ``str``, ``repr``, ``len`` (an int >= 0 back) and ``bool``
   (a bool back) go to the program: their answers are values the program computes, and tell
-  it nothing about the tests. ``==``, ``<``, ``in`` and ``hash`` of a handle and anything
-  that is not a program object raise ``TypeError`` (a failed test) and never ask the
-  program, so the program never answers whether a test passed. Two program objects compare
-  as the program's own ``__eq__`` (``__lt__`` ...) says. ``copy.copy``, ``copy.deepcopy``
-  and ``pickle.loads(pickle.dumps(x))`` of a handle are done in the program (a new handle
-  back; the judge never unpickles a byte of the program's), and so are
+  it nothing about the tests. ``==`` and ``<`` of a handle and anything that is not a
+  program object, and an operator with the tests' data that would answer plain data, raise
+  ``TypeError`` (a failed test) and never ask the program, so the program never answers
+  whether a test passed; ``x in handle`` is decided on the items it yields; ``hash`` is the
+  program's, salted per run so that it never equals a hash of the tests' values. Two program
+  objects compare as the program's own ``__eq__`` (``__lt__`` ...) says. ``copy.copy``,
+  ``copy.deepcopy`` and ``pickle.loads(pickle.dumps(x))`` of a handle are done in the program
+  (a new handle back; the judge never unpickles a byte of the program's), and so are
   ``dataclasses.asdict``, ``astuple``, ``fields``, ``replace`` and ``is_dataclass``;
 - a list, dict or set read from a program object's attribute as the judge's own copy (it
   compares as plain data) that makes each change the tests make to it (``append``,
@@ -145,6 +147,10 @@ of definition, not its value now; an attribute of a tests' object that the progr
 that is a list, dict or set is the program's copy (changing it changes nothing of the tests');
 a tests' object in the program is of a class of the sandbox's (``type(node).__name__``,
 ``isinstance`` and dunder attributes such as ``__dict__`` are not the tests' class's).
+
+Why one long module: everything here runs in the judge's room from one bootstrap, and the
+handle classes, the layouts' runners and the tally share the channel and the per-run state;
+splitting them across modules would only add imports to every room's start.
 
 Standard library only, and no import of rlx (see :mod:`rlx.sandbox.wire`).
 """
