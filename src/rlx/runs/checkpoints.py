@@ -229,6 +229,12 @@ def load_checkpoint(path: str | Path) -> tuple[int, dict[str, Any]]:
                 "same folder, or give a checkpoint file."
             )
         path = found
+    elif path.name == LATEST and path.parent.name == CHECKPOINT_DIR:
+        # the link rlx itself writes: followed only to a step checkpoint of its own folder
+        found = latest_checkpoint(path.parent.parent)
+        if found is None:
+            raise CheckpointError(f"checkpoint {path} names no checkpoint of {path.parent}.")
+        path = found
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist.")
     try:
