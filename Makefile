@@ -45,13 +45,21 @@ else \
 fi
 endef
 
-# mypy checks src/rlx's types ([tool.mypy] in pyproject.toml) on the second core while the
-# tests run on the first.
+# The tests run as two processes, one per core: the language-model and docs tests (the longest
+# single tests) in the background, everything else, then the Ray part, in the foreground; mypy
+# checks src/rlx's types ([tool.mypy] in pyproject.toml) beside them. Each test is
+# single-threaded (OMP_NUM_THREADS=1), and what two tests could share (the sandbox's uids, its
+# cgroups, numba's cache, pytest's temporary folders) is taken per process or written
+# atomically.
+SECOND_HALF ?= tests/llm tests/docs
 test: $(STAMP)
 	@status=0; \
 	$(BIN)/mypy > .mypy.log 2>&1 & mypy_pid=$$!; \
-	$(BIN)/python -m pytest -q -m 'not slow and not ray' || status=1; \
+	$(BIN)/python -m pytest -q -m 'not slow and not ray' $(SECOND_HALF) > .pytest-second.log 2>&1 & second_pid=$$!; \
+	$(BIN)/python -m pytest -q -m 'not slow and not ray' $(addprefix --ignore=,$(SECOND_HALF)) || status=1; \
 	$(private_network) || status=1; \
+	echo "make: the second half of the tests ($(SECOND_HALF)):"; \
+	if wait $$second_pid; then tail -n 3 .pytest-second.log; else cat .pytest-second.log; status=1; fi; \
 	if wait $$mypy_pid; then tail -n 1 .mypy.log; else cat .mypy.log; echo "make: mypy found type errors"; status=1; fi; \
 	exit $$status
 
