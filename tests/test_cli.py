@@ -424,3 +424,26 @@ def test_doctor_says_what_it_checked_on_a_run_no_rule_reads(tmp_path, capsys):
     assert "no known metric" not in out
     assert "checked the 4 logged metrics for NaN or inf: loss, policy_loss, value_loss" in out
     assert "no other rule of the troubleshooting table reads these metrics" in out
+
+
+def test_rich_output_keeps_its_colours_and_folder_text_keeps_no_control_character(
+    tmp_path, capsys, monkeypatch
+):
+    """stdout passes through rlx.errors.printable, but rich writes its own escape codes for
+    colour: those must reach a terminal as they are (not as the text '\\x1b['), while a run
+    folder's own text in the summary table is escaped (no control character, no markup)."""
+    from rlx.cli import _print_summary
+
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich colours as on a terminal
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[" in out and "\\x1b[" not in out
+    run = tmp_path / "r"
+    run.mkdir()
+    hostile = {"status": "complete", "env": "\x1b]0;owned\x07[bold]Cart[/bold]\x1b[2J"}
+    (run / "summary.json").write_text(json.dumps(hostile))
+    _print_summary(run, 1.0)
+    out = capsys.readouterr().out
+    assert "\x1b]0;" not in out and "\x1b[2J" not in out and "\x07" not in out
+    assert "\\x1b]0;owned" in out and "[bold]Cart[/bold]" in out

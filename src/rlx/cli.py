@@ -72,6 +72,14 @@ class PrintableOut(io.TextIOBase):
         return True
 
 
+def terminal() -> Any:
+    """The stream rich writes to: stdout itself, not :class:`PrintableOut` (rich writes escape
+    codes of its own, for colour and tables; the text it is given from a folder is passed
+    through :func:`rlx.errors.printable` and rich's markup escape first)."""
+    out = sys.stdout
+    return out.stream if isinstance(out, PrintableOut) else out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -180,7 +188,7 @@ def _list(argv: list[str]) -> int:
     from rlx import registry
     from rlx.recommend import use_when
 
-    console = Console()
+    console = Console(file=terminal())
     names = registry.names()
     for prefix, title in (*AREAS, ("", "Plug-ins")):
         inside = [n for n in names if _module_of(n).startswith(prefix)]
@@ -500,15 +508,19 @@ def _with_config_file(spec: Any, options: dict[str, Any], given: dict[str, Any])
 
 def _print_summary(run_dir: Path, seconds: float) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from rlx.runs import read_summary
 
+    def cell(text: str) -> str:  # a folder's text: no control character, no rich markup
+        return escape(printable(text))
+
     summary = read_summary(run_dir)
-    table = Table("field", "value", title=f"run folder {run_dir}")
+    table = Table("field", "value", title=cell(f"run folder {run_dir}"))
     for key, value in summary.items():
-        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
-    Console().print(table)
+        table.add_row(cell(key), cell(f"{value:.4g}" if isinstance(value, float) else str(value)))
+    Console(file=terminal()).print(table)
     return str(summary.get("status"))
 
 
