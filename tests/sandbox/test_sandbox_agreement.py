@@ -171,7 +171,8 @@ def plain_execution(rows: list[dict], folder: Path) -> list[bool]:
 
     def run(command: list[str]) -> bool:
         try:
-            done = subprocess.run(command, cwd=folder, capture_output=True, timeout=TIMEOUT_S * 3)
+            done = subprocess.run(command, cwd=folder, capture_output=True, timeout=TIMEOUT_S * 3,
+                                  stdin=subprocess.DEVNULL)  # fmt: skip
         except subprocess.TimeoutExpired:
             return False
         return done.returncode == 0
@@ -185,7 +186,10 @@ def plain_execution(rows: list[dict], folder: Path) -> list[bool]:
         files = [f"test_row{i}.py" for i in indices]
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "-o", "addopts=", f"--junitxml={report}", *files]  # fmt: skip
-        subprocess.run(command, cwd=folder, capture_output=True, timeout=600)
+        # no standard input, as the sandbox's program has none: a program that reads it must
+        # not wait on the terminal or pipe the test runner was started with
+        subprocess.run(command, cwd=folder, capture_output=True, timeout=600,
+                       stdin=subprocess.DEVNULL)  # fmt: skip
         failed, seen = set(), set()
         for testcase in ElementTree.parse(report).getroot().iter("testcase"):
             module = testcase.get("classname", "").split(".")[0]

@@ -191,7 +191,8 @@ def plain_one(case: Case) -> Plain:
         (folder / "case.json").write_text(json.dumps(job))
         try:
             subprocess.run([sys.executable, "-I", "-c", RUNNER, "case.json", "verdict.json"],
-                           cwd=folder, capture_output=True, timeout=PLAIN_LIMIT_S)  # fmt: skip
+                           cwd=folder, capture_output=True, timeout=PLAIN_LIMIT_S,
+                           stdin=subprocess.DEVNULL)  # fmt: skip
         except subprocess.TimeoutExpired:
             return Plain(False, None, PLAIN_LIMIT_S, timed_out=True)
         verdict_path = folder / "verdict.json"
