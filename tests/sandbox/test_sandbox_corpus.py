@@ -19,7 +19,6 @@ subset (every shape, version and forgery); ``-m slow`` runs the whole corpus.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from rlx.sandbox import run_many, run_sandboxed, run_stdio
+from rlx.sandbox import run_many, run_stdio
 from tests.sandbox.corpus import SHAPES, VERSIONS, Case, corpus, subset
 
 TIMEOUT_S = 2.0
@@ -59,12 +58,6 @@ INTENDED_DISAGREEMENTS = {
     "forged/callable": "callable() forged: builtins.callable patched, a non-callable returned",
 }  # fmt: skip
 """The forgeries the sandbox closes: plain Python passes each, the sandbox must score it 0."""
-
-SETUP_SUPPORTED = (
-    "setup" in inspect.signature(run_sandboxed).parameters
-    and "setups" in inspect.signature(run_many).parameters
-)
-NO_SETUP = "run_sandboxed(setup=) / run_many(setups=) do not exist yet (the prompt as set-up)"
 
 
 # --- plain execution ------------------------------------------------------------------------------
@@ -218,7 +211,7 @@ def sandboxed(cases: list[Case]):
     """The sandbox's result for each case (stdio through run_stdio, the rest in one run_many)."""
     results: list = [None] * len(cases)
     judged = [i for i, c in enumerate(cases) if c.layout != "stdio"]
-    extra = {"setups": [cases[i].setup or "" for i in judged]} if SETUP_SUPPORTED else {}
+    extra = {"setups": [cases[i].setup or "" for i in judged]}
     many = run_many(
         [cases[i].program for i in judged], [cases[i].tests or "" for i in judged],
         entry_points=[cases[i].entry_point for i in judged], timeout_s=TIMEOUT_S,
@@ -242,7 +235,7 @@ def describe(result) -> str:
     return f"{result.status} {result.tests_passed}/{result.tests_total}{why}"[:220]
 
 
-def compare(cases: list[Case]) -> tuple[list[str], list[str], list[str], dict[str, float]]:
+def compare(cases: list[Case]) -> tuple[list[str], list[str], dict[str, float]]:
     """Disagreements (one line each); forgeries left out because their set-up cannot be
     given yet; cases left out because plain execution was too slow to compare; timings."""
     start = time.monotonic()
@@ -250,13 +243,11 @@ def compare(cases: list[Case]) -> tuple[list[str], list[str], list[str], dict[st
     sandbox_s = time.monotonic() - start
     plain = plain_execution(cases)
     plain_s = time.monotonic() - start - sandbox_s
-    problems, pending, inconclusive = [], [], []
+    problems, inconclusive = [], []
     for case, result, reference in zip(cases, results, plain, strict=True):
         if case.intended_disagreement is not None:
             if not reference.passed:
                 problems.append(f"{case.id}: the forgery does not pass plain execution")
-            elif case.setup is not None and not SETUP_SUPPORTED:
-                pending.append(f"{case.id}: {NO_SETUP}")
             elif result.passed or result.tests_passed:
                 problems.append(f"{case.id}: forgery scored {describe(result)} (must score 0)")
             continue
@@ -277,17 +268,13 @@ def compare(cases: list[Case]) -> tuple[list[str], list[str], list[str], dict[st
                 f"vs plain share {reference.share:.3f}"
             )
     timings = {"sandbox_s": sandbox_s, "plain_s": plain_s, "cases": len(cases)}
-    return problems, pending, inconclusive, timings
+    return problems, inconclusive, timings
 
 
-def report(
-    problems: list[str], pending: list[str], inconclusive: list[str], timings: dict[str, float]
-) -> str:
+def report(problems: list[str], inconclusive: list[str], timings: dict[str, float]) -> str:
     lines = [f"{len(problems)} disagreements over {timings['cases']} cases "
              f"(sandbox {timings['sandbox_s']:.1f} s, plain {timings['plain_s']:.1f} s):",
              *problems]  # fmt: skip
-    if pending:
-        lines += [f"{len(pending)} forgeries not judged (xfail):", *pending]
     if inconclusive:
         lines += [f"{len(inconclusive)} too slow plainly to compare:", *inconclusive]
     return "\n".join(lines)
@@ -320,8 +307,6 @@ def test_the_corpus_is_large_and_covers_every_shape():
 def test_each_forgery_passes_plainly_and_scores_zero_in_the_sandbox(case_id):
     (case,) = [c for c in corpus() if c.id == case_id]
     assert plain_one(case).passed, "not a forgery: plain execution fails it"
-    if case.setup is not None and not SETUP_SUPPORTED:
-        pytest.xfail(NO_SETUP)
     (result,) = sandboxed([case])
     assert not result.passed and result.tests_passed == 0, describe(result)
 
@@ -329,7 +314,7 @@ def test_each_forgery_passes_plainly_and_scores_zero_in_the_sandbox(case_id):
 def test_the_sandbox_agrees_with_plain_execution_on_a_stratified_subset():
     """The forgeries of the subset are judged one by one above."""
     found = compare([c for c in subset() if c.intended_disagreement is None])
-    problems, _, inconclusive, _ = found
+    problems, inconclusive, _ = found
     if problems or len(inconclusive) > MAX_INCONCLUSIVE:
         pytest.fail(report(*found), pytrace=False)
 
@@ -337,6 +322,6 @@ def test_the_sandbox_agrees_with_plain_execution_on_a_stratified_subset():
 @pytest.mark.slow
 def test_the_sandbox_agrees_with_plain_execution_on_the_whole_corpus():
     found = compare(list(corpus()))
-    problems, _, inconclusive, _ = found
+    problems, inconclusive, _ = found
     if problems or len(inconclusive) > MAX_INCONCLUSIVE:
         pytest.fail(report(*found), pytrace=False)
