@@ -19,6 +19,10 @@ Q_START = "q_start"  # Q(s_0, a_0) estimated at the states whose mc_return is lo
 EVAL_RETURN_MEAN = "eval_return_mean"  # mean undiscounted return of the evaluation episodes
 EVAL_RETURN_STD = "eval_return_std"  # standard deviation of those returns
 EVAL_LENGTH_MEAN = "eval_length_mean"  # mean length of the evaluation episodes
+# the final evaluation's 95% interval of the mean return (Student's t over its episodes;
+# summary.json, beside eval_episodes: how many episodes the headline figure rests on)
+EVAL_RETURN_LOW = "eval_return_low"
+EVAL_RETURN_HIGH = "eval_return_high"
 
 # policy optimisation
 APPROX_KL = "approx_kl"  # mean KL between the old and the new policy
@@ -80,6 +84,10 @@ PAIR_ACCURACY = "pair_accuracy"
 NLL_CHOSEN = "nll_chosen"  # DPO with rpo_alpha: -log pi(y+|x) per chosen token (RPO's term)
 TOKEN_ACCURACY = "token_accuracy"  # share of target tokens the model predicts by argmax (SFT)
 EXACT_MATCH = "exact_match"  # share of held-out prompts whose greedy completion is the answer
+EVAL_ROWS = "eval_rows"  # held-out rows exact_match was measured on
+# exact_match's 95% interval (Wilson's score interval over those rows)
+EVAL_EXACT_MATCH_LOW = "eval_exact_match_low"
+EVAL_EXACT_MATCH_HIGH = "eval_exact_match_high"
 BETA = "beta"  # the KL coefficient in force (RLHF-PPO's adaptive controller moves it)
 GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO, PPO)
 UPDATE_S = "update_s"  # seconds of the step after sampling: scoring, reference, gradient steps

@@ -88,3 +88,36 @@ def test_a_recipe_that_cannot_be_rebuilt_raises_its_own_error():
     agent.env_recipe = EnvRecipe("unrebuildable", reason="a lambda has no import path")
     with pytest.raises(EnvError, match="a lambda has no import path"):
         rlx.evaluate(agent, episodes=2)
+
+
+def test_a_deep_runs_headline_is_held_out_episodes_with_their_count_and_interval(tmp_path):
+    """summary.json's eval_return_mean comes from episodes seeded apart from training, and sits
+    beside the number of episodes and the t interval of their mean return."""
+    import json
+
+    from rlx.core.evaluation import EVAL_SEED_OFFSET
+    from rlx.core.intervals import mean_interval
+
+    agent = rlx.train("ppo", "CartPole-v1", total_steps=2048, eval_episodes=7, seed=4,
+                      run_dir=tmp_path / "r", progress=False)  # fmt: skip
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    again = rlx.evaluate(agent, "CartPole-v1", episodes=7, seed=4 + EVAL_SEED_OFFSET)
+    assert summary["eval_episodes"] == 7
+    assert summary["eval_return_mean"] == pytest.approx(again.mean_return)
+    low, high = mean_interval(list(again.returns))
+    assert (summary["eval_return_low"], summary["eval_return_high"]) == pytest.approx((low, high))
+    assert low <= summary["eval_return_mean"] <= high
+
+
+def test_a_tabular_runs_headline_is_a_greedy_evaluation_on_held_out_episodes(tmp_path):
+    import json
+
+    from rlx.core.evaluation import EVAL_SEED_OFFSET
+
+    agent = rlx.train("q-learning", "FrozenLake-v1", episodes=2000, eval_episodes=50, seed=1,
+                      run_dir=tmp_path / "q", progress=False)  # fmt: skip
+    summary = json.loads((tmp_path / "q" / "summary.json").read_text())
+    again = rlx.evaluate(agent, "FrozenLake-v1", episodes=50, seed=1 + EVAL_SEED_OFFSET)
+    assert summary["eval_episodes"] == 50
+    assert summary["eval_return_mean"] == pytest.approx(again.mean_return)
+    assert summary["eval_return_low"] <= summary["eval_return_mean"] <= summary["eval_return_high"]

@@ -327,3 +327,24 @@ def test_dpo_gradient_vanishes_when_chosen_equals_rejected(files):
     loss.backward()
     assert loss.item() == pytest.approx(np.log(2))
     assert all(p.grad.abs().max() < 1e-7 for p in model.parameters() if p.grad is not None)
+
+
+def test_exact_match_rests_on_the_whole_held_out_split_with_its_interval(files, tmp_path):
+    """The summary's headline is measured on every held-out row (not a sample), says how many,
+    and carries the Wilson interval of that share."""
+    from rlx.core.intervals import proportion_interval
+    from rlx.llm.generation import exact_match
+
+    rows = llm.arithmetic_sft(600, seed=5)
+    llm.write_jsonl(tmp_path / "big.jsonl", rows)
+    llm.sft(files["model"], tmp_path / "big.jsonl", run_dir=tmp_path / "r", steps=2,
+            eval_fraction=0.4, **FAST)  # fmt: skip
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    _, held_out = training.split_rows(rows, 0.4, 0)
+    assert len(held_out) == 240 and summary["eval_rows"] == 240  # more than the old cap of 200
+    share = exact_match(tmp_path / "r" / "model", held_out)
+    assert summary["exact_match"] == pytest.approx(share)
+    low, high = proportion_interval(round(share * 240), 240)
+    assert (summary["eval_exact_match_low"], summary["eval_exact_match_high"]) == pytest.approx(
+        (low, high)
+    )

@@ -5,7 +5,10 @@ with ``act_batch(obs_batch, deterministic)``) run up to ``MAX_EVAL_ENVS`` copies
 vector env and choose all their actions in one batched call per step.
 
 :func:`final_evaluation` is how every deep agent's run ends: the trained agent's figures for
-``summary.json``.
+``summary.json``: the mean return of ``eval_episodes`` episodes seeded apart from every
+training episode and every evaluation during training (:data:`EVAL_SEED_OFFSET`), with its 95%
+interval (``eval_return_low``, ``eval_return_high``: :mod:`rlx.core.intervals`) beside the
+number of episodes it rests on.
 
 An agent evaluated on another env than its own is checked first (:func:`check_spaces`): an env
 whose observation or action space differs from the one it trained on is an EnvError naming
@@ -23,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from rlx import metrics as M
+from rlx.core.intervals import mean_interval
 from rlx.core.masks import takes_masks
 from rlx.errors import ConfigError, EnvError, RLXError
 
@@ -44,6 +49,12 @@ class EvalStats:
     returns: tuple[float, ...]
     video: Path | None = None
     """the clip recorded beside the episodes (``video=``), if one was"""
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95% interval of the mean return (Student's t over the episodes;
+        :func:`rlx.core.intervals.mean_interval`), NaNs for one episode."""
+        return mean_interval(self.returns)
 
     def __str__(self) -> str:
         return (
@@ -264,10 +275,13 @@ def final_evaluation(agent: Any, env: Any, run: Any, episodes: int, seed: int) -
     if episodes == 0 or run.stop_requested:
         return {}
     stats = evaluate(agent, env, episodes=episodes, seed=seed + EVAL_SEED_OFFSET)
+    low, high = stats.interval
     return {
-        "eval_return_mean": stats.mean_return,
-        "eval_return_std": stats.std_return,
-        "eval_length_mean": stats.mean_length,
+        M.EVAL_RETURN_MEAN: stats.mean_return,
+        M.EVAL_RETURN_STD: stats.std_return,
+        M.EVAL_RETURN_LOW: low,
+        M.EVAL_RETURN_HIGH: high,
+        M.EVAL_LENGTH_MEAN: stats.mean_length,
         "eval_episodes": stats.episodes,
     }
 

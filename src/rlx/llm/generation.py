@@ -120,6 +120,24 @@ def exact_match(
     return hits / len(prompts)
 
 
+def held_out_exact_match(model: tuple[Any, Any], rows: Sequence[Any]) -> dict[str, float]:
+    """A stage's evaluation figures on its held-out ``rows``, all of them: ``exact_match``,
+    ``eval_rows`` (how many it rests on) and the 95% Wilson interval of the share
+    (``eval_exact_match_low``, ``eval_exact_match_high``: :mod:`rlx.core.intervals`)."""
+    from rlx import metrics as M
+    from rlx.core.intervals import proportion_interval
+
+    share = exact_match(model, rows)
+    n = len(rows)
+    low, high = proportion_interval(round(share * n), n)
+    return {
+        M.EXACT_MATCH: share,
+        M.EVAL_ROWS: float(n),
+        M.EVAL_EXACT_MATCH_LOW: low,
+        M.EVAL_EXACT_MATCH_HIGH: high,
+    }
+
+
 def mistake_pairs(
     model: str | Path | tuple[Any, Any],
     data: str | Path | Sequence[Any],

@@ -45,9 +45,6 @@ from rlx.llm.training import (
     trainable_share,
 )
 
-EVAL_ROWS = 200
-"""Held-out rows decoded per evaluation: greedy decoding is the slow part of one."""
-
 
 def guarded_reward(reward: RewardSet, config: Any, run: Any, rows: Sequence[Any] = ()) -> RewardSet:
     """``reward``'s functions as the run calls them: sandboxed when they run model-written
@@ -125,14 +122,14 @@ def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: An
 
 
 def evaluate(model: Any, tokenizer: Any, rows: list[Any], config: Any) -> dict[str, float]:
-    """``exact_match`` of the greedy completions of up to :data:`EVAL_ROWS` held-out rows;
-    nothing when there are none, they carry no answers, or ``config.eval_exact_match`` is
-    off."""
+    """``exact_match`` of the greedy completions of every held-out row, with how many and its
+    interval (:func:`rlx.llm.generation.held_out_exact_match`); nothing when there are none,
+    they carry no answers, or ``config.eval_exact_match`` is off."""
     if not rows or not config.eval_exact_match or getattr(rows[0], "answer", None) is None:
         return {}
-    from rlx.llm.generation import exact_match
+    from rlx.llm.generation import held_out_exact_match
 
-    return {M.EXACT_MATCH: exact_match((model, tokenizer), rows[:EVAL_ROWS])}
+    return held_out_exact_match((model, tokenizer), rows)
 
 
 # ============================================================================ the online loop
@@ -297,7 +294,6 @@ def online_steps(
 
 
 __all__ = [
-    "EVAL_ROWS",
     "OnlineSetup",
     "OnlineUpdate",
     "RewardFunctionError",

@@ -16,6 +16,7 @@ import numpy as np
 
 from rlx import metrics as M
 from rlx import registry
+from rlx.core.evaluation import final_evaluation
 from rlx.core.fields import CheckpointFields
 from rlx.errors import ConfigError
 from rlx.tabular import TabularConfig, TabularLearner
@@ -37,6 +38,8 @@ class TabularTrainConfig(CheckpointFields, TabularConfig):
 
     total_steps: int | None = None
     """stop once this many env steps are done, too (None: only the episode budget)"""
+    eval_episodes: int = 100
+    """greedy episodes of the final evaluation, seeded apart from training (0: none)"""
 
     def __post_init__(self) -> None:
         # both chains by name: TabularConfig (the learner's own, usable alone) ends its checks
@@ -45,6 +48,8 @@ class TabularTrainConfig(CheckpointFields, TabularConfig):
         CheckpointFields.__post_init__(self)
         if self.total_steps is not None and self.total_steps < 1:
             raise ConfigError(f"total_steps={self.total_steps} must be >= 1 (or None).")
+        if self.eval_episodes < 0:
+            raise ConfigError(f"eval_episodes={self.eval_episodes} must be >= 0 (0: none).")
 
     def learner_config(self) -> TabularConfig:
         """The learner's own fields (the run's budget and checkpoint cadence are the loop's)."""
@@ -129,14 +134,17 @@ def _train(algo: str, config: TabularTrainConfig, env: Any, run: Any) -> Tabular
             save()
     save()
     recent = learner.result().returns[-100:]
+    agent = TabularAgent(algo, config, run.env_id, _agent_state(learner))
     run.finish(
         learner.steps_done,
         {
             M.EPISODES: learner.episodes_done,
             "train_return_last100": float(np.mean(recent)) if len(recent) else None,
+            # the headline: greedy episodes no training episode started from
+            **final_evaluation(agent, env, run, config.eval_episodes, config.seed),
         },
     )
-    return TabularAgent(algo, config, run.env_id, _agent_state(learner))
+    return agent
 
 
 def _load(algo: str, config: TabularTrainConfig, env_id: str, state: dict) -> TabularAgent:

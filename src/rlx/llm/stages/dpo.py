@@ -46,7 +46,6 @@ from rlx.llm.training import (
     trains_adapter,
 )
 
-EVAL_ROWS_GENERATED = 200
 LR_SCALE = 0.1
 """DPO's default step size relative to SFT's: it moves a trained model, and TRL's default is
 lower still (5e-7 against SFT's 2e-5)."""
@@ -161,12 +160,12 @@ class DPOStage:
                 totals[f"eval_{k}"] = totals.get(f"eval_{k}", 0.0) + float(v) * len(idx)
         out = {k: v / len(held_out) for k, v in totals.items()}
         if self.config.eval_exact_match:
-            from rlx.llm.generation import exact_match
+            from rlx.llm.generation import held_out_exact_match
             from rlx.llm.tasks import SFTExample
 
-            rows = [SFTExample(r.prompt, r.chosen) for r in held_out[:EVAL_ROWS_GENERATED]]
+            rows = [SFTExample(r.prompt, r.chosen) for r in held_out]
             if all(r.prompt for r in rows):  # an empty prompt has no answer to match
-                out[M.EXACT_MATCH] = exact_match((self.model, self.tokenizer), rows)
+                out.update(held_out_exact_match((self.model, self.tokenizer), rows))
         return out
 
     def save_model(self, out: Path) -> None:

@@ -44,8 +44,6 @@ from rlx.llm.training import (
     trains_adapter,
 )
 
-EVAL_ROWS_GENERATED = 200  # held-out prompts decoded per evaluation: greedy decoding is slow
-
 TARGET_ROWS = 20_000
 """Rows (pairs) a run sees when neither steps nor epochs is given."""
 
@@ -126,7 +124,8 @@ def encode(tokenizer: Any, rows: list[Any], max_length: int) -> list[EncodedSequ
 def evaluate_sft(
     model: Any, tokenizer: Any, held: list[EncodedSequence], rows: list[Any], config: SFTConfig
 ) -> dict[str, float]:
-    """Held-out token loss and accuracy, and greedy exact match on up to 200 prompts."""
+    """Held-out token loss and accuracy, and greedy exact match on every held-out prompt
+    (with how many and its interval)."""
     if not held:
         return {}
     totals = {"loss": 0.0, "token_accuracy": 0.0}
@@ -141,9 +140,9 @@ def evaluate_sft(
     out = {f"eval_{k}": v / max(tokens, 1) for k, v in totals.items()}
     prompted = [r for r in rows if not isinstance(r, ChatExample) and r.prompt]
     if config.eval_exact_match and prompted:
-        from rlx.llm.generation import exact_match
+        from rlx.llm.generation import held_out_exact_match
 
-        out[M.EXACT_MATCH] = exact_match((model, tokenizer), prompted[:EVAL_ROWS_GENERATED])
+        out.update(held_out_exact_match((model, tokenizer), prompted))
     return out
 
 
