@@ -32,7 +32,9 @@ def test_wilson_interval_stays_in_0_1_and_is_not_a_point_at_the_ends():
     low, high = proportion_interval(0, 10)
     assert low == 0.0 and high == pytest.approx(0.277530, abs=1e-5)  # (2 z^2/20) / (1 + z^2/10)
     low, high = proportion_interval(10, 10)
-    assert high == pytest.approx(1.0) and high <= 1.0 and low == pytest.approx(1 - 0.277530, abs=1e-5)
+    assert (
+        high == pytest.approx(1.0) and high <= 1.0 and low == pytest.approx(1 - 0.277530, abs=1e-5)
+    )
 
 
 def test_a_share_outside_its_count_is_refused():
