@@ -8,7 +8,8 @@
     policy_loss, value_loss, explained_variance, lr, grad_norm, and the finished episodes.
 
 With ``gae_lambda = 1`` (the default) the advantage is the n-step return minus ``V``: the
-rewards to the end of the rollout plus the discounted value of where it stopped.
+rewards to the end of the rollout plus the discounted value of where it stopped. ``Box``
+actions may explore with state-dependent noise (``use_sde``, gSDE, :mod:`rlx.core.sde`).
 The loop (collection, checkpoints, evaluation), GAE and the losses are shared with PPO
 (:func:`rlx.core.on_policy.train_on_policy`); with ``runners=K`` the rollouts come from K Ray
 env runners, handed in as ``remote``.
@@ -33,6 +34,7 @@ from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
 from rlx.core.rollout_batch import RolloutBatch, policy_shift, prepare_batch
 from rlx.core.runners import EnvRunners
+from rlx.core.sde import check_sde_fields
 
 
 # ============================================================================ config
@@ -72,11 +74,18 @@ class A2CConfig(RunnerFields, RunFields):
     normalize_rewards: bool = False
     """scale rewards by the running std of the discounted return"""
     log_std_init: float = 0.0
-    """initial log std of a Gaussian policy"""
+    """initial log std of a Gaussian policy (with use_sde: of each entry of gSDE's sigma matrix)"""
+    use_sde: bool = False
+    """state-dependent exploration (gSDE, Box actions): noise z(s) theta, z the last hidden layer"""
+    sde_sample_freq: int = -1
+    """with use_sde: new exploration matrices every this many steps per copy (-1: per rollout)"""
+    use_expln: bool = False
+    """with use_sde: sigma = expln(log_std) (log1p(x) + 1 above 0) instead of exp(log_std)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_on_policy_fields(self)
+        check_sde_fields(self)
 
 
 # ============================================================================ the loss

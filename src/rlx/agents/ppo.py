@@ -9,8 +9,10 @@
     explained_variance, lr, grad_norm, and the episodes that finished.
 
 ``Discrete`` actions get a softmax policy; ``Box`` actions a Gaussian with a state-independent
-log std and normalised observations. ``hidden_sizes=()`` gives the linear case: a softmax
-policy linear in the features with a linear critic (``docs/concepts/policy-formulas.md``).
+log std and normalised observations, or with ``use_sde`` state-dependent exploration (gSDE,
+:mod:`rlx.core.sde`: noise ``z(s) theta_eps`` from the actor's last hidden layer).
+``hidden_sizes=()`` gives the linear case: a softmax policy linear in the features with a
+linear critic (``docs/concepts/policy-formulas.md``).
 The loop (collection, checkpoints, evaluation), GAE and the losses live in :mod:`rlx.core`
 (:func:`rlx.core.on_policy.train_on_policy`); this file is the algorithm: its config, its
 loss and its update. With ``runners=K`` the rollouts come from K Ray env runners of N copies
@@ -38,6 +40,7 @@ from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import clipped_surrogate, entropy_bonus, normalize, value_loss
 from rlx.core.rollout_batch import RolloutBatch, mean_metrics, prepare_batch
 from rlx.core.runners import EnvRunners
+from rlx.core.sde import check_sde_fields
 from rlx.errors import ConfigError
 
 
@@ -87,11 +90,18 @@ class PPOConfig(RunnerFields, RunFields):
     normalize_rewards: bool = False
     """scale rewards by the running std of the discounted return"""
     log_std_init: float = 0.0
-    """initial log std of a Gaussian policy"""
+    """initial log std of a Gaussian policy (with use_sde: of each entry of gSDE's sigma matrix)"""
+    use_sde: bool = False
+    """state-dependent exploration (gSDE, Box actions): noise z(s) theta, z the last hidden layer"""
+    sde_sample_freq: int = -1
+    """with use_sde: new exploration matrices every this many steps per copy (-1: per rollout)"""
+    use_expln: bool = False
+    """with use_sde: sigma = expln(log_std) (log1p(x) + 1 above 0) instead of exp(log_std)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_on_policy_fields(self)
+        check_sde_fields(self)
         if self.clip_eps <= 0:
             raise ConfigError(
                 f"PPOConfig: clip_eps={self.clip_eps} must be > 0 (default 0.2; 0.1 is timid, "

@@ -1,7 +1,8 @@
 """The math of off-policy continuous control (SAC, TD3), as small pure functions.
 
 - :func:`squashed_gaussian_sample` draws SAC's tanh-squashed Gaussian action with its
-  log-probability (change-of-variables correction included).
+  log-probability (change-of-variables correction included); :func:`squashed_sde_sample` the
+  same with state-dependent exploration (gSDE, :mod:`rlx.core.sde`).
 - :func:`box_action_bounds` checks the action space at the door; :class:`ActionScaler` maps
   the policy's ``[-1, 1]`` box onto the env's ``[low, high]`` and back.
 - :func:`sac_target` and :func:`td3_target` build the critics' regression targets;
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from rlx import metrics as M
+from rlx.core.sde import sde_noise, sde_scale, sde_std
 from rlx.core.targets import td_target
 from rlx.errors import EnvError
 
@@ -119,6 +121,36 @@ def squashed_gaussian_sample(
         noise = torch.randn_like(mean)
     u = mean + log_std.exp() * noise
     log_normal = -0.5 * noise.square() - log_std - HALF_LOG_2PI
+    log_det = 2.0 * (LOG_2 - u - F.softplus(-2.0 * u))
+    return torch.tanh(u), (log_normal - log_det).sum(dim=-1)
+
+
+def squashed_sde_sample(
+    mean: Tensor,
+    latent: Tensor,
+    log_std: Tensor,
+    noise: Tensor | None = None,
+    use_expln: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """SAC's action with state-dependent exploration (gSDE, :mod:`rlx.core.sde`), in
+    ``[-1, 1]^d``, and its log-probability, reparameterised.
+
+    ``theta = sigma * xi`` with ``xi ~ N(0, 1)`` ``[latent_dim, d]`` (or the given ``noise``)
+    is one exploration matrix for the whole batch (SB3 draws one per gradient step);
+    ``u = mu(s) + z(s) theta`` with the features ``z`` detached, ``a = tanh(u)``, and
+
+        log pi(a|s) = sum_k [log N(u_k; mu_k, v_k) - log(1 - tanh(u_k)**2)],
+        v_k(s) = sum_j z_j(s)**2 sigma_jk**2
+
+    The gradient reaches ``sigma`` through ``theta`` and ``v``, the network through ``mu``.
+    """
+    std = sde_std(log_std, use_expln)
+    if noise is None:
+        noise = torch.randn_like(std)
+    eps = sde_noise(latent.detach(), std * noise)
+    scale = sde_scale(latent, log_std, use_expln)
+    u = mean + eps
+    log_normal = -0.5 * (eps / scale).square() - scale.log() - HALF_LOG_2PI
     log_det = 2.0 * (LOG_2 - u - F.softplus(-2.0 * u))
     return torch.tanh(u), (log_normal - log_det).sum(dim=-1)
 

@@ -17,6 +17,9 @@ written out (a distribution object costs more to build than this arithmetic on a
 - :func:`bernoulli_log_prob_entropy`: ``MultiBinary``, one sigmoid per entry;
 - :func:`gaussian_log_prob_entropy`: a ``Box``, the diagonal Gaussian above.
 
+State-dependent exploration (gSDE) for ``Box`` actions, whose Gaussian's variance depends on
+the state's features, is :mod:`rlx.core.sde`'s.
+
 A factored policy's entries are independent given the state, so
 ``log pi(a|s) = sum_i log pi_i(a_i|s)`` and ``H(pi) = sum_i H(pi_i)``. Invalid actions are
 masked in the logits (:func:`mask_logits`) before any of it.

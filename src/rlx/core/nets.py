@@ -65,6 +65,14 @@ class MLP(nn.Module):
                 x = self.activation(x)
         return x
 
+    def latent_and_output(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(z, out)``: the last hidden layer's activations ``z`` (the input itself without
+        hidden layers) and the output, from one pass (gSDE's features, :mod:`rlx.core.sde`)."""
+        layers = cast("list[nn.Linear]", self.layers)
+        for layer in layers[:-1]:
+            x = self.activation(F.linear(x, layer.weight, layer.bias))
+        return x, F.linear(x, layers[-1].weight, layers[-1].bias)
+
 
 def mlp(
     in_dim: int,

@@ -2,7 +2,8 @@
 
     every update:
         collect T vector steps of N env copies with the current policy (here, or on K Ray
-            env runners of N copies each, side by side as one rollout of K x N copies)
+            env runners of N copies each, side by side as one rollout of K x N copies);
+            gSDE draws new exploration matrices at its start (and every sde_sample_freq steps)
         the algorithm's update on that rollout (V, log pi_old, advantages, gradient steps)
         log the update's diagnostics and the episodes that ended (and, every eval_every env
             steps, a deterministic evaluation); checkpoint when due
@@ -24,7 +25,8 @@ What the loop is made of lives beside it:
   restores.
 - here, :func:`on_policy_state` / :func:`restore_on_policy_state` checkpoint everything a
   resumed run needs to continue exactly: networks, optimizer, step, normalisation statistics,
-  RNG states, and the envs mid-episode (:mod:`rlx.core.env_state`);
+  RNG states, gSDE's exploration matrices, and the envs mid-episode
+  (:mod:`rlx.core.env_state`);
   :class:`OnPolicyMethod` is what an algorithm adds to the loop (its optimizer, its update);
   :func:`train_on_policy` is the loop.
 
@@ -74,14 +76,19 @@ def on_policy_state(
     collector: Collector,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
-    """Everything a resumed run needs to continue exactly, plus the agent for ``rlx.load``."""
-    return {
+    """Everything a resumed run needs to continue exactly, plus the agent for ``rlx.load``
+    (with gSDE, its exploration matrices too: ``log sigma`` is among the parameters)."""
+    state = {
         "step": step,
         "optimizer": optimizer.state_dict(),
         "collector": collector.state_dict(),
         "rng": rng_state(rng),
         "agent": agent_state(policy, collector),
     }
+    if policy.use_sde:
+        matrices = policy.exploration_matrices
+        state["sde_noise"] = None if matrices is None else matrices.copy()
+    return state
 
 
 def restore_on_policy_state(
@@ -102,6 +109,8 @@ def restore_on_policy_state(
         ) from exc
     collector.load_state_dict(state["collector"])
     set_rng_state(state["rng"], rng)
+    if policy.use_sde and state.get("sde_noise") is not None:
+        policy.exploration_matrices = state["sde_noise"].copy()
     return int(state["step"])
 
 
@@ -173,6 +182,8 @@ def train_on_policy(
     with make_collector(config, env, run.env_id, algo, remote) as collector:
         critic = True if method.critic is None else method.critic(config)
         policy = build_policy(config, collector, critic=critic, device=device)
+        if getattr(config, "use_sde", False):  # gSDE: log sigma becomes a matrix
+            policy.enable_sde(config.log_std_init, use_expln=config.use_expln)
         optimizer = method.optimizer(policy, config)
         buffer = collector.new_buffer(getattr(config, method.rollout_steps))
         step = 0

@@ -6,7 +6,11 @@
 - ``MultiBinary(n)`` actions: one Bernoulli per entry, ``pi(a_i = 1|s) = sigmoid(z_i(s))``.
 - ``Box`` actions: a diagonal Gaussian ``N(mu(s), diag(sigma**2))`` whose log std is one
   learned vector, independent of the state (as in PPO's paper); the env receives the sampled
-  action clipped to the box, the log-probability is that of the unclipped sample.
+  action clipped to the box, the log-probability is that of the unclipped sample. With
+  ``use_sde`` the noise is state-dependent instead (gSDE, :mod:`rlx.core.sde`):
+  ``a = mu(s) + z(s) theta_eps``, ``z(s)`` the actor's last hidden layer, ``theta_eps`` an
+  exploration matrix per env copy held between :meth:`ActorCritic.reset_noise` calls, and
+  ``log sigma`` a learned ``[latent_dim, act_dim]`` matrix.
 - An empty ``hidden_sizes`` gives the linear case exactly: logits ``theta x`` and value
   ``w . x``, linear in the features and without bias terms
   (``docs/concepts/policy-formulas.md``).
@@ -42,9 +46,10 @@ from rlx.core.distributions import (
     gaussian_log_prob_entropy,
     mask_logits,
 )
-from rlx.core.nets import mlp, orthogonal_init
+from rlx.core.nets import MLP, mlp, orthogonal_init
 from rlx.core.observations import ObservationLayout, observation_encoder
-from rlx.errors import EnvError
+from rlx.core.sde import sample_exploration_matrices, sde_log_prob_entropy, sde_noise
+from rlx.errors import ConfigError, EnvError
 
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu}
 POLICY_OUT_GAIN = 0.01  # a new policy starts near uniform (or near mean 0)
@@ -124,9 +129,12 @@ class ActorCritic(nn.Module):
         hidden_sizes: hidden layers of both networks; ``()`` makes both linear, no bias.
         activation: ``"tanh"`` (PPO's and SB3's choice) or ``"relu"`` between hidden layers.
         critic: build the value network too (REINFORCE without a learned baseline has none).
-        log_std_init: initial log standard deviation of a Gaussian policy.
+        log_std_init: initial log standard deviation of a Gaussian policy (of every entry
+            of gSDE's ``[latent_dim, act_dim]`` matrix with ``use_sde``).
         observation: :attr:`ObservationLayout.spec` of the observations (None: a plain
             vector of ``obs_dim`` numbers).
+        use_sde: state-dependent exploration for ``Box`` actions (:meth:`enable_sde`).
+        use_expln: with ``use_sde``, ``sigma = expln(log_std)`` instead of ``exp(log_std)``.
     """
 
     def __init__(
@@ -139,6 +147,8 @@ class ActorCritic(nn.Module):
         critic: bool = True,
         log_std_init: float = 0.0,
         observation: list[dict[str, Any]] | None = None,
+        use_sde: bool = False,
+        use_expln: bool = False,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -163,6 +173,8 @@ class ActorCritic(nn.Module):
         self.high = np.asarray(actions["high"], np.float32) if gaussian else None
         self.encoder = observation_encoder(ObservationLayout.of_spec(observation, obs_dim))
         features = obs_dim if self.encoder is None else self.encoder.features
+        # gSDE's z(s): the actor's last hidden layer, or what it reads when it has none
+        self.latent_dim = int(hidden_sizes[-1]) if len(hidden_sizes) else int(features)
         act = ACTIVATIONS[activation]
         self.actor = _network(features, self.action_dim, hidden_sizes, act, POLICY_OUT_GAIN)
         self.critic = _network(features, 1, hidden_sizes, act, 1.0) if critic else None
@@ -170,6 +182,36 @@ class ActorCritic(nn.Module):
             nn.Parameter(torch.full((self.action_dim,), float(log_std_init))) if gaussian else None
         )
         self._numpy_actor: NumpyForward | None = None
+        self.use_sde = self.use_expln = False
+        # gSDE's theta_eps, one per env copy [N, latent_dim, act_dim] (None: not drawn yet)
+        self.exploration_matrices: np.ndarray | None = None
+        if use_sde:
+            self.enable_sde(log_std_init, use_expln=use_expln)
+
+    def enable_sde(self, log_std_init: float, *, use_expln: bool = False) -> None:
+        """Switch the Gaussian policy to state-dependent exploration (gSDE, :mod:`rlx.core.sde`):
+        ``log sigma`` becomes a ``[latent_dim, act_dim]`` matrix filled with ``log_std_init``
+        (call it before an optimizer takes the parameters). The architecture records it, so
+        a checkpoint rebuilds the same policy."""
+        if self.kind != "gaussian":
+            raise ConfigError(
+                f"use_sde=True (state-dependent exploration) needs continuous (Box) actions; "
+                f"this policy's actions are {self.kind}; set use_sde=False."
+            )
+        shape = (self.latent_dim, self.action_dim)
+        device = next(self.parameters()).device
+        self.log_std = nn.Parameter(torch.full(shape, float(log_std_init), device=device))
+        self.use_sde, self.use_expln = True, bool(use_expln)
+        self.architecture.update(use_sde=True, use_expln=self.use_expln)
+        self.exploration_matrices = None
+
+    def reset_noise(self, rng: np.random.Generator, count: int) -> None:
+        """gSDE: draw ``count`` new exploration matrices ``theta_eps ~ N(0, sigma**2)`` (one per
+        env copy) from ``rng``; :meth:`sample` uses them until the next call."""
+        assert self.log_std is not None
+        self.exploration_matrices = sample_exploration_matrices(
+            self.log_std, count, rng, self.use_expln
+        )
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> ActorCritic:
         # .to(), .double() and the like may move the parameters: the numpy views follow
@@ -197,21 +239,43 @@ class ActorCritic(nn.Module):
         if self.encoder is None:
             return (*self.log_prob_entropy(obs, actions, masks), self.value(obs))
         x = self.encoder(obs)  # once for both heads
-        log_prob, entropy = self.log_prob_entropy_of(self.actor(x), actions, masks)
+        log_prob, entropy = self._log_prob_entropy_of_features(x, actions, masks)
         return log_prob, entropy, self._critic(x)
 
     def log_prob_entropy(
         self, obs: Tensor, actions: Tensor, masks: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """``log pi(a|s)`` ``[B]`` and the entropy ``H(pi(.|s))`` (``[B]``, or ``[]`` if
-        Gaussian), from the formulas of :mod:`rlx.core.distributions`; ``masks`` ``[B, n]``
-        (True: a valid action) for ``Discrete`` and ``MultiDiscrete`` actions."""
-        return self.log_prob_entropy_of(self.actor(self.features(obs)), actions, masks)
+        Gaussian without gSDE), from the formulas of :mod:`rlx.core.distributions` and
+        :mod:`rlx.core.sde`; ``masks`` ``[B, n]`` (True: a valid action) for ``Discrete`` and
+        ``MultiDiscrete`` actions."""
+        return self._log_prob_entropy_of_features(self.features(obs), actions, masks)
+
+    def _log_prob_entropy_of_features(
+        self, x: Tensor, actions: Tensor, masks: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        if self.use_sde:
+            latent, out = self.actor_latent_and_output(x)
+            return self.log_prob_entropy_of(out, actions, masks, latent=latent)
+        return self.log_prob_entropy_of(self.actor(x), actions, masks)
+
+    def actor_latent_and_output(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """gSDE's features ``z(s)`` (the actor's last hidden layer) and the actor's output,
+        from the MLPs' input ``x`` in one pass."""
+        if isinstance(self.actor, MLP):
+            return self.actor.latent_and_output(x)
+        return x, self.actor(x)
 
     def log_prob_entropy_of(
-        self, out: Tensor, actions: Tensor, masks: Tensor | None = None
+        self,
+        out: Tensor,
+        actions: Tensor,
+        masks: Tensor | None = None,
+        *,
+        latent: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """:meth:`log_prob_entropy` from the actor's output ``out``."""
+        """:meth:`log_prob_entropy` from the actor's output ``out`` (and, with gSDE, its
+        features ``latent``)."""
         if self.kind == "categorical":
             return categorical_log_prob_entropy(mask_logits(out, masks), actions)
         if self.kind == "factored":
@@ -221,6 +285,10 @@ class ActorCritic(nn.Module):
         if self.kind == "binary":
             return bernoulli_log_prob_entropy(out, actions)
         assert self.log_std is not None
+        if self.use_sde:
+            if latent is None:
+                raise ValueError("a gSDE policy's log-probabilities need its features z(s).")
+            return sde_log_prob_entropy(out, latent, self.log_std, actions, self.use_expln)
         return gaussian_log_prob_entropy(out, self.log_std, actions)
 
     def value(self, obs: Tensor) -> Tensor:
@@ -236,13 +304,28 @@ class ActorCritic(nn.Module):
     def actor_output(self, obs: np.ndarray) -> np.ndarray:
         """The actor's output for a batch of observations, as numpy: in numpy itself for an
         MLP on the CPU (:class:`NumpyForward`), else one torch pass on the policy's device."""
-        if self._numpy_actor is None and self.encoder is None and self.device.type == "cpu":
-            self._numpy_actor = NumpyForward(self.actor)  # until .to() moves the parameters
-        if self._numpy_actor is not None:
-            return self._numpy_actor(obs)
+        numpy_actor = self._numpy_forward()
+        if numpy_actor is not None:
+            return numpy_actor(obs)
         with torch.inference_mode():
             x = torch.from_numpy(obs).to(self.device)
             return self.actor(self.features(x)).cpu().numpy()
+
+    def actor_latent_and_output_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`actor_latent_and_output` of a batch of observations, as numpy (as
+        :meth:`actor_output` computes it)."""
+        numpy_actor = self._numpy_forward()
+        if numpy_actor is not None:
+            return numpy_actor.latent_and_output(obs)
+        with torch.inference_mode():
+            x = torch.from_numpy(obs).to(self.device)
+            latent, out = self.actor_latent_and_output(self.features(x))
+            return latent.cpu().numpy(), out.cpu().numpy()
+
+    def _numpy_forward(self) -> NumpyForward | None:
+        if self._numpy_actor is None and self.encoder is None and self.device.type == "cpu":
+            self._numpy_actor = NumpyForward(self.actor)  # until .to() moves the parameters
+        return self._numpy_actor
 
     def sample(
         self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None
@@ -250,10 +333,19 @@ class ActorCritic(nn.Module):
         """Actions ``a ~ pi(.|s)`` for a batch of observations, drawn from ``rng``.
 
         Softmax by the inverse CDF of one uniform per row (per entry for ``MultiDiscrete``);
-        Bernoulli entries as ``u < sigmoid(z)``; Gaussian as ``mu + sigma * z``. The Gaussian
-        sample is returned unclipped (see :meth:`env_action`); ``masks`` rule out invalid
-        actions.
+        Bernoulli entries as ``u < sigmoid(z)``; Gaussian as ``mu + sigma * z``; with gSDE
+        ``mu(s) + z(s) theta_eps``, row ``i`` with the exploration matrix of env copy ``i``
+        (:meth:`reset_noise`; a batch of another size draws matrices of its own from ``rng``
+        for this call). The Gaussian sample is returned unclipped (see :meth:`env_action`);
+        ``masks`` rule out invalid actions.
         """
+        if self.use_sde:
+            latent, out = self.actor_latent_and_output_numpy(obs)
+            matrices = self.exploration_matrices
+            if matrices is None or len(matrices) != len(out):
+                assert self.log_std is not None
+                matrices = sample_exploration_matrices(self.log_std, len(out), rng, self.use_expln)
+            return (out + sde_noise(latent, matrices)).astype(np.float32)
         out = self.actor_output(obs)
         if self.kind == "categorical":
             return _inverse_cdf(_masked(out, masks), rng.random(len(out)))
@@ -270,7 +362,7 @@ class ActorCritic(nn.Module):
 
     def mode(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         """The most likely actions: ``argmax_a pi(a|s)`` (per entry when factored), or the
-        Gaussian mean ``mu(s)``."""
+        Gaussian mean ``mu(s)`` (no noise, with gSDE too)."""
         with torch.inference_mode():
             x = torch.from_numpy(obs).to(self.device)
             out = self.actor(self.features(x)).cpu().numpy()
@@ -343,6 +435,28 @@ class NumpyForward:
                 )
                 for layer in layers
             ]
+
+    def latent_and_output(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The last hidden layer's activations (the input without hidden layers) and the
+        output: :meth:`rlx.core.nets.MLP.latent_and_output` in numpy."""
+        if self.layers is None:
+            with torch.inference_mode():
+                t = torch.from_numpy(x)
+                if isinstance(self.net, MLP):
+                    latent, out = self.net.latent_and_output(t)
+                    return latent.numpy(), out.numpy()
+                return x, self.net(t).numpy()
+        for weight_t, bias in self.layers[:-1]:
+            x = x @ weight_t
+            if bias is not None:
+                x += bias
+            assert self.activation is not None  # several layers: __init__ found it
+            x = self.activation(x)
+        weight_t, bias = self.layers[-1]
+        out = x @ weight_t
+        if bias is not None:
+            out += bias
+        return x, out
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.layers is None:

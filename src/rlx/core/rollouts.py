@@ -9,7 +9,10 @@
   (:class:`RolloutFragment`) side by side, as one collector of ``runners x num_envs`` copies.
 
 Either way a collection fills the learner's rollout buffer and returns the env-step count
-after it and the :class:`Episodes` that ended. Steps count real transitions over all env
+after it and the :class:`Episodes` that ended. A policy with state-dependent exploration
+(gSDE, :mod:`rlx.core.sde`) gets new exploration matrices, one per env copy, at the start of
+every collection and, with ``sde_sample_freq = n >= 1``, every ``n`` vector steps of it (SB3's
+cadence: ``n`` steps of each copy). Steps count real transitions over all env
 copies: under Gymnasium's NEXT_STEP autoreset the step after a done only resets that copy; its
 row in the buffer is marked ``valid=False`` and is not counted. The off-policy side is laid
 out alike (:mod:`rlx.core.transitions`).
@@ -32,6 +35,7 @@ from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.observations import ObservationLayout
 from rlx.core.policies import ActorCritic, action_kind, describe_action_space, mask_size
 from rlx.core.runners import EnvRunners, RunnerGroup, numpy_state, torch_state
+from rlx.core.sde import refuse_discrete_sde
 from rlx.core.seeding import env_seed
 from rlx.errors import ConfigError
 
@@ -63,6 +67,10 @@ class Collector:
             for observations with images, whose pixels the CNN scales by 1/255).
         reward_scale_gamma: scale rewards by the running std of the discounted return with
             this gamma (None: raw rewards).
+        use_sde: the policy explores with gSDE; refused (:class:`ConfigError`) for actions
+            other than a ``Box``.
+        sde_sample_freq: with gSDE, new exploration matrices every this many vector steps
+            of a collection too (-1: only at its start).
 
     The statistics stay fixed during a collection and are updated after it, so every row of a
     rollout, and the log-probabilities of the policy that chose its action, see one
@@ -85,13 +93,16 @@ class Collector:
         env_id: str,
         normalize_obs: bool | None = None,
         reward_scale_gamma: float | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
     ) -> None:
         self.vec = make_vec_env(env, num_envs)
         self.num_envs = num_envs
+        self.sde_sample_freq = sde_sample_freq
         try:
             spaces = self.vec.single_observation_space, self.vec.single_action_space
             self.layout, self.actions, self.normalizer = collector_spaces(
-                *spaces, algo, env_id, normalize_obs
+                *spaces, algo, env_id, normalize_obs, use_sde=use_sde
             )
             self.raw_obs, infos = self.vec.reset(seed=seed)
             self.read_masks = mask_reader(self.vec, infos, mask_size(self.actions))
@@ -137,13 +148,19 @@ class Collector:
         With ``until_every_copy_done`` the collection stops early, once every copy has ended
         an episode in it (Monte Carlo methods need whole episodes); ``buffer.t`` says how many
         steps were filled. Env steps count transitions: the reset-only steps of NEXT_STEP
-        autoreset are not counted (as Stable-Baselines3's same-step reset has none).
+        autoreset are not counted (as Stable-Baselines3's same-step reset has none). A gSDE
+        policy draws its exploration matrices from ``rng`` at the start and every
+        ``sde_sample_freq`` vector steps (module docstring).
         """
         buffer.reset()
         raw_rows, raw_rewards = [], []
         ended = np.zeros(self.num_envs, dtype=bool)
         masked = {} if self.masks is None else {"masks": self.masks}
+        if policy.use_sde:
+            policy.reset_noise(rng, self.num_envs)
         while not buffer.full and not (until_every_copy_done and ended.all()):
+            if policy.use_sde and _resample_due(buffer.t, self.sde_sample_freq):
+                policy.reset_noise(rng, self.num_envs)
             flat = self.layout.flatten(self.raw_obs)
             obs = self.normalized(flat)
             raw_rows.append(flat)
@@ -253,14 +270,30 @@ class Collector:
         self.vec.close()
 
 
+def _resample_due(t: int, sde_sample_freq: int) -> bool:
+    """Whether gSDE draws new exploration matrices before vector step ``t`` (from 0) of a
+    collection, beyond the draw at its start: every ``sde_sample_freq`` steps when that is
+    >= 1, never with -1."""
+    return sde_sample_freq > 0 and t > 0 and t % sde_sample_freq == 0
+
+
 def collector_spaces(
-    obs_space: Any, action_space: Any, algo: str, env_id: str, normalize_obs: bool | None
+    obs_space: Any,
+    action_space: Any,
+    algo: str,
+    env_id: str,
+    normalize_obs: bool | None,
+    *,
+    use_sde: bool = False,
 ) -> tuple[ObservationLayout, dict[str, Any], ObsNormalizer | None]:
     """The observation layout, the actions (:func:`describe_action_space`) and the
     observation normaliser a collector of these spaces uses (module docstring of
-    :class:`Collector` for ``normalize_obs``)."""
+    :class:`Collector` for ``normalize_obs``); ``use_sde`` on actions other than a ``Box``
+    is refused here, before anything runs."""
     layout = ObservationLayout.of_space(obs_space, algo, env_id)
     actions = describe_action_space(action_space, algo, env_id)
+    if use_sde:
+        refuse_discrete_sde(action_kind(actions), algo, env_id, action_space)
     if normalize_obs and layout.has_images:
         raise ConfigError(
             f"{algo}: normalize_obs is for vector observations; {env_id}'s "
@@ -403,9 +436,11 @@ class RunnerCollector:
         env_id: str,
         normalize_obs: bool | None = None,
         reward_scale_gamma: float | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
     ) -> None:
         self.layout, self.actions, self.normalizer = collector_spaces(
-            *env_spaces(env), algo, env_id, normalize_obs
+            *env_spaces(env), algo, env_id, normalize_obs, use_sde=use_sde
         )
         self.obs_dim = self.layout.dim
         normalize_obs = self.normalizer is not None
@@ -418,6 +453,7 @@ class RunnerCollector:
         self.options = {
             "env": env, "num_envs": num_envs, "algo": algo, "env_id": env_id,
             "normalize_obs": normalize_obs, "reward_scale_gamma": reward_scale_gamma,
+            "use_sde": use_sde, "sde_sample_freq": sde_sample_freq,
         }  # fmt: skip
         self.group: RunnerGroup | None = None
         self.assemble_s = 0.0  # the last round's assembly into the buffer (for benchmarks)
@@ -438,7 +474,8 @@ class RunnerCollector:
     ) -> tuple[int, Episodes]:
         """Every runner's fragment with the current policy, in ``buffer``; returns the step
         count after them and the episodes that ended (``rng`` is unused: runners draw their
-        actions from their own generators). The runners start on the first call."""
+        actions, and gSDE's exploration matrices, from their own generators). The runners
+        start on the first call."""
         if until_every_copy_done:
             raise ConfigError(
                 "collecting whole episodes runs in one process; leave runners out (None)."
@@ -539,6 +576,8 @@ def make_collector(
         "env_id": env_id,
         "normalize_obs": config.normalize_obs,
         "reward_scale_gamma": config.gamma if getattr(config, "normalize_rewards", False) else None,
+        "use_sde": getattr(config, "use_sde", False),
+        "sde_sample_freq": getattr(config, "sde_sample_freq", -1),
     }
     if getattr(config, "runners", None) is None:
         return contextlib.nullcontext(Collector(env, config.num_envs, config.seed, **options))
