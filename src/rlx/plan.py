@@ -1,8 +1,9 @@
 """Resolve a run once (the algorithm, its config, its env, its folder) and carry it out.
 
 :func:`plan` decides everything before a run starts: the algorithm, its config from defaults,
-the env's preset, overrides or the resumed run's record (``config.json``, read here once),
-the env and how to build it again, and what to do with the run folder. :func:`train_planned`
+the env's preset (rlx's own, else rl-baselines3-zoo's: :mod:`rlx.launch.presets`), overrides
+or the resumed run's record (``config.json``, read here once), the env and how to build it
+again, and what to do with the run folder. :func:`train_planned`
 carries the :class:`Plan` out. ``rlx.train`` (:mod:`rlx.api`), the CLI, seed groups
 (:mod:`rlx.seed_groups`) and healing (:mod:`rlx.heal`) all train through these two, so a
 config is resolved in one place.
@@ -39,6 +40,7 @@ from rlx.core.env_recipe import (
     recipe_of,
 )
 from rlx.errors import CheckpointError, ConfigError, RLXError, RunError
+from rlx.launch.presets import NO_PRESET, ChosenPreset, choose_preset
 from rlx.runs import CONFIG_FILE, SUMMARY_FILE, RunRecord, read_record
 from rlx.runs.folder import has_checkpoint, inspect_folder
 
@@ -70,6 +72,9 @@ class Plan:
     """more fields for config.json (a healed run's lineage, :mod:`rlx.heal`)"""
     history: dict[str, Any] | None = None
     """more fields for this opening's entry in config.json's history"""
+    chosen_preset: ChosenPreset | None = None
+    """the preset's source, what of it rlx does not follow (config.json and the first lines
+    on stderr; :mod:`rlx.launch.presets`)"""
 
 
 def env_label(env: Any) -> str:
@@ -108,8 +113,10 @@ def plan(
 ) -> Plan:
     """Resolve a run once: the algorithm, the config, the env and where it is written.
 
-    A new run's config is the defaults, then the env's preset, then ``overrides``; a resumed
-    run's is its ``config.json`` (read here, once), then ``overrides`` (e.g. a larger budget),
+    A new run's config is the defaults, then the env's preset (rlx's own, else
+    rl-baselines3-zoo's: :func:`rlx.launch.presets.choose_preset`), then ``overrides``; a
+    resumed run's is its ``config.json`` (read here, once; no preset is applied again), then
+    ``overrides`` (e.g. a larger budget),
     and its env is the recorded one (rebuilt from its recipe) unless ``env`` is given.
     ``env_kwargs`` go to ``gymnasium.make`` or to the ``module:factory`` entry point.
     Rebuilding a recorded env from code the folder names needs ``trust_env_code``
@@ -146,7 +153,7 @@ def plan(
         overrides["data"] = str(env)
     env, recipe = env_and_recipe(env, env_kwargs)
     env_id = env_label(env)
-    config, preset = checked_config(spec, env_id, overrides)
+    config, preset = configured(spec, env_id, overrides)
     if run_dir is None and world_size() > 1:
         # each process would stamp its own default name at its own second
         raise RunError(
@@ -155,7 +162,8 @@ def plan(
         )
     folder = Path(run_dir) if run_dir is not None else default_run_dir(spec.name, env_id)
     replace, note = _folder_for_a_new_run(folder, overwrite, consent)
-    return Plan(spec, config, env, env_id, folder, preset, None, recipe, replace, note)
+    return Plan(spec, config, env, env_id, folder, preset.name, None, recipe, replace, note,
+                chosen_preset=preset)  # fmt: skip
 
 
 def _resume_plan(
@@ -194,14 +202,16 @@ def _resume_plan(
     else:
         env, recipe = env_and_recipe(env, env_kwargs)
     folder = Path(run_dir)
+    recorded = ChosenPreset.from_record(record.preset, record.extra)  # kept, not applied again
     if state.kind == "unstarted":
         note = (
             f"{folder} holds a run that {_how_it_ended(folder)}, so there is nothing to "
             "resume: starting it over."
         )
         return Plan(spec, config, env, env_label(env), folder, record.preset, None, recipe,
-                    overwrite=True, note=note)  # fmt: skip
-    return Plan(spec, config, env, env_label(env), folder, record.preset, record, recipe)
+                    overwrite=True, note=note, chosen_preset=recorded)  # fmt: skip
+    return Plan(spec, config, env, env_label(env), folder, record.preset, record, recipe,
+                chosen_preset=recorded)  # fmt: skip
 
 
 def _folder_for_a_new_run(
@@ -250,12 +260,48 @@ def _takes_a_data_file(spec: registry.Algorithm, env: Any) -> bool:
 def checked_config(
     spec: registry.Algorithm, env_id: str, overrides: dict[str, Any], base: Any | None = None
 ) -> tuple[Any, str | None]:
+    """The config (:func:`configured`) and the name of the preset it started from."""
+    config, chosen = configured(spec, env_id, overrides, base)
+    return config, chosen.name
+
+
+def configured(
+    spec: registry.Algorithm, env_id: str, overrides: dict[str, Any], base: Any | None = None
+) -> tuple[Any, ChosenPreset]:
     """The config (:func:`rlx.registry.make_config`), its overrides checked against the
-    fields' names and types first."""
+    fields' names and types first, and the preset it started from
+    (:func:`rlx.launch.presets.choose_preset`; none on top of ``base``). A config that a
+    zoo preset's values make invalid with the overrides says which of them it set."""
     check_names(spec, overrides)
     check_types(spec, overrides, where="")
+    chosen = NO_PRESET if base is not None else choose_preset(spec, env_id)
     with user_words(spec):
-        return registry.make_config(spec, env_id, overrides, base=base)
+        try:
+            config, _ = registry.make_config(
+                spec, env_id, overrides, base=base, preset=(chosen.name, chosen.values)
+            )
+        except ConfigError as exc:
+            raise _naming_the_preset(exc, chosen, env_id, overrides) from exc
+    return config, chosen
+
+
+def _naming_the_preset(
+    exc: ConfigError, chosen: ChosenPreset, env_id: str, overrides: dict[str, Any]
+) -> ConfigError:
+    """``exc`` with the zoo preset's values it names (fields the user did not set), so the
+    user sees where they came from and that a flag overrides them."""
+    message = str(exc)
+    named = [
+        f"{name}={value!r}"
+        for name, value in chosen.values.items()
+        if name not in overrides and re.search(rf"\b{re.escape(name)}\b", message)
+    ]
+    if not chosen.from_zoo or not named:
+        return exc
+    return type(exc)(
+        f"{message.rstrip('.')} (rl-baselines3-zoo's preset for {env_id} set "
+        f"{', '.join(named)}; give them too to change them)."
+    )
 
 
 def check_names(spec: registry.Algorithm, values: dict[str, Any]) -> None:
@@ -517,6 +563,9 @@ def train_planned(
         observers.append(CallbackObserver(callbacks))
     if planned.note is not None and is_first_process():
         _to_stderr(f"rlx: {planned.note}")
+    if planned.chosen_preset is not None and planned.resume is None and is_first_process():
+        for line in planned.chosen_preset.lines(spec.name, planned.env_id):
+            _to_stderr(f"rlx: {line}")
     with (
         Run(
             planned.run_dir,
@@ -548,9 +597,11 @@ def train_planned(
 
 
 def _record(planned: Plan) -> dict[str, Any]:
-    """The fields config.json gets beside the config: how to rebuild the env (a new run; a
-    resumed one keeps its own) and the plan's own."""
-    record = {}
+    """The fields config.json gets beside the config: where the preset came from and how to
+    rebuild the env (a new run; a resumed one keeps its own), and the plan's own."""
+    record: dict[str, Any] = {}
+    if planned.resume is None and planned.chosen_preset is not None:
+        record.update(planned.chosen_preset.record())
     if planned.recipe is not None and planned.resume is None:
         record["env_recipe"] = planned.recipe.record()
     return {**record, **(planned.record or {})}

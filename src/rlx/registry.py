@@ -134,7 +134,8 @@ class Algorithm:
         budget_field: the config field that sizes training (``total_steps``, ``episodes``).
         unit: what the budget counts, for the progress bar.
         presets: tuned overrides per environment id (or id pattern such as ``"ALE/*"``),
-            applied before the user's overrides.
+            applied before the user's overrides; where it keeps none for an env,
+            rl-baselines3-zoo's may apply (:mod:`rlx.launch.presets`).
         renamed: old config field name -> new one, so a run folder written before a rename
             still loads and resumes.
         remote: which Ray workers ``runners=K`` starts for it (``"env-runners"`` or
@@ -227,11 +228,19 @@ def config_from_record(algorithm: Algorithm, fields: Mapping[str, Any]) -> Any:
 
 
 def make_config(
-    algorithm: Algorithm, env_id: str, overrides: Mapping[str, Any], base: Any | None = None
+    algorithm: Algorithm,
+    env_id: str,
+    overrides: Mapping[str, Any],
+    base: Any | None = None,
+    *,
+    preset: tuple[str | None, Mapping[str, Any]] | None = None,
 ) -> tuple[Any, str | None]:
     """Build the config: ``base`` (or defaults, then the env preset), then ``overrides``.
 
-    Unknown field names raise a :class:`ConfigError` that lists the close valid ones.
+    The env preset is ``preset`` (its name and values) when given, else the algorithm's own
+    (:func:`preset_for`); :func:`rlx.plan.plan` passes the one :mod:`rlx.launch.presets`
+    chose, which falls back on rl-baselines3-zoo's where the algorithm keeps none. Unknown
+    field names raise a :class:`ConfigError` that lists the close valid ones.
     """
     fields = {f.name for f in dataclasses.fields(algorithm.config)}
     for key in overrides:
@@ -244,5 +253,5 @@ def make_config(
             )
     if base is not None:
         return dataclasses.replace(base, **overrides), None
-    preset_name, preset = preset_for(algorithm, env_id)
-    return algorithm.config(**{**preset, **overrides}), preset_name
+    preset_name, values = preset if preset is not None else preset_for(algorithm, env_id)
+    return algorithm.config(**{**values, **overrides}), preset_name

@@ -293,9 +293,12 @@ def test_ppo_without_entropy_bonus_on_mountain_car_is_named_as_failing(tmp_path,
     doctor reads at least 20). Whether the policy's entropy also collapses depends on the
     trajectory, so the doctor must name the failure either way: the collapse, with the entropy
     bonus as the fix, or a return that never moved."""
+    # rlx's defaults besides these (the zoo's MountainCar-v0 preset, which normalises and
+    # learns the task, is what a plain `rlx train ppo --env MountainCar-v0` gets)
     diagnosis = train(tmp_path, "ent0", "ppo", "MountainCar-v0", seed=train_seed, ent_coef=0.0,
                       learning_rate=3e-3, num_envs=4, num_steps=256, total_steps=30_000,
-                      eval_episodes=0)  # fmt: skip
+                      gae_lambda=0.95, num_epochs=10, normalize_obs=None,
+                      normalize_rewards=False, eval_episodes=0)  # fmt: skip
     ids = {f.rule.id for f in diagnosis.findings}
     assert ids & {"entropy-collapse", "no-learning"}, ids
     for finding in diagnosis.findings:

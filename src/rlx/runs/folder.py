@@ -1,8 +1,10 @@
 """The run folder's files: their names, and the readers and writers every other part uses.
 
 ```
-RUN_DIR/config.json     algorithm, full config, env, preset, versions, creation time, command,
-                        history (every start, resume and start-over: command, budget, time)
+RUN_DIR/config.json     algorithm, full config, env, preset (and where it came from: rlx or
+                        rl-baselines3-zoo, what of it is not followed), versions, creation
+                        time, command, history (every start, resume and start-over: command,
+                        budget, time)
 RUN_DIR/metrics.jsonl   one JSON object per log step: {"step", "wall_s", <metric>: value}
 RUN_DIR/episodes.csv    one row per finished training episode: step,wall_s,return,length
 RUN_DIR/summary.json    final figures and how the run ended

@@ -287,11 +287,14 @@ class Run:
 
     def _config_record(self, preset: str | None, history: list[dict[str, Any]]) -> dict[str, Any]:
         config = _fields(self.config)
+        # where the preset came from (preset_source, ...: rlx.launch.presets) beside its name
+        about_preset = {k: v for k, v in self._extra_record.items() if k.startswith("preset_")}
         return {
             "algo": self.algo,
             "env": self.env_id,
             "seed": config.get("seed"),
             "preset": preset,
+            **about_preset,
             "config": config,
             **self._extra_record,
             "versions": library_versions(),
