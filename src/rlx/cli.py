@@ -351,7 +351,9 @@ def _run_parser(spec: Any, prog: str, *, data_file: bool) -> flags.FlagParser:
             usage=f"{prog} [--model DIR] [--data FILE] [--FIELD VALUE ...]",
         )
     else:
-        presets = ", ".join(spec.presets) or "none"
+        from rlx.launch.presets import preset_listing
+
+        presets = preset_listing(spec)
         parser = flags.FlagParser(
             prog,
             f"Train {spec.name}: {spec.summary}\n\n"
@@ -876,13 +878,18 @@ def _report(argv: list[str]) -> int:
 class TuneOptions:
     """Search an algorithm's hyperparameters with Optuna (extra tune: pip install 'rlx[tune]'):
     TPE proposes each trial's config from the algorithm's search space (rl-baselines3-zoo's
-    ranges), the median pruner and the doctor stop the bad trials early, and every trial is a
-    run folder in STUDY_DIR. The best trial's config is written to STUDY_DIR/best.yaml (rlx
-    train --config STUDY_DIR/best.yaml trains it again); rlx report STUDY_DIR shows the
-    trials. The same command on the same folder resumes the study (after Ctrl-C too)."""
+    ranges), each trial trains it on a group of seeds (a seed group in STUDY_DIR/trial-NNNN),
+    and the median pruner and the doctor stop the bad trials early. A trial's value is the
+    mean of its seeds' final evaluations minus one standard error, so one lucky seed cannot
+    make it the best. When the trials are done, the best config and the defaults train on
+    held-out seeds no trial used, and the verdict (beats the defaults, no better, or worse,
+    with a 95% interval) is printed and written with the best config to STUDY_DIR/best.yaml
+    (rlx train --config STUDY_DIR/best.yaml trains it again); rlx report STUDY_DIR shows the
+    trials and the check. The same command on the same folder resumes the study (after Ctrl-C
+    too) without training the check again."""
 
     study_dir: str = field(metadata={flags.METAVAR: "DIR"})
-    """the study folder: its storage, a run folder per trial, best.yaml"""
+    """the study folder: its storage, a seed group per trial, best.yaml, the held-out check"""
     env: str | None = field(default=None, metadata={flags.METAVAR: "ID"})
     """Gymnasium id (required for a new study)"""
     trials: int | None = None
@@ -890,14 +897,22 @@ class TuneOptions:
     total_steps: int | None = None
     """every trial's budget in env steps (default: the config's)"""
     seed: int | None = None
-    """every trial's training seed, and the sampler's (default 0)"""
+    """the first of every trial's seeds, and the sampler's (default 0)"""
+    seeds_per_trial: int | None = None
+    """seeds each trial trains on, SEED, SEED+1, ... the same for every trial (default 3); the
+    trial's value is their mean minus one standard error"""
+    heldout_seeds: int | None = None
+    """seeds of the held-out check once the trials are done: the best config and the defaults
+    each train on seeds from SEED+10000 on, which no trial used (default 5; 0 skips the check;
+    may change on a resume)"""
     jobs: int = 1
-    """worker processes on the study, one trial each at a time"""
+    """worker processes on the study, one trial each at a time (the held-out check trains this
+    many seeds at a time)"""
     evaluations: int | None = None
     """evaluations during each trial's training, for the median pruner (default 5; 0: it
     watches the training return)"""
     eval_episodes: int | None = None
-    """episodes of each evaluation and of the final one, the trial's value (default 10)"""
+    """episodes of each evaluation and of the final one, a seed's value (default 10)"""
     env_kwargs: tuple[str, ...] = field(
         default=(), metadata={flags.METAVAR: "KEY=VALUE", flags.REPEATABLE: True}
     )
@@ -949,6 +964,8 @@ def _tune(argv: list[str]) -> int:
         evaluations=options.get("evaluations"),
         eval_episodes=options.get("eval_episodes"),
         env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
+        seeds_per_trial=options.get("seeds_per_trial"),
+        heldout_seeds=options.get("heldout_seeds"),
         ray=options.get("ray"),
         trust_env_code=options.get("trust_env_code", False),
         consent=ON_THE_COMMAND_LINE,
@@ -967,7 +984,7 @@ def _tune_parser(algo: str | None) -> flags.FlagParser:
         prog,
         inspect.getdoc(TuneOptions),
         usage="rlx tune ALGO --env ID --study-dir DIR [--trials N] [--total-steps N] "
-        "[--jobs K] [--FIELD VALUE ...]",
+        "[--seeds-per-trial N] [--heldout-seeds N] [--jobs K] [--FIELD VALUE ...]",
         epilog="rlx tune --study-dir DIR (no ALGO) resumes the study in DIR as it was started.\n"
         "Config fields given (--FIELD VALUE) are fixed for every trial and left out of the search.",
     )

@@ -182,6 +182,11 @@ def train_seeds(
     that fails is recorded in ``group.json`` with why; the others go on. The first Ctrl-C
     stops every seed with its checkpoint saved (seeds not started yet stay ``pending``).
 
+    A callback with an ``on_seed_end(seed, status)`` method (besides the hooks of
+    :mod:`rlx.callbacks`) hears as each seed ends, with the status ``group.json`` records for
+    it; returning False leaves the seeds after it pending, untrained (what a tuner does with a
+    trial it has pruned: :mod:`rlx.tune`).
+
     ``resume`` continues the group in ``run_dir``: each seed from its latest checkpoint
     (``overrides`` may raise the budget), a seed that never started from its beginning, a
     completed seed only when ``overrides`` are given; ``seeds`` adds seeds to it.
@@ -581,11 +586,23 @@ class _GroupRunner:
                     traceback.print_exc()
                 errors.append(exc)
                 message = str(exc) if isinstance(exc, RLXError) else f"{type(exc).__name__}: {exc}"
-                self._ended(seed, message)
+                if not self._heard(seed, self._ended(seed, message)):
+                    break
                 continue
-            if self._ended(seed, None) == "interrupted":
-                break  # Ctrl-C: the seeds after it stay pending
+            status = self._ended(seed, None)
+            if status == "interrupted" or not self._heard(seed, status):
+                break  # Ctrl-C, or a callback's stop: the seeds after it stay pending
         return errors
+
+    def _heard(self, seed: int, status: str) -> bool:
+        """Tell the callbacks with ``on_seed_end`` how ``seed`` ended; False when one of them
+        stops the group there."""
+        going = True
+        for callback in self.callbacks:
+            hook = getattr(callback, "on_seed_end", None)
+            if callable(hook) and hook(seed, status) is False:
+                going = False
+        return going
 
     def _in_processes(self, payloads: list[bytes], workers: int) -> list[BaseException]:
         from rlx.runs.parallel import Job, child_environment, run_jobs

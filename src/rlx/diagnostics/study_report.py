@@ -2,23 +2,29 @@
 
 It shows, top to bottom:
 
-- what was tuned (algorithm, env, budget, seed) and how the trials ended (complete, pruned by
-  the median pruner, pruned by the doctor, failed);
-- the best trial: its value, its config (``best.yaml``), its learning curve (the run report's
-  own plot) and a link to its run report;
+- what was tuned (algorithm, env, budget, the seeds every trial trains on) and how a trial's
+  value is made of its seeds' (their mean minus one standard error), and how the trials ended
+  (complete, pruned by the median pruner, pruned by the doctor, failed);
+- the best trial: its value and its seeds', its config (``best.yaml``), the learning curve of
+  each of its seeds and a link to its seed group's report;
+- the held-out check: the best config and the defaults on seeds no trial trained on, each
+  seed's value, the difference of the means with its 95% interval (Welch's t) and the verdict
+  in words (or why there is none: skipped with ``heldout_seeds=0``, or the study not done);
 - every trial's value by trial number (completed ones as dots, pruned ones as crosses, the
   best so far as a line);
-- the table of trials: number, state, value, the doctor's finding that pruned it (rule id and
-  evidence), the config it trained with (a field that is the same in every trial is listed
-  once, above the table), and a link to its run report.
+- the table of trials: number, state, value, each seed's value, the doctor's finding that
+  pruned it (rule id and evidence), the config it trained with (a field that is the same in
+  every trial is listed once, above the table), and a link to its report.
 
-Each trial's run report (``STUDY_DIR/trial-NNNN/report.html``, :func:`rlx.diagnostics.report.
-report`) is written as well, so that the links lead somewhere; one newer than the trial's
-metrics is kept. The page needs no network, as the run reports.
+Each trial's report (``STUDY_DIR/trial-NNNN/report.html``: its seed group's page,
+:func:`rlx.diagnostics.group_report.report_groups`, or the run report of a study that trained
+one seed per trial) is written as well, so that the links lead somewhere; one newer than what
+the trial's runs logged is kept. The page needs no network, as the run reports.
 
 Hooks the tests rely on: ``<section id="trials">`` holds one ``<tr class="trial
 state-<state>" data-trial="<number>">`` per trial, with ``data-rule="<rule id>"`` where the
-doctor pruned it; ``<section id="best">`` holds the best trial's curve.
+doctor pruned it; ``<section id="best">`` holds the best trial's curve; ``<section
+id="heldout">`` holds the check, its verdict as ``<p class="verdict" data-verdict="...">``.
 """
 
 from __future__ import annotations
@@ -70,25 +76,39 @@ def study_report(
     result = read_study(study_dir)
     path = Path(out) if out is not None else result.study_dir / REPORT_FILE
     for trial in result.trials:
-        _trial_report(trial.run_dir)
+        _trial_report(trial.run_dir, [run for _, run in trial.seed_runs()])
     page = render_study(result, title or f"rlx tune: {result.settings.algo} on "
                         f"{result.settings.env} ({result.study_dir})", path.parent)  # fmt: skip
     write_atomic(path, page)  # never through a link planted at the page's name
     return path
 
 
-def _trial_report(run_dir: Path) -> Path | None:
-    """The trial's run report, written unless one newer than its metrics is there."""
+def _trial_report(run_dir: Path, seed_dirs: Sequence[Path]) -> Path | None:
+    """The trial's report: its seed group's page (or, for a trial that is one run folder, its
+    run report), written unless one newer than what its runs logged is there."""
+    from rlx.diagnostics.group_report import report_groups
+    from rlx.errors import RLXError
     from rlx.runs import METRICS_FILE, is_run_folder
+    from rlx.runs.group import GROUP_FILE, is_group_folder
 
-    if not is_run_folder(run_dir):
+    single = is_run_folder(run_dir)
+    if not single and not (is_group_folder(run_dir) and seed_dirs):
         return None
-    page, metrics = run_dir / REPORT_FILE, run_dir / METRICS_FILE
-    if page.is_file() and (
-        not metrics.is_file() or page.stat().st_mtime >= metrics.stat().st_mtime
-    ):
+    page = run_dir / REPORT_FILE
+    logged = (
+        [run_dir / METRICS_FILE]
+        if single
+        else [run_dir / GROUP_FILE] + [d / METRICS_FILE for d in seed_dirs]
+    )
+    newest = max((f.stat().st_mtime for f in logged if f.is_file()), default=0.0)
+    if page.is_file() and page.stat().st_mtime >= newest:
         return page
-    return report(run_dir)
+    if single:
+        return report(run_dir)
+    try:
+        return report_groups([run_dir])
+    except RLXError:  # seeds that logged nothing a page can show: the trial has no page
+        return None
 
 
 # ============================================================================ the page
@@ -97,6 +117,7 @@ def render_study(result: Any, title: str, page_dir: Path) -> str:
     sections = [
         _header_html(result, title),
         _best_html(result, page_dir),
+        _heldout_html(result),
         _history_html(result),
         _trials_html(result, page_dir),
     ]
@@ -127,11 +148,19 @@ def _header_html(result: Any, title: str) -> str:
     if result.count("running"):
         states.append(f"<span>{result.count('running')} running</span>")
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    seeds = ", ".join(str(seed) for seed in s.trial_seeds())
+    value = (
+        f"each trial trains on seeds {seeds}, and its value is the mean of their final "
+        f"evaluations (the mean return of {s.eval_episodes} evaluation episodes at each run's "
+        "end) minus one standard error, so that one lucky seed cannot make a trial the best"
+        if s.seeds_per_trial > 1
+        else f"each trial trains on seed {seeds}, and its value is the mean return of "
+        f"{s.eval_episodes} evaluation episodes at its end"
+    )
     return (
         f"<header>\n<h1>{_e(title)}</h1>\n<p>{_e(s.algo)} on {_e(s.env)}: "
-        f"{len(result.trials)} trials of {_e(budget)} each, seed {s.seed}; "
-        f"each trial's value is the mean return of {s.eval_episodes} evaluation episodes at "
-        f'its end.</p>\n<p class="states">{"".join(states)}</p>\n'
+        f"{len(result.trials)} trials of {_e(budget)} each; {_e(value)}.</p>\n"
+        f'<p class="states">{"".join(states)}</p>\n'
         f'<p class="meta">written by rlx on {made}</p>\n</header>'
     )
 
@@ -151,9 +180,19 @@ def _best_html(result: Any, page_dir: Path) -> str:
     if best is None:
         parts.append('<p class="meta">No trial has completed yet.</p>\n</section>')
         return "\n".join(parts)
+    seeds = ", ".join(
+        f"seed {seed}: {_value(value)}"
+        for seed, value in zip(best.seeds, best.seed_values, strict=False)
+    )
+    report_link = (
+        f" ({_link(best.run_dir, page_dir, 'its report')})"
+        if (best.run_dir / REPORT_FILE).is_file()
+        else ""
+    )
     parts.append(
-        f"<p>Trial {best.number}: value {best.value:.4g} "
-        f"({_link(best.run_dir, page_dir, 'its run report')}). Train it again with "
+        f"<p>Trial {best.number}: value {best.value:.4g}"
+        + (f" ({_e(seeds)})" if seeds else "")
+        + f"{report_link}. Train it again with "
         f"<code>rlx train --config {_e(result.best_file)}</code>:</p>"
     )
     if result.best_file.is_file():
@@ -162,10 +201,12 @@ def _best_html(result: Any, page_dir: Path) -> str:
             parts.append(f'<pre class="yaml">{_e(best_yaml.decode("utf-8", "replace"))}</pre>')
         except RunError as exc:
             parts.append(f"<p>{_e(exc)}</p>")
-    curve = _curve(best.run_dir, f"trial {best.number}")
+    curve = _curve(best.seed_runs())
     if curve is not None:
         svg, notes = curve
-        caption = "Learning curve of the best trial" + (f"; {'; '.join(notes)}" if notes else "")
+        caption = "Learning curves of the best trial's seeds" + (
+            f"; {'; '.join(notes)}" if notes else ""
+        )
         parts.append(
             f'<figure class="plot" data-metric="episode_return">\n{svg}\n'
             f"<figcaption>{_e(caption)}.</figcaption>\n</figure>"
@@ -174,15 +215,68 @@ def _best_html(result: Any, page_dir: Path) -> str:
     return "\n".join(parts)
 
 
-def _curve(run_dir: Path, label: str) -> tuple[str, list[str]] | None:
+def _curve(runs: Sequence[tuple[int, Path]]) -> tuple[str, list[str]] | None:
+    """The learning curves of a trial's seeds (those whose run the doctor can read)."""
     from rlx.diagnostics.doctor import doctor
     from rlx.errors import RLXError
 
-    try:
-        diagnosis = doctor(run_dir)
-    except RLXError:
-        return None
-    return learning_curve_svg([ReportedRun(label, RUN_COLORS[0], diagnosis)])
+    reported: list[ReportedRun] = []
+    for seed, run_dir in runs:
+        try:
+            diagnosis = doctor(run_dir)
+        except RLXError:
+            continue
+        color = RUN_COLORS[len(reported) % len(RUN_COLORS)]
+        reported.append(ReportedRun(f"seed {seed}", color, diagnosis))
+    return learning_curve_svg(reported) if reported else None
+
+
+def _value(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _heldout_html(result: Any) -> str:
+    """The held-out check: each side's seeds, the difference with its interval, the verdict."""
+    s, check = result.settings, result.heldout
+    parts = ['<section id="heldout">', "<h2>The held-out check</h2>"]
+    if check is None:
+        why = (
+            "No held-out check: the study was run with heldout_seeds=0."
+            if s.heldout_seeds == 0
+            else "No held-out check yet: it runs once the study has its trials "
+            "(rlx tune on this folder)."
+        )
+        parts.append(f'<p class="meta">{_e(why)}</p>\n</section>')
+        return "\n".join(parts)
+    seeds = "".join(f"<th>seed {seed}</th>" for seed in check.seeds)
+    sides = [(f"the best config (trial {check.best_trial})", check.best)]
+    if not check.same_config:
+        sides.append(("the defaults", check.defaults))
+    rows = "\n".join(
+        f"<tr><td>{_e(name)}</td>"
+        + "".join(f"<td>{v:.4g}</td>" for v in side.values)
+        + f"<td>{side.mean:.4g}</td></tr>"
+        for name, side in sides
+    )
+    parts.append(
+        f"<p>The best trial's config and the defaults (the algorithm's, the env's preset, the "
+        f"study's fixed fields and budget), each trained on {len(check.seeds)} seeds that no "
+        f"trial trained on (the trials used seeds "
+        f"{_e(', '.join(str(x) for x in check.trial_seeds))}); each seed's value is its run's "
+        "final evaluation.</p>"
+    )
+    parts.append(f"<table>\n<tr><th></th>{seeds}<th>mean</th></tr>\n{rows}\n</table>")
+    if check.same_config:
+        text = "The best trial's config is the defaults' config: there is nothing to compare."
+    else:
+        low, high = check.interval
+        text = (
+            f"Difference of the means (best minus defaults): {check.difference:+.4g}, 95% "
+            f"interval [{low:.4g}, {high:.4g}] (Welch's t). Verdict: {check.verdict}."
+        )
+    parts.append(f'<p class="verdict" data-verdict="{_e(check.verdict)}">{_e(text)}</p>')
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 def _history_html(result: Any) -> str:
@@ -239,21 +333,23 @@ def _trials_html(result: Any, page_dir: Path) -> str:
             t.pruned_by or "", "pruned" if t.state == "pruned" else t.state
         )
         finding = _finding_cell(t)
+        seeds = " ".join(_value(v) for v in t.seed_values)
         config = ", ".join(f"{k}={_short(v)}" for k, v in t.config.items() if k not in shared)
-        link = (
-            _link(t.run_dir, page_dir, "run report") if (t.run_dir / REPORT_FILE).is_file() else ""
-        )
+        link = _link(t.run_dir, page_dir, "report") if (t.run_dir / REPORT_FILE).is_file() else ""
         rows.append(
             f'<tr class="{css}" data-trial="{t.number}"{attrs}><td>{t.number}</td>'
-            f'<td>{_e(how)}</td><td>{_e(value)}</td><td class="pruned-by">{finding}</td>'
+            f'<td>{_e(how)}</td><td>{_e(value)}</td><td class="seeds">{_e(seeds)}</td>'
+            f'<td class="pruned-by">{finding}</td>'
             f'<td class="config">{_e(config)}</td><td>{link}</td></tr>'
         )
     same = ", ".join(f"{k}={_short(v)}" for k, v in shared.items())
     head = f"<p>Every trial: <code>{_e(same)}</code>.</p>" if same else ""
     return (
         '<section id="trials">\n<h2>Every trial</h2>\n'
-        f"{head}\n<table>\n<tr><th>trial</th><th>state</th><th>value</th><th>the doctor's "
-        "finding</th><th>config</th><th></th></tr>\n" + "\n".join(rows) + "\n</table>\n</section>"
+        f"{head}\n<table>\n<tr><th>trial</th><th>state</th><th>value</th><th>its seeds' "
+        "values</th><th>the doctor's finding</th><th>config</th><th></th></tr>\n"
+        + "\n".join(rows)
+        + "\n</table>\n</section>"
     )
 
 
