@@ -151,6 +151,7 @@ def run_rlx(
             episodes = [r for r in csv.DictReader(f) if r.get("length")]
         metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
         config = json.loads((run_dir / "config.json").read_text())
+        summary = json.loads((run_dir / "summary.json").read_text())
     last = metrics[-1]
     updates = [(m["wall_s"], int(m["gradient_steps"])) for m in metrics if "gradient_steps" in m]
     return Curve(
@@ -159,7 +160,9 @@ def run_rlx(
         np.array([float(r["wall_s"]) for r in episodes]),
         np.array([float(r["return"]) for r in episodes]),
         int(last["step"]), float(last["wall_s"]), process_s,
-        {"update_readings": updates, "config": config.get("config", config)},
+        {"update_readings": updates, "config": config.get("config", config),
+         "eval_mean": summary.get("eval_return_mean"), "preset": config.get("preset"),
+         "preset_source": config.get("preset_source")},
     )  # fmt: skip
 
 
@@ -172,9 +175,11 @@ def sb3_constructor_kwargs(recipe: Mapping[str, Any], action_dim: int | None = N
     kwargs: dict[str, Any] = {}
     noise_type = recipe.get("noise_type")
     for key, value in recipe.items():
-        if key in ("n_envs", "n_timesteps", "policy", "noise_type", "noise_std"):
+        if key in ("n_envs", "n_timesteps", "policy", "noise_type", "noise_std", "normalize"):
             continue
-        if isinstance(value, str) and value.startswith("lin_"):
+        if key == "policy_kwargs" and isinstance(value, str):
+            kwargs[key] = policy_kwargs(value)
+        elif isinstance(value, str) and value.startswith("lin_"):
             kwargs[key] = linear_schedule(float(value.removeprefix("lin_")))
         elif key == "train_freq" and isinstance(value, (list, tuple)):
             kwargs[key] = tuple(value)
@@ -187,6 +192,28 @@ def sb3_constructor_kwargs(recipe: Mapping[str, Any], action_dim: int | None = N
             raise ValueError(f"noise_type {noise_type!r} needs 'normal' and an action size")
         std = float(recipe["noise_std"])
         kwargs["action_noise"] = NormalActionNoise(np.zeros(action_dim), std * np.ones(action_dim))
+    return kwargs
+
+
+def policy_kwargs(text: str) -> dict[str, Any]:
+    """The zoo's ``policy_kwargs: "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"`` as the zoo
+    reads it (an expression over ``dict`` and ``torch.nn``): the carried YAML files are the
+    benchmark's own, trusted input, unlike the files rlx itself reads
+    (:mod:`rlx.launch.zoo` parses them without evaluating anything)."""
+    from torch import nn
+
+    return eval(text, {"__builtins__": {}}, {"dict": dict, "nn": nn})
+
+
+def normalize_kwargs(recipe: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The zoo's ``normalize`` (``true`` or a dict string) as ``VecNormalize`` arguments, with
+    the recipe's gamma for the reward's discounted return, as the zoo passes it; None without."""
+    value = recipe.get("normalize")
+    if not value:
+        return None
+    kwargs = eval(value, {"__builtins__": {}}, {}) if isinstance(value, str) else {}
+    if "gamma" in recipe:
+        kwargs.setdefault("gamma", float(recipe["gamma"]))
     return kwargs
 
 
@@ -233,8 +260,15 @@ class EpisodeLog(BaseCallback):
         return True
 
 
+from deep_rl import normalize_kwargs
+from stable_baselines3.common.vec_env import VecNormalize
+eval_episodes, eval_offset = int(sys.argv[6]), int(sys.argv[7])
+
 start = time.perf_counter()
 env = make_vec_env(env_id, n_envs=recipe.get("n_envs", 1), seed=seed)
+norm = normalize_kwargs(recipe)
+if norm is not None:
+    env = VecNormalize(env, **norm)
 action_dim = env.action_space.shape[0] if env.action_space.shape else None
 cls = getattr(sb3, algo.upper())
 model = cls(recipe.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", verbose=0,
@@ -242,17 +276,34 @@ model = cls(recipe.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", ver
 log = EpisodeLog(start)
 model.learn(int(recipe["n_timesteps"]), callback=log)
 seconds = time.perf_counter() - start
+returns = []
+if eval_episodes:  # off the clock: deterministic episodes seeded apart from training
+    from stable_baselines3.common.evaluation import evaluate_policy
+    test = make_vec_env(env_id, n_envs=1, seed=seed + eval_offset)
+    if norm is not None:
+        test = VecNormalize(test, training=False, norm_reward=False, **norm)
+        test.obs_rms = env.obs_rms
+    returns, _ = evaluate_policy(model, test, n_eval_episodes=eval_episodes, deterministic=True,
+                                 return_episode_rewards=True)
 print(json.dumps({"rows": log.rows, "updates": log.updates, "steps": int(model.num_timesteps),
-                  "seconds": seconds}))
+                  "seconds": seconds, "eval_returns": [float(r) for r in returns]}))
 """
 
 
-def run_sb3(row: str, algo: str, env_id: str, seed: int, recipe: Mapping[str, Any]) -> Curve:
-    """Train SB3 with the zoo's ``recipe`` in a fresh process (see the module docstring)."""
+EVAL_SEED_OFFSET = 10_000
+"""SB3's final evaluation env is made from ``seed + EVAL_SEED_OFFSET``, as rlx's."""
+
+
+def run_sb3(
+    row: str, algo: str, env_id: str, seed: int, recipe: Mapping[str, Any], eval_episodes: int = 0
+) -> Curve:
+    """Train SB3 with the zoo's ``recipe`` in a fresh process (see the module docstring); with
+    ``eval_episodes``, then evaluate it deterministically, off the clock."""
     here = str(Path(__file__).resolve().parent)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", SB3_SCRIPT, here, algo, env_id, str(seed), json.dumps(recipe)],
+        [sys.executable, "-c", SB3_SCRIPT, here, algo, env_id, str(seed), json.dumps(recipe),
+         str(eval_episodes), str(EVAL_SEED_OFFSET)],
         capture_output=True, text=True,
     )  # fmt: skip
     process_s = time.perf_counter() - start
@@ -262,7 +313,10 @@ def run_sb3(row: str, algo: str, env_id: str, seed: int, recipe: Mapping[str, An
     rows = np.array(data["rows"], dtype=float).reshape(-1, 3)
     return Curve(
         row, algo, seed, rows[:, 0].astype(int), rows[:, 1], rows[:, 2],
-        data["steps"], data["seconds"], process_s, {"update_readings": data["updates"]},
+        data["steps"], data["seconds"], process_s,
+        {"update_readings": data["updates"], "eval_returns": data.get("eval_returns", []),
+         "eval_mean": (sum(data["eval_returns"]) / len(data["eval_returns"])
+                       if data.get("eval_returns") else None)},
     )  # fmt: skip
 
 
