@@ -155,8 +155,15 @@ def main() -> None:
     unknown = [p for p in pairs if p not in PUBLISHED]
     if unknown:
         raise SystemExit(f"no published agent for {unknown}; choose from {list(PUBLISHED)}")
-    results = {f"{a}:{e}": run_pair(a, e, args.seeds, scale) for a, e in pairs}
-    rows = [row(a, e, results[f"{a}:{e}"]) for a, e in pairs]
+    results: dict[str, dict[str, Any]] = {}
+    for a, e in pairs:  # the record is rewritten after each pair: a long run keeps what it did
+        results[f"{a}:{e}"] = run_pair(a, e, args.seeds, scale)
+        record(results, args, pending=len(pairs) - len(results))
+
+
+def record(results: dict[str, dict[str, Any]], args: argparse.Namespace, pending: int) -> None:
+    """Write the result file for the pairs run so far (``pending``: how many remain)."""
+    rows = [row(*key.split(":", 1), f) for key, f in results.items()]
     reached = sum(bool(f["reaches"]) for f in results.values())
     faster = [f["time_ratio"] for f in results.values() if f["time_ratio"] is not None]
     goals = [
@@ -192,6 +199,7 @@ def main() -> None:
             f"Published agents: {PUBLISHED_SOURCE}. Final return: mean of {EVAL_EPISODES} "
             "deterministic episodes seeded apart from training, averaged over seeds. Train "
             "seconds exclude the final evaluation."
+            + (f" {pending} of the pairs asked for were still to run." if pending else "")
         ),
         details=results,
         quick=args.quick or len(args.seeds) < MIN_REPEATS,
