@@ -12,7 +12,7 @@ each in a fresh process with one torch thread (``deep_rl.py``):
    schedules, ``policy_kwargs``, ``normalize`` as ``VecNormalize``, gSDE by SB3 itself).
 3. **The zoo's published agent**: ``mean_reward`` and ``std_reward`` of its ``benchmark.md``
    (one trained agent per pair, evaluated over about 150,000 steps; the zoo says it is not a
-   quantitative benchmark). Constants below, with their source.
+   quantitative benchmark), as rlx carries them (:mod:`rlx.launch.zoo_agents`).
 
 Both sides train the zoo's whole budget (``n_timesteps``) and are then evaluated on the same
 number of deterministic episodes, seeded apart from training (rlx: ``seed + 10000``; SB3: an
@@ -46,30 +46,29 @@ from typing import Any  # noqa: E402
 
 from deep_rl import run_rlx, run_sb3  # noqa: E402
 from results import MIN_REPEATS, goal, ratio, spread, write_result  # noqa: E402
+from rlx.launch.zoo_agents import SOURCE, published  # noqa: E402
 
 EVAL_EPISODES = 20
 SEEDS = (300, 301, 302)
-PUBLISHED_SOURCE = "DLR-RM/rl-baselines3-zoo benchmark.md (Performance of trained agents)"
-PUBLISHED: dict[tuple[str, str], tuple[float, float]] = {
-    # (algo, env): (mean_reward, std_reward) of the zoo's published agent; LunarLander's rows
-    # are of its v2, which Gymnasium 1.x renamed v3 with the same dynamics
-    ("ppo", "CartPole-v1"): (500.0, 0.0),
-    ("dqn", "CartPole-v1"): (500.0, 0.0),
-    ("a2c", "CartPole-v1"): (500.0, 0.0),
-    ("dqn", "MountainCar-v0"): (-100.849, 9.925),
-    ("dqn", "Acrobot-v1"): (-76.639, 11.752),
-    ("dqn", "LunarLander-v3"): (154.382, 79.241),
-    ("sac", "Pendulum-v1"): (-156.995, 88.714),
-    ("td3", "Pendulum-v1"): (-151.855, 90.227),
-    ("sac", "MountainCarContinuous-v0"): (94.679, 1.134),
-    ("ppo", "MountainCarContinuous-v0"): (88.343, 2.572),
-    ("ppo", "Pendulum-v1"): (-172.225, 104.159),
-    ("a2c", "MountainCarContinuous-v0"): (91.166, 0.255),
-    ("td3", "MountainCarContinuous-v0"): (93.483, 0.075),
-    ("a2c", "Acrobot-v1"): (-83.353, 17.213),
-}
-"""The pairs, cheapest first: each is a classic-control or Box2D env the zoo tunes and has a
-published agent for, with an algorithm rlx has."""
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("ppo", "CartPole-v1"),
+    ("dqn", "CartPole-v1"),
+    ("a2c", "CartPole-v1"),
+    ("dqn", "MountainCar-v0"),
+    ("dqn", "Acrobot-v1"),
+    ("dqn", "LunarLander-v3"),
+    ("sac", "Pendulum-v1"),
+    ("td3", "Pendulum-v1"),
+    ("sac", "MountainCarContinuous-v0"),
+    ("ppo", "MountainCarContinuous-v0"),
+    ("ppo", "Pendulum-v1"),
+    ("a2c", "MountainCarContinuous-v0"),
+    ("td3", "MountainCarContinuous-v0"),
+    ("a2c", "Acrobot-v1"),
+)
+"""The pairs: classic-control and Box2D envs the zoo tunes and published an agent for, with an
+algorithm rlx has (the agents: :mod:`rlx.launch.zoo_agents`, carried from the zoo's
+``benchmark.md``)."""
 
 
 def zoo_entry(algo: str, env_id: str) -> tuple[dict[str, Any], dict[str, Any], list[str], str]:
@@ -116,7 +115,9 @@ def run_pair(algo: str, env_id: str, seeds: list[int], scale: float) -> dict[str
             "mean": round(statistics.mean(means), 2),
             "train_s": spread([c.total_wall for c in curves.values()]),
         }
-    published_mean, published_std = PUBLISHED[(algo, env_id)]
+    agent = published(algo, env_id)
+    assert agent is not None  # main() refuses pairs without one
+    published_mean, published_std = agent.mean_reward, agent.std_reward
     figures["published"] = {"mean": published_mean, "std": published_std}
     figures["reaches"] = figures["rlx"]["mean"] >= published_mean - published_std
     figures["sb3_reaches"] = figures["sb3"]["mean"] >= published_mean - published_std
@@ -144,7 +145,7 @@ def row(algo: str, env_id: str, f: dict[str, Any]) -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", nargs="+", default=[f"{a}:{e}" for a, e in PUBLISHED])
+    parser.add_argument("--pairs", nargs="+", default=[f"{a}:{e}" for a, e in PAIRS])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
@@ -152,9 +153,9 @@ def main() -> None:
     if args.quick:
         args.seeds, scale = args.seeds[:1], 0.1
     pairs = [tuple(p.split(":", 1)) for p in args.pairs]
-    unknown = [p for p in pairs if p not in PUBLISHED]
+    unknown = [p for p in pairs if published(*p) is None]
     if unknown:
-        raise SystemExit(f"no published agent for {unknown}; choose from {list(PUBLISHED)}")
+        raise SystemExit(f"no published agent for {unknown}; choose from {list(PAIRS)}")
     results: dict[str, dict[str, Any]] = {}
     for a, e in pairs:  # the record is rewritten after each pair: a long run keeps what it did
         results[f"{a}:{e}"] = run_pair(a, e, args.seeds, scale)
@@ -196,7 +197,7 @@ def record(results: dict[str, dict[str, Any]], args: argparse.Namespace, pending
         goals=goals,
         seeds=list(args.seeds),
         notes=(
-            f"Published agents: {PUBLISHED_SOURCE}. Final return: mean of {EVAL_EPISODES} "
+            f"Published agents: {SOURCE}, carried in rlx. Final return: mean of {EVAL_EPISODES} "
             "deterministic episodes seeded apart from training, averaged over seeds. Train "
             "seconds exclude the final evaluation."
             + (f" {pending} of the pairs asked for were still to run." if pending else "")

@@ -87,11 +87,47 @@ def test_cartpole_follows_the_measurement_that_ppo_gets_there_sooner():
 
 
 def test_pendulum_gets_gaussian_ppo_then_sac_and_td3():
+    """rlx measured Pendulum itself (and keeps its own presets there): the zoo's published
+    agents are not cited, and the table's order stands."""
     rec = recommend("Pendulum-v1")
     assert rec.method == "ppo"
     assert alternative_names(rec) == ["sac", "td3"]  # the table's order
     assert "Box(3,) observations" in rec.reason and "Box(-2, 2, (1,)) actions" in rec.reason
     assert rec.command == "rlx train ppo --env Pendulum-v1"
+    assert "rl-baselines3-zoo" not in rec.reason
+
+
+def test_where_rlx_measured_nothing_the_zoos_published_agents_choose():
+    """MountainCarContinuous-v0: rlx has no measurement and no preset of its own; the zoo
+    published SAC at 94.679 (std 1.134), TD3 at 93.483 and PPO at 88.343 (its benchmark.md):
+    SAC is recommended with its figure, the table's PPO stays the first alternative, and the
+    command runs on the zoo's preset."""
+    from rlx.launch.zoo_agents import published
+
+    assert published("sac", "MountainCarContinuous-v0").mean_reward == 94.679
+    rec = recommend("MountainCarContinuous-v0")
+    assert rec.method == "sac" and alternative_names(rec)[0] == "ppo"
+    assert "94.679" in rec.reason and "50,000 env steps" in rec.reason
+    assert rec.command == "rlx train sac --env MountainCarContinuous-v0"
+    config, chosen = plan_config("sac", "MountainCarContinuous-v0")
+    assert chosen.from_zoo and config.use_sde  # what "the settings rlx applies" says
+
+
+def test_a_published_agent_as_good_within_its_spread_on_fewer_steps_wins():
+    """Acrobot-v1: the zoo's PPO scored -73.5 (std 18.2) after 1M steps, its DQN -76.6 after
+    100k: within one standard deviation, so the table's DQN stays, on a tenth of the steps.
+    LunarLander-v3: PPO 242.1 (std 31.8) against DQN's 154.4 is beyond it: PPO."""
+    rec = recommend("Acrobot-v1")
+    assert rec.method == "dqn" and "-76.639" in rec.reason and "100,000 env steps" in rec.reason
+    rec = recommend("LunarLander-v3")
+    assert rec.method == "ppo" and "242.119" in rec.reason and "dqn 154.382" in rec.reason
+    assert alternative_names(rec)[0] == "dqn"
+
+
+def plan_config(algo: str, env_id: str):
+    from rlx.plan import configured
+
+    return configured(registry.get(algo), env_id, {})
 
 
 def test_frozenlake_with_model_is_solved_by_value_iteration():

@@ -642,3 +642,18 @@ def test_a_broken_zoo_file_does_not_stop_a_run_it_would_have_preset(tmp_path, mo
     chosen = presets.choose_preset(registry.get("dqn"), "MountainCar-v0")
     assert chosen.name is None and "not a mapping" in chosen.refused
     assert presets.preset_listing(registry.get("dqn")) == "CartPole-v1, ALE/*"
+
+
+def test_every_published_agent_is_of_a_pair_the_carried_files_tune():
+    """The published agents rlx cites (benchmark.csv) are of env/algorithm pairs whose tuned
+    settings rlx carries, so "with the settings rlx applies as its preset" holds for each;
+    one row checked by hand against the zoo's benchmark.md."""
+    from rlx.launch.zoo_agents import published, published_agents
+
+    for agent in published_agents():
+        assert (
+            agent.env_id in zoo.zoo_envs(agent.algo)
+            or agent.env_id in registry.get(agent.algo).presets
+        ), agent
+    dqn = published("dqn", "MountainCar-v0")
+    assert (dqn.mean_reward, dqn.std_reward, dqn.n_timesteps) == (-100.849, 9.925, 120_000)

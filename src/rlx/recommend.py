@@ -16,7 +16,10 @@ Each row is a :class:`Row` in :data:`ROWS` (a docs page is generated from it).
 :func:`recommend` finds the row that fits a target by reading it, not by name, then follows
 rlx's own measurements where it has them: when rlx's benchmark measured another algorithm
 reaching the env's goal :data:`MEASURED_MARGIN` times sooner than the row's method, that one is
-recommended and the row's method becomes the first alternative, with both figures.
+recommended and the row's method becomes the first alternative, with both figures. Where rlx
+measured nothing on the env, it follows rl-baselines3-zoo's published agents of the methods
+whose preset there is the zoo's (:mod:`rlx.launch.zoo_agents`): of those within one published
+standard deviation of the best return, the one trained on the fewest steps, with its figure.
 
 - a Gymnasium id or env object: its observation and action spaces, and whether rlx can read
   its model (:func:`rlx.mdp.from_gymnasium`); ``GridWorld`` ids and ``TabularMDP`` objects are
@@ -604,6 +607,8 @@ def _answer(
             *[(name, when) for name, when in alternatives if name != method],
         ]
         reason = f"{facts}. The table names {row.method}; rlx follows its own {sentence}"
+    else:
+        method, alternatives, reason = _zoo_grounded(row, alternatives, facts, target_id)
     available = is_available(method)
     if not available:
         notes.append(_unavailable_note(row))
@@ -616,6 +621,64 @@ def _answer(
         situation=row.situation,
         note=" ".join(notes),
         reading=reading,
+    )
+
+
+def _zoo_grounded(
+    row: Row, alternatives: list[tuple[str, str]], facts: str, env_id: str | None
+) -> tuple[str, list[tuple[str, str]], str]:
+    """Where rlx measured nothing for ``env_id``: the row's method and its alternatives whose
+    preset there is rl-baselines3-zoo's and that the zoo published an agent of
+    (:mod:`rlx.launch.zoo_agents`). Of those whose published return is within one published
+    standard deviation of the highest, the one trained on the fewest env steps (the row's own
+    on a tie), cited with its figure. Unchanged when there is none, or rlx measured the env."""
+    from rlx import registry
+    from rlx.launch.zoo_agents import published_for
+
+    reason = f"{facts}. {row.why}"
+    if not env_id or env_id in packaged_measured_speed():
+        return row.method, alternatives, reason
+    agents = published_for(env_id)
+    names = set(registry.names())
+    candidates = [
+        name
+        for name in (row.method, *(n for n, _ in alternatives))
+        if name in agents
+        and name in names
+        and registry.preset_for(registry.get(name), env_id)[0] is None
+    ]
+    if not candidates:
+        return row.method, alternatives, reason
+    top = max(candidates, key=lambda name: agents[name].mean_reward)
+    near = [
+        name
+        for name in candidates
+        if agents[name].mean_reward >= agents[top].mean_reward - agents[top].std_reward
+    ]
+    best = min(near, key=lambda name: (agents[name].n_timesteps, name != row.method))
+    agent = agents[best]
+    cited = (
+        f"rl-baselines3-zoo's published {best} agent reached a mean return of "
+        f"{agent.mean_reward:g} (std {agent.std_reward:g}) on {env_id} after "
+        f"{agent.n_timesteps:,} env steps, with the settings rlx applies as its preset "
+        f"there (one agent each, not a spread over seeds; docs: Presets)."
+    )
+    if best == row.method:
+        return row.method, alternatives, f"{reason} {cited}"
+    others = ", ".join(
+        f"{name} {agents[name].mean_reward:g}" for name in candidates if name != best
+    )
+    moved = [
+        (row.method, f"the table's first choice. {row.why}"),
+        *[(name, when) for name, when in alternatives if name != best],
+    ]
+    return (
+        best,
+        moved,
+        (
+            f"{facts}. The table names {row.method}; rlx has no measurement of its own here and "
+            f"follows the zoo's: {cited} Other published agents there: {others}."
+        ),
     )
 
 
