@@ -73,7 +73,8 @@ def names_outside_rlx_metrics(metrics: set[str]) -> list[str]:
     return sorted(
         name
         for name in metrics
-        if name.removeprefix(M.EVALUATION_PREFIX) not in M.ALL_METRICS
+        if name not in M.ALL_METRICS
+        and name.removeprefix(M.EVALUATION_PREFIX) not in M.ALL_METRICS
         and not M.is_arena_metric(name)
         and not name.startswith(M.REWARD_PREFIX)
     )
