@@ -177,6 +177,37 @@ def git_state(root: Path = ROOT) -> dict[str, Any]:
     return {"commit": commit.strip(), "dirty": bool(paths), "dirty_paths": paths}
 
 
+ALLOW_UNCOMMITTED = "RLX_BENCH_ALLOW_UNCOMMITTED"
+"""Set to 1 to write a full record from a tree whose source differs from its commit; the record
+then says so (``git.uncommitted_source``)."""
+SOURCE_PATHS = ("src/", "benchmarks/", "pyproject.toml")
+"""What decides a measurement: rlx's code, the benchmarks' code and the pins. (Result files
+and the page they generate are written by the benchmarks themselves and do not count.)"""
+WRITTEN_BY_BENCHMARKS = ("benchmarks/results/",)
+
+
+def uncommitted_source(state: Mapping[str, Any]) -> list[str]:
+    """The paths of ``state`` (:func:`git_state`) that change what a benchmark measures."""
+    paths = state.get("dirty_paths", [])
+    ours = WRITTEN_BY_BENCHMARKS
+    return [p for p in paths if p.startswith(SOURCE_PATHS) and not p.startswith(ours)]
+
+
+def check_committed(name: str, state: Mapping[str, Any]) -> bool:
+    """Refuse a full record of ``name`` measured from uncommitted source unless
+    :data:`ALLOW_UNCOMMITTED` is 1; returns whether the source was uncommitted (and allowed)."""
+    changed = uncommitted_source(state)
+    if changed and os.environ.get(ALLOW_UNCOMMITTED) != "1":
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        shown = ", ".join(changed[:5]) + more
+        raise RuntimeError(
+            f"{name}: the tree has uncommitted source changes ({shown}), so no commit names "
+            f"what was measured: commit them first, or set {ALLOW_UNCOMMITTED}=1 and the record "
+            "says so."
+        )
+    return bool(changed)
+
+
 def command() -> str:
     """The command line that ran this benchmark, as typed from the repository root."""
     args = list(sys.argv)
@@ -328,6 +359,9 @@ def write_result(
             raise ValueError(f"{name}: goal {g.get('goal')!r} has met={g.get('met')!r}")
     if settings:
         check_like_for_like(settings, name)
+    git = git_state()
+    if not quick:
+        git["uncommitted_source"] = check_committed(name, git)
     record = {
         "schema": SCHEMA,
         "name": name,
@@ -335,7 +369,7 @@ def write_result(
         "quick": quick,
         "command": command(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "git": git_state(),
+        "git": git,
         "machine": machine(),
         "threads": threads(),
         "versions": versions(libraries),

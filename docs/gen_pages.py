@@ -438,7 +438,9 @@ def _record_line(record: dict[str, Any]) -> str:
     if git and git.get("commit"):
         dirty = len(git.get("dirty_paths", []))
         parts.append(f"commit `{git['commit'][:10]}`"
-                     + (f" with {dirty} changed files" if git.get("dirty") else ""))  # fmt: skip
+                     + (f" with {dirty} changed files" if git.get("dirty") else "")
+                     + (" (**measured from uncommitted source**)"
+                        if git.get("uncommitted_source") else ""))  # fmt: skip
     parts.append(where)
     load = machine.get("load_average")
     if isinstance(load, list) and len(load) == 3:

@@ -43,11 +43,8 @@ def test_versions_come_from_package_metadata_not_from_imports():
     assert found["no-such-distribution-xyz"] == "not installed"
 
 
-def test_the_git_state_names_the_commit_and_the_changed_files(tmp_path):
-    state = results.git_state()
-    assert len(state["commit"]) == 40 and isinstance(state["dirty"], bool)
-    assert state["dirty"] == bool(state["dirty_paths"])
-    assert results.git_state(tmp_path) == {"commit": None, "dirty": None, "dirty_paths": []}
+def test_a_folder_outside_git_has_no_commit(tmp_path):
+    assert GIT_STATE(tmp_path) == {"commit": None, "dirty": None, "dirty_paths": []}
 
 
 def test_spread_counts_a_missed_run_as_slowest_and_never_estimates():
@@ -68,6 +65,46 @@ def test_settings_that_must_match_and_do_not_are_refused():
     assert results.differences({"epochs": 12, "lr": 1e-3}, {"epochs": 20, "lr": 1e-3}) == [
         {"setting": "epochs", "preset": 12, "recipe": 20}
     ]
+
+
+GIT_STATE = results.git_state
+
+
+@pytest.fixture(autouse=True)
+def committed(monkeypatch):
+    """The record tests run from whatever tree the suite runs in: a clean one unless a test
+    says otherwise."""
+    state = GIT_STATE()
+    clean = {**state, "dirty": False, "dirty_paths": []}
+    monkeypatch.setattr(results, "git_state", lambda root=results.ROOT: dict(clean))
+    monkeypatch.delenv(results.ALLOW_UNCOMMITTED, raising=False)
+    return state
+
+
+def test_the_git_state_names_the_commit_and_the_changed_files(tmp_path, committed):
+    state = committed
+    assert len(state["commit"]) == 40 and isinstance(state["dirty"], bool)
+    assert state["dirty"] == bool(state["dirty_paths"])
+
+
+def test_a_record_from_uncommitted_source_is_refused_unless_allowed_and_then_says_so(
+    tmp_path, monkeypatch
+):
+    changed = ["src/rlx/core/ppo.py", "benchmarks/results/x.json", "notes.txt"]
+    dirty = {"commit": "a" * 40, "dirty": True, "dirty_paths": changed}
+    monkeypatch.setattr(results, "git_state", lambda root=results.ROOT: dict(dirty))
+    with pytest.raises(RuntimeError, match=r"uncommitted source changes \(src/rlx/core/ppo.py\)"):
+        record(tmp_path)
+    assert not (tmp_path / "bench_x.json").exists()
+    record(tmp_path, repeats=1, quick=True)  # a quick check records nothing the page shows
+    monkeypatch.setenv(results.ALLOW_UNCOMMITTED, "1")
+    data = json.loads(record(tmp_path).read_text())
+    assert data["git"]["uncommitted_source"] is True
+    assert "measured from uncommitted source" in gen_pages.benchmarks_page(tmp_path)
+    # only what the benchmarks write themselves, or files outside the source: a clean record
+    dirty["dirty_paths"] = ["benchmarks/results/x.json", "notes.txt"]
+    monkeypatch.delenv(results.ALLOW_UNCOMMITTED)
+    assert json.loads(record(tmp_path).read_text())["git"]["uncommitted_source"] is False
 
 
 def record(tmp_path, **kwargs):
