@@ -1,24 +1,31 @@
 """Heal (issue 42): ``rlx doctor RUN --fix`` trains a child run with the findings' changes from
 the parent's last good checkpoint; ``rlx train ... --heal`` rolls a run back and changes it as
 it trains. The mechanics on a toy whose KL drifts with its learning rate (milliseconds), then
-the done-when on the demo's broken PPO run (``learning_rate=0.1``, 40 epochs on CartPole)."""
+the done-when on the demo's broken PPO run (``learning_rate=0.1``, 40 epochs on CartPole).
+Issue 48: a blow-up in the first updates is healed at once, from a checkpoint written before
+the first update (a toy whose first step is NaN, and PPO at a learning rate of 0.5)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rlx
+from rlx import registry
 from rlx.cli import main
+from rlx.core.fields import CheckpointFields
 from rlx.diagnostics.doctor import Finding
 from rlx.diagnostics.rules import RULES_BY_ID, Evidence
 from rlx.errors import ConfigError
 from rlx.heal import applicable_findings, merged_changes
 from rlx.runs import read_episodes, read_summary
-from tests.runs import toy_drift  # noqa: F401  (registers "toy-drift")
+from tests.runs import toy_drift  # registers "toy-drift"
 from tests.test_user_errors import snapshot
 
 DENSE = {"checkpoint_every_steps": 5, "checkpoints_kept": 0}
@@ -195,16 +202,23 @@ def test_fix_refuses_a_child_folder_that_holds_a_run_and_foreign_logs(drifting, 
 
 
 # ============================================================================ rlx train --heal
+SUSTAINED = {"kl_power": 1.0}
+"""A KL that drifts past 0.1 and stays there, below a one-update blow-up (KL past 1), in
+proportion to the learning rate: 0.9 takes two cuts to 0.3 of it to clear (0.27, then 0.081),
+and the first helps (0.8 of the way to the threshold, 0.17 left)."""
+
+
 def test_heal_rolls_back_changes_and_records_every_rollback(tmp_path, capsys):
     run_dir = tmp_path / "live"
-    rlx.train("toy-drift", "X", run_dir=run_dir, learning_rate=3.0, heal=True, progress=False)
+    rlx.train("toy-drift", "X", run_dir=run_dir, learning_rate=0.9, heal=True, progress=False,
+              **SUSTAINED)  # fmt: skip
     err = capsys.readouterr().err
     assert "rlx heal: checkpoint_every_steps=5, checkpoints_kept=0" in err
     assert ("rlx heal: kl-too-high at step 60: back to its checkpoint at step 30 with "
-            "learning_rate 3.0 -> 0.9 (1 of at most 3)") in err  # fmt: skip
+            "learning_rate 0.9 -> 0.27 (1 of at most 3)") in err  # fmt: skip
     # the same rule again after its fix: left to the end, then healed from the whole run
     assert ("rlx heal: kl-too-high at the end, step 100: back to its checkpoint at step 50 with "
-            "learning_rate 0.9 -> 0.27 (2 of at most 3)") in err  # fmt: skip
+            "learning_rate 0.27 -> 0.081 (2 of at most 3)") in err  # fmt: skip
     summary = read_summary(run_dir)
     assert summary["status"] == "completed" and summary["doctor"] == []
     heals = summary["heal"]
@@ -212,11 +226,11 @@ def test_heal_rolls_back_changes_and_records_every_rollback(tmp_path, capsys):
         (60, "live", ["kl-too-high"], "step_000000000030.pt", 30),
         (100, "end", ["kl-too-high"], "step_000000000050.pt", 50),
     ]
-    assert heals[0]["changes"][0] == {"field": "learning_rate", "from": 3.0, "to": 0.9,
+    assert heals[0]["changes"][0] == {"field": "learning_rate", "from": 0.9, "to": 0.27,
                                       "rules": ["kl-too-high"], "note": None}  # fmt: skip
     assert heals[0]["findings"][0]["evidence"]["step_start"] == 31
     record = config(run_dir)
-    assert record["heal"] == heals and record["config"]["learning_rate"] == pytest.approx(0.27)
+    assert record["heal"] == heals and record["config"]["learning_rate"] == pytest.approx(0.081)
     kinds = [(h["kind"], h.get("checkpoint"), h.get("rolled_back_at")) for h in record["history"]]
     assert kinds == [("start", None, None), ("heal", "step_000000000030.pt", 60),
                      ("heal", "step_000000000050.pt", 100)]  # fmt: skip
@@ -226,22 +240,41 @@ def test_heal_rolls_back_changes_and_records_every_rollback(tmp_path, capsys):
     assert main(["doctor", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert ("healed: at step 60 (as it trained) kl-too-high: back to its checkpoint at step 30 "
-            "with learning_rate 3.0 -> 0.9") in out  # fmt: skip
+            "with learning_rate 0.9 -> 0.27") in out  # fmt: skip
     assert "healed: at step 100 (at its end) kl-too-high: back to its checkpoint at step 50" in out
     page = rlx.report(run_dir).read_text()
     assert page.count('id="heal-') == 2
 
 
+def test_a_blowup_mid_run_is_named_at_its_row_and_rolled_back_to_the_checkpoint_before_it(
+    tmp_path, capsys
+):
+    """A KL of 9 from step 40 (the learning rate squared): the blow-up is named at step 40, not
+    after a trend's worth of rows, the run goes back to its checkpoint at step 35 (every 5
+    steps), never to scratch, with the learning rate cut by sqrt(0.02 / 9), and ends clean."""
+    run_dir = tmp_path / "blowup"
+    rlx.train("toy-drift", "X", run_dir=run_dir, learning_rate=3.0, heal=True, progress=False)
+    err = capsys.readouterr().err
+    assert "over steps 40-40); lower the learning rate: learning_rate 3.0 -> 0.141" in err
+    assert ("rlx heal: policy-blowup at step 40: back to its checkpoint at step 35 with "
+            "learning_rate 3.0 -> 0.141 (1 of at most 3)") in err  # fmt: skip
+    summary = read_summary(run_dir)
+    (heal,) = summary["heal"]
+    assert (heal["step"], heal["when"], heal["checkpoint"]) == (40, "live", "step_000000000035.pt")
+    assert summary["status"] == "completed" and summary["doctor"] == []
+    assert [(leg["from_step"], leg["to_step"]) for leg in summary["legs"]] == [(0, 40), (35, 100)]
+
+
 def test_heal_max_caps_the_rollbacks_and_stop_on_still_stops(tmp_path):
     once = tmp_path / "once"
-    rlx.train("toy-drift", "X", run_dir=once, learning_rate=3.0, heal=True, heal_max=1,
-              progress=False)  # fmt: skip
+    rlx.train("toy-drift", "X", run_dir=once, learning_rate=0.9, heal=True, heal_max=1,
+              progress=False, **SUSTAINED)  # fmt: skip
     assert len(read_summary(once)["heal"]) == 1
-    assert read_summary(once)["doctor"] == ["kl-too-high"]  # 0.9 squared: still too high
+    assert read_summary(once)["doctor"] == ["kl-too-high"]  # 0.27: still too high
 
     stopped = tmp_path / "stopped"
-    rlx.train("toy-drift", "X", run_dir=stopped, learning_rate=3.0, heal=True,
-              stop_on=["kl-too-high"], progress=False)  # fmt: skip
+    rlx.train("toy-drift", "X", run_dir=stopped, learning_rate=0.9, heal=True,
+              stop_on=["kl-too-high"], progress=False, **SUSTAINED)  # fmt: skip
     summary = read_summary(stopped)
     assert summary["status"] == "stopped" and summary["stopped_by"] == "kl-too-high"
     assert "heal" not in summary
@@ -347,3 +380,154 @@ def test_train_heal_heals_the_demos_broken_ppo_run_within_one_run(broken, train_
     assert main(["doctor", str(run_dir)]) == 0
     assert capsys.readouterr().out.count("\nhealed: at step ") == len(summary["heal"])
     assert 'id="heal-' in rlx.report(run_dir).read_text()
+
+
+# ============================================================================ a blow-up, early
+@dataclasses.dataclass(frozen=True)
+class BlowupConfig(CheckpointFields):
+    """Logs a NaN loss at its first step when ``learning_rate`` is above ``blows_above``."""
+
+    total_steps: int = 50
+    """steps to count"""
+    learning_rate: float = 1.0
+    """the step size"""
+    blows_above: float = 0.5
+    """the step size past which the first step's loss is NaN"""
+    sleep_s: float = 0.01
+    """pause per step, so that each stretch of a healed run takes measurable time"""
+    seed: int = 0
+    """seed"""
+
+
+def _train_blowup(config: BlowupConfig, env, run):
+    step = 0 if run.resumed_state is None else int(run.resumed_state["step"])
+    if run.start_checkpoint_due():
+        run.save_checkpoint(step, {"step": step})
+    while step < config.total_steps and not run.stop_requested:
+        step += 1
+        time.sleep(config.sleep_s)
+        nan = step == 1 and config.learning_rate > config.blows_above
+        run.log(step, {"loss": math.nan if nan else 1.0 / step, "episode_return": float(step)})
+        if run.checkpoint_due():
+            run.save_checkpoint(step, {"step": step})
+    run.save_checkpoint(step, {"step": step})
+    run.finish(step, {})
+    return toy_drift.DriftAgent(step)
+
+
+registry.register(registry.Algorithm(
+    name="toy-blowup", config=BlowupConfig, train=_train_blowup,
+    load=lambda config, env_id, state: toy_drift.DriftAgent(int(state["step"])),
+    summary="logs a NaN at its first step past a learning rate (tests only)",
+))  # fmt: skip
+
+
+def test_heal_rolls_a_nan_at_the_first_step_back_to_the_start_checkpoint(tmp_path, capsys):
+    """The NaN is named at its row (step 1), the run rolls back to the checkpoint written
+    before its first update with a lower learning rate and trains its budget once, not twice;
+    ``wall_s`` counts both stretches."""
+    run_dir = tmp_path / "nan"
+    rlx.train("toy-blowup", "X", run_dir=run_dir, heal=True, progress=False)
+    err = capsys.readouterr().err
+    assert ("rlx doctor: error: NaN or inf in a metric (loss: non-finite value nan vs threshold "
+            "0 over steps 1-1)") in err  # fmt: skip
+    assert ("rlx heal: non-finite at step 1: back to its checkpoint at step 0 with "
+            "learning_rate 1.0 -> 0.3 (1 of at most 3)") in err  # fmt: skip
+    summary = read_summary(run_dir)
+    assert summary["status"] == "completed" and summary["steps"] == 50
+    assert summary["doctor"] == [] == [f.rule.id for f in rlx.doctor(run_dir)]
+    (heal,) = summary["heal"]
+    assert (heal["step"], heal["when"], heal["rules"]) == (1, "live", ["non-finite"])
+    assert (heal["checkpoint"], heal["from_step"]) == ("step_000000000000.pt", 0)
+    assert heal["findings"][0]["evidence"]["step_start"] == 1
+    legs = summary["legs"]
+    assert [(leg["from_step"], leg["to_step"], leg["stopped_by"]) for leg in legs] == [
+        (0, 1, "non-finite"), (0, 50, None)]  # fmt: skip
+    assert legs[0]["wall_s"] >= 0.01 and legs[1]["wall_s"] >= 0.5
+    assert summary["wall_s"] >= sum(leg["wall_s"] for leg in legs)
+    assert [r["step"] for r in rows(run_dir)] == list(range(1, 51))  # the NaN's row is gone
+    assert rows(run_dir)[0]["wall_s"] >= legs[0]["wall_s"]  # the clock went on across legs
+    assert config(run_dir)["config"]["learning_rate"] == 0.3
+
+
+def test_a_run_that_does_not_heal_writes_no_start_checkpoint(tmp_path):
+    rlx.train("toy-blowup", "X", run_dir=tmp_path / "r", learning_rate=0.1, sleep_s=0.0,
+              progress=False)  # fmt: skip
+    assert [p.name for p in sorted((tmp_path / "r" / "checkpoints").glob("step_*.pt"))] == [
+        "step_000000000050.pt"]  # fmt: skip
+    assert "legs" not in read_summary(tmp_path / "r")
+
+
+HOT_BUDGET = 10_000
+"""Env steps of the reported run below: enough for the healed run to learn CartPole."""
+
+
+@pytest.mark.skipif(
+    "policy-blowup" not in RULES_BY_ID, reason="the policy-blowup rule is not in the rule table"
+)
+def test_ppo_at_learning_rate_half_is_healed_from_its_first_update(tmp_path, capsys, train_seed):
+    """The reported run, ``rlx train ppo --env CartPole-v1 --learning-rate 0.5 --heal`` (a KL
+    far past 1 in its first update): the doctor names the blow-up at that update, heal rolls
+    back to the checkpoint written before it with a smaller learning rate (again, on its
+    changed config, while the blow-up comes back), and the budget is trained once, not once
+    per rollback; ``wall_s`` is the whole time."""
+    run_dir = tmp_path / "hot"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--learning-rate", "0.5", "--heal",
+                 "--total-steps", str(HOT_BUDGET), "--eval-episodes", "0", "--no-progress",
+                 "--seed", str(train_seed), "--run-dir", str(run_dir)])  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err
+    recorded = config(run_dir)["config"]
+    rollout = recorded["num_envs"] * recorded["num_steps"]
+    summary = read_summary(run_dir)
+    heals, legs = summary["heal"], summary["legs"]
+    first = heals[0]
+    assert first["when"] == "live" and first["rules"] == ["policy-blowup"]
+    finding = first["findings"][0]
+    # named at the first update: the stretch stopped at its first logged row, which is the
+    # evidence's step, and the line printed as it came says that step
+    assert legs[0]["from_step"] == 0 and 0 < legs[0]["to_step"] <= rollout
+    assert finding["evidence"]["step_start"] == finding["evidence"]["step_end"] == first["step"]
+    assert first["step"] == legs[0]["to_step"]
+    step = first["step"]
+    assert f"over steps {step}-{step}); lower the learning rate: learning_rate 0.5 -> " in err
+    # rolled back to the start checkpoint, a smaller learning rate each time
+    assert all(h["when"] == "live" and h["from_step"] == 0 for h in heals)
+    assert all(h["checkpoint"] == "step_000000000000.pt" for h in heals)
+    rates = [0.5, *(h["changes"][0]["to"] for h in heals)]
+    assert all(h["changes"][0]["field"] == "learning_rate" for h in heals)
+    assert rates == sorted(rates, reverse=True) and len(set(rates)) == len(rates)
+    assert recorded["learning_rate"] == rates[-1]
+    # no second full run: each stretch rolled back was one update; the last trained the budget
+    assert len(legs) == len(heals) + 1
+    assert all(leg["to_step"] - leg["from_step"] <= rollout for leg in legs[:-1])
+    assert legs[-1]["from_step"] == 0 and HOT_BUDGET <= legs[-1]["to_step"] <= HOT_BUDGET + rollout
+    trained = sum(leg["to_step"] - leg["from_step"] for leg in legs)
+    assert trained <= HOT_BUDGET + len(legs) * rollout
+    assert summary["status"] == "completed" and summary["steps"] == legs[-1]["to_step"]
+    # the whole wall time, every stretch counted
+    assert summary["wall_s"] >= sum(leg["wall_s"] for leg in legs)
+    assert summary["doctor"] == [f.rule.id for f in rlx.doctor(run_dir)]
+
+
+@pytest.mark.parametrize(
+    ("algo", "config"),
+    [("ppo", {"total_steps": 3000}), ("dqn", {"total_steps": 1000, "learning_starts": 200})],
+)
+def test_the_start_checkpoint_continues_exactly(tmp_path, algo, config):
+    """A run with the checkpoint a healing run writes before its first update, continued from
+    it, logs what a plain run logs: rolling back to it is starting over, at no cost."""
+    from rlx.plan import plan, train_planned
+
+    def logged(run_dir: Path) -> list[dict]:
+        return [{k: v for k, v in row.items() if k != "wall_s"} for row in rows(run_dir)]
+
+    plain, started = tmp_path / "plain", tmp_path / "started"
+    rlx.train(algo, "CartPole-v1", run_dir=plain, seed=1, eval_episodes=0, progress=False,
+              **config)  # fmt: skip
+    planned = plan(algo, "CartPole-v1", run_dir=started,
+                   overrides={"seed": 1, "eval_episodes": 0, **config})  # fmt: skip
+    train_planned(dataclasses.replace(planned, checkpoint_at_start=True), progress=False)
+    assert (started / "checkpoints" / "step_000000000000.pt").is_file()
+    rlx.train(algo, run_dir=started, resume=True, resume_from=0, progress=False)
+    assert logged(started) == logged(plain)

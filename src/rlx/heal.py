@@ -17,12 +17,16 @@ changes (``healed_from``, and a ``heal`` entry in its history); ``rlx doctor CHI
 (:func:`train_healing`) do the same within one run: the live doctor watches the rules whose fix
 this config can take; when one fires the run stops (checkpoint saved), rolls back to the last
 good checkpoint before the evidence, takes the change and goes on, at most ``heal_max`` times.
+A blow-up (an immediate rule: NaN, a KL or a probability ratio far out) is named at the row it
+happens, so a run that blows up in its first updates is rolled back after them, not at its end.
 Each rollback (where the rule fired, the checkpoint used, the finding, the change) goes into
 ``summary.json`` and ``config.json`` (``heal``, and a ``heal`` entry in its history), ``rlx
 doctor`` shows a "healed" block and the report marks it on the curves. A run that heals
-checkpoints every twentieth of its budget and keeps them all, unless its config sets a
-cadence (``checkpoint_every_s``, ``checkpoint_every_steps``, ``checkpoints_kept``): a rollback
-needs a checkpoint from before the evidence.
+checkpoints before its first update, then every twentieth of its budget and keeps them all,
+unless its config sets a cadence (``checkpoint_every_s``, ``checkpoint_every_steps``,
+``checkpoints_kept``): a rollback needs a checkpoint from before the evidence. Its
+``summary.json`` counts the whole wall time, every stretch it trained (``wall_s``), and
+gives each stretch (``legs``: the step it went on from, the step it ended at, its seconds).
 
 This module trains through :func:`rlx.plan.plan` and :func:`rlx.plan.train_planned`; a run
 folder's files are read and written by :mod:`rlx.runs`. The parent's files a child continues
@@ -38,6 +42,7 @@ import math
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -47,17 +52,26 @@ import numpy as np
 from rlx import registry
 from rlx.callable_module import make_callable
 from rlx.core.env_recipe import IN_PYTHON, Consent
-from rlx.diagnostics.doctor import Diagnosis, Finding, LiveDoctor, check_rule_ids, diagnose, doctor
+from rlx.diagnostics.doctor import (
+    Diagnosis,
+    Finding,
+    LiveDoctor,
+    check_rule_ids,
+    diagnose,
+    doctor,
+    is_immediate,
+    watches,
+)
 from rlx.diagnostics.group_doctor import (
     EVAL_SOURCE,
     SOURCE_WORDS,
     final_eval_return,
     training_returns,
 )
-from rlx.diagnostics.rules import MIN_POINTS, RULES
+from rlx.diagnostics.rules import MIN_POINTS, RULES, RULES_BY_ID
 from rlx.diagnostics.series import RunLog
 from rlx.diagnostics.sources import read_run
-from rlx.errors import ConfigError, RLXError, RunError
+from rlx.errors import ConfigError, RLXError, RunError, TrainingError
 from rlx.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
 from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
 from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
@@ -134,13 +148,14 @@ def _hashable(value: Any) -> Any:
 
 
 def fixable_rules(algo: str, config: Mapping[str, Any], exclude: Iterable[str] = ()) -> list[str]:
-    """The live rules whose fix ``config`` can take (a field it has, a value to try, and not
-    the budget: :func:`applicable_findings`)."""
+    """The rules the live doctor checks (:func:`~rlx.diagnostics.doctor.watches`) whose fix
+    ``config`` can take (a field it has, a value to try, and not the budget:
+    :func:`applicable_findings`)."""
     left_out, budget = set(exclude), registry.get(algo).budget_field
     return [
         rule.id
         for rule in RULES
-        if rule.live
+        if watches(rule)
         and rule.id not in left_out
         and rule.advice(config, algo).field not in (None, budget)
     ]
@@ -180,19 +195,24 @@ def last_good_checkpoint(
 ) -> tuple[int, Path] | None:
     """``(step, file)`` of the latest step checkpoint written before every finding's evidence
     begins at which the doctor could vouch for the run: the findings' rules, run on ``log`` as
-    it stood then, had enough points to judge (:data:`MIN_POINTS` of each evidence metric)
-    and found nothing. None when no checkpoint is that early: a run that went wrong from its
-    start is started over."""
+    it stood then, had enough points to judge (:data:`MIN_POINTS` of each evidence metric; an
+    immediate rule's, :func:`~rlx.diagnostics.doctor.is_immediate`, judged every row as it
+    came, so any point will do) and found nothing. The run's start checkpoint (step 0, which a
+    run that heals writes before its first update) is as good as starting over, and taken when
+    no later one is vouched for. None when no checkpoint is that early: a run that went wrong
+    from its start is started over."""
     if not findings:
         return None
     begins = min(f.evidence.step_start for f in findings)
     rules = [f.rule for f in findings]
-    metrics = {f.evidence.metric for f in findings}
+    counted = {f.evidence.metric for f in findings if not is_immediate(f.rule)}
     for step, path in reversed(list_checkpoints(run_dir)):
         if step >= begins:
             continue
+        if step == 0:  # nothing trained yet
+            return step, path
         then = log_until(log, step)
-        judged = all(len(then.metrics.get(m, ())) >= MIN_POINTS for m in metrics)
+        judged = all(len(then.metrics.get(m, ())) >= MIN_POINTS for m in counted)
         if judged and not diagnose(then, rules).findings:
             return step, path
     return None
@@ -201,26 +221,55 @@ def last_good_checkpoint(
 # ============================================================================ the live doctor
 class HealingDoctor(LiveDoctor):
     """The live doctor of a run that heals: as :class:`LiveDoctor`, and ``summary.json`` also
-    gets the run's rollbacks (``heal``) and, for the child of ``rlx doctor --fix``, its
-    lineage (``healed_from``)."""
+    gets the run's rollbacks (``heal``), for the child of ``rlx doctor --fix`` its lineage
+    (``healed_from``), and for a run that heals as it trains its stretches (``legs``: the
+    earlier ones given, then this one, timed from the run's start to its summary)."""
 
     def __init__(
         self,
         *args: Any,
         heals: Sequence[Mapping[str, Any]] = (),
         healed_from: Mapping[str, Any] | None = None,
+        legs: Sequence[Mapping[str, Any]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.heals, self.healed_from = list(heals), healed_from
+        self.legs = None if legs is None else [dict(leg) for leg in legs]
+        self._leg_start: tuple[int, float] | None = None
+        self._last_step: int | None = None
+
+    def on_start(self, step: int, info: Mapping[str, Any]) -> None:
+        """The run (this stretch of it) starts training at ``step``."""
+        self._leg_start = (int(step), time.perf_counter())
+
+    def observe(self, step: float, values: Mapping[str, float]) -> None:
+        self._last_step = int(step)
+        super().observe(step, values)
 
     def summary(self) -> dict[str, Any]:
+        leg = self._this_leg()  # timed before the final diagnosis, as the run's wall_s is
         out = super().summary()
         if self.heals:
             out["heal"] = self.heals
         if self.healed_from is not None:
             out["healed_from"] = dict(self.healed_from)
+        if self.legs is not None:
+            out["legs"] = [*self.legs, leg]
         return out
+
+    def _this_leg(self) -> dict[str, Any]:
+        """This stretch: from its step to the last it logged, its seconds from its start to
+        its summary (rounded down to the millisecond: the run's clock, ``wall_s``, starts
+        before and counts them all)."""
+        start, began = self._leg_start or (0, time.perf_counter())
+        seconds = math.floor((time.perf_counter() - began) * 1000) / 1000
+        return {
+            "from_step": start,
+            "to_step": start if self._last_step is None else self._last_step,
+            "wall_s": seconds,
+            "stopped_by": None if self.stop is None else self.stop.rule.id,
+        }
 
 
 # ============================================================================ rlx.heal(run_dir)
@@ -623,17 +672,24 @@ def train_healing(
     ``heal_max`` times:
 
     - **while it trains**: when a live rule whose fix the config can take fires, the run stops
-      with its checkpoint saved, goes back to its last good checkpoint before the evidence
-      (:func:`last_good_checkpoint`; from scratch when there is none), takes the change and
-      trains on. Each rule does this once: a rule that fires again after its own fix is left
-      to the end (its fix did not hold from there, and stopping again would spend the budget);
+      with its checkpoint saved (a NaN ends it at once, before its checkpoint), goes back to
+      its last good checkpoint before the evidence (:func:`last_good_checkpoint`: the start
+      checkpoint, written before the first update, for a blow-up in the first updates; from
+      scratch when there is none), takes the change and trains on. Each rule does this once:
+      a rule that fires again after its own fix is left to the end (its fix did not hold from
+      there, and stopping again would spend the budget). An immediate rule
+      (:func:`~rlx.diagnostics.doctor.is_immediate`, a blow-up named at the row it happens) is
+      the exception: it stops the run again, and its fix is taken again on the changed config,
+      since it costs only the updates since the rollback;
     - **at its end**: the findings of the whole run (every rule, those that judge a whole run
       too) that name a change are healed as ``rlx doctor --fix`` heals them, every change at
       once, from the last good checkpoint before their evidence; the run trains on to the end
       of its budget and is judged again.
 
-    Rules in ``stop_on`` end the run as without healing; so do a callback returning False and
-    Ctrl-C. Returns the agent of the last stretch."""
+    ``summary.json``'s ``wall_s`` is the whole wall time, every stretch counted (a stretch
+    rolled back included), and ``legs`` lists the stretches. Rules in ``stop_on`` end the run
+    as without healing; so do a callback returning False and Ctrl-C. Returns the agent of the
+    last stretch."""
     if isinstance(heal_max, bool) or not isinstance(heal_max, int) or heal_max < 0:
         raise ConfigError(
             f"heal_max={heal_max!r} is the most rollbacks a healing run makes: a whole number >= 0."
@@ -644,16 +700,11 @@ def train_healing(
     if planned.resume is not None:  # a healed run resumed: its rollbacks so far (as data)
         recorded = planned.resume.extra.get("heal")
         heals = [h for h in recorded if isinstance(h, dict)] if isinstance(recorded, list) else []
+    legs: list[dict[str, Any]] = []
     healed = 0
     while True:
         fields = _fields(planned.config)
-        done = {
-            rule
-            for entry in heals
-            if entry.get("when") == "live" and isinstance(entry.get("rules"), list)
-            for rule in entry["rules"]
-            if isinstance(rule, str)
-        }
+        done = _healed_once(heals)
         watched = (
             fixable_rules(planned.spec.name, fields, {*user_stops, *done})
             if healed < heal_max
@@ -666,24 +717,33 @@ def train_healing(
             stop_on=(*user_stops, *watched),
             printer=_to_stderr,
             heals=heals,
+            legs=legs,
         )
         if heals:
             planned = dataclasses.replace(planned, record={**(planned.record or {}), "heal": heals})
-        agent = train_planned(
-            planned,
-            progress=progress,
-            tensorboard=tensorboard,
-            wandb=wandb,
-            callbacks=callbacks,
-            live_doctor=live,
-        )
+        failure: TrainingError | None = None
+        try:
+            agent = train_planned(
+                planned,
+                progress=progress,
+                tensorboard=tensorboard,
+                wandb=wandb,
+                callbacks=callbacks,
+                live_doctor=live,
+            )
+        except TrainingError as exc:  # a NaN: the live doctor named it as it came
+            if live.stop is None or live.stop.rule.id not in watched:
+                raise
+            agent, failure = None, exc
+        ended = time.perf_counter()
         summary = read_summary(planned.run_dir)
         step = int(summary.get("steps") or 0)
-        if live.stop is not None:
-            if live.stop.rule.id in user_stops or live.stop.field is None:
-                return agent
+        recorded_legs = summary.get("legs")
+        if isinstance(recorded_legs, list):
+            legs = [leg for leg in recorded_legs if isinstance(leg, dict)]
+        if live.stop is not None and live.stop.rule.id in watched:
             findings, when = [live.stop], "live"
-        elif summary.get("status") == "completed" and healed < heal_max:
+        elif failure is None and summary.get("status") == "completed" and healed < heal_max:
             final = [f for f in doctor(planned.run_dir).findings if f.rule.id not in user_stops]
             findings, skipped = applicable_findings(final, planned.spec.budget_field)
             for line in skipped:
@@ -692,7 +752,7 @@ def train_healing(
             if not findings:
                 return agent
         else:
-            return agent
+            return _ended(agent, failure)
         try:
             heal_entry, planned = _rolled_back(planned, findings, step, when, trust_env_code)
         except RLXError as exc:
@@ -700,7 +760,7 @@ def train_healing(
                 f"rlx heal: cannot apply {'; '.join(f.change() for f in findings)} ({exc}); the "
                 f"run ended at step {step} with its checkpoint saved."
             )
-            return agent
+            return _ended(agent, failure)
         heals.append(heal_entry)
         healed += 1
         start = (
@@ -716,11 +776,39 @@ def train_healing(
             f"rlx heal: {', '.join(heal_entry['rules'])} {where} {step}: back to {start} with "
             f"{changes} ({healed} of at most {heal_max})"
         )
+        # the clock goes on: the next stretch starts at the seconds spent so far
+        spent = _number_or(summary.get("wall_s"), 0.0) + (time.perf_counter() - ended)
+        planned = dataclasses.replace(planned, wall_offset=spent, checkpoint_at_start=True)
+
+
+def _healed_once(heals: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The rules a live rollback already healed, which are not watched again (immediate
+    rules are: a blow-up after its fix is caught as early, and its fix taken again)."""
+    return {
+        rule
+        for entry in heals
+        if entry.get("when") == "live" and isinstance(entry.get("rules"), list)
+        for rule in entry["rules"]
+        if isinstance(rule, str) and not (rule in RULES_BY_ID and is_immediate(RULES_BY_ID[rule]))
+    }
+
+
+def _ended(agent: Any, failure: TrainingError | None) -> Any:
+    """The agent of a run that ended; the error of one a NaN ended that was not healed."""
+    if failure is not None:
+        raise failure
+    return agent
+
+
+def _number_or(value: Any, default: float) -> float:
+    return float(value) if _is_number(value) and math.isfinite(value) else default
 
 
 def with_heal_checkpoints(planned: Plan) -> Plan:
-    """``planned`` with checkpoints every :data:`HEAL_CHECKPOINTS`-th of its budget, all kept,
-    where its config has those fields and sets no cadence (nor a number kept) of its own."""
+    """``planned`` with a checkpoint before its first update (a rollback from a blow-up in the
+    first updates goes back to it), and checkpoints every :data:`HEAL_CHECKPOINTS`-th of its
+    budget, all kept, where its config has those fields and sets no cadence (nor a number
+    kept) of its own."""
     config = planned.config
     changes: dict[str, Any] = {}
     if (
@@ -733,6 +821,7 @@ def with_heal_checkpoints(planned: Plan) -> Plan:
             changes["checkpoint_every_steps"] = max(1, int(budget) // HEAL_CHECKPOINTS)
     if getattr(config, "checkpoints_kept", None) == DEFAULT_KEPT:
         changes["checkpoints_kept"] = 0
+    planned = dataclasses.replace(planned, checkpoint_at_start=True)
     if not changes:
         return planned
     shown = ", ".join(f"{name}={value}" for name, value in changes.items())

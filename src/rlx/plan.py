@@ -75,6 +75,11 @@ class Plan:
     chosen_preset: ChosenPreset | None = None
     """the preset's source, what of it rlx does not follow (config.json and the first lines
     on stderr; :mod:`rlx.launch.presets`)"""
+    checkpoint_at_start: bool = False
+    """a new run checkpoints before its first update (a run that heals: :mod:`rlx.heal`)"""
+    wall_offset: float | None = None
+    """the seconds the run trained before this stretch, when the run folder's rows do not
+    tell them (a healing run after a rollback; :class:`rlx.runs.Run`)"""
 
 
 def env_label(env: Any) -> str:
@@ -561,6 +566,9 @@ def train_planned(
         from rlx.callbacks import CallbackObserver
 
         observers.append(CallbackObserver(callbacks))
+        takers = [c for c in callbacks if callable(getattr(c, "observe_episodes", None))]
+        if takers:
+            observers.append(EpisodeCallbacks(takers))
     if planned.note is not None and is_first_process():
         _to_stderr(f"rlx: {planned.note}")
     if planned.chosen_preset is not None and planned.resume is None and is_first_process():
@@ -586,6 +594,8 @@ def train_planned(
             command=planned.command,
             resume_from=planned.resume_from,
             history=planned.history,
+            wall_offset=planned.wall_offset,
+            checkpoint_at_start=planned.checkpoint_at_start,
         ) as run,
         user_words(spec),
     ):
@@ -594,6 +604,31 @@ def train_planned(
     if planned.recipe is not None:  # as rlx.load sets it: evaluate(agent) rebuilds this env
         agent.env_recipe = planned.recipe
     return agent
+
+
+class EpisodeCallbacks:
+    """The callbacks that read a run's finished episodes as it logs them
+    (``observe_episodes(ends, returns, lengths)``: :class:`rlx.tune.TrialPruner`'s doctor),
+    as a :class:`rlx.runs.RunObserver`; the callbacks' other hooks reach them through
+    :class:`rlx.callbacks.CallbackObserver`."""
+
+    stop_reason: str | None = None
+
+    def __init__(self, callbacks: Sequence[Any]) -> None:
+        self.callbacks = list(callbacks)
+
+    def attach(self, run_dir: Path, resumed: bool) -> None:
+        """Nothing to prepare."""
+
+    def observe(self, step: int, values: Any) -> None:
+        """Rows reach the callbacks through :class:`rlx.callbacks.CallbackObserver`."""
+
+    def observe_episodes(self, ends: Any, returns: Any, lengths: Any) -> None:
+        for callback in self.callbacks:
+            callback.observe_episodes(ends, returns, lengths)
+
+    def summary(self) -> dict[str, Any]:
+        return {}
 
 
 def _record(planned: Plan) -> dict[str, Any]:

@@ -1317,6 +1317,11 @@ class TrialPruner:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         return None
 
+    def observe_episodes(self, ends: Any, returns: Any, lengths: Any) -> None:
+        """The seed's finished episodes as its run logs them (:class:`rlx.plan.EpisodeCallbacks`):
+        its doctor reads them as ``rlx doctor`` reads the run folder."""
+        self.doctor.observe_episodes(ends, returns, lengths)
+
     def on_update(self, step: int, metrics: Mapping[str, float]) -> bool | None:
         self.doctor.observe(step, metrics)
         if not all(math.isfinite(v) for v in metrics.values()):

@@ -135,6 +135,22 @@ HEALTHY = {
     ),
 }
 
+# rules added with issue 48 (tests/diagnostics/test_rules_converge.py tests each further)
+SYMPTOMS.update(
+    {
+        # PPO at learning rate 0.5: a KL of 95 in the first update, then a frozen policy
+        "policy-blowup": dict(HEALTHY_PPO, **{M.APPROX_KL: np.r_[95.0, np.full(N - 1, 1e-4)]}),
+        # DPO: the chosen answers' log-ratio to the reference falls to -3 nats (beta 0.1) while
+        # the pairs are separated
+        "likelihood-displacement": {
+            M.CHOSEN_REWARD: np.linspace(0, -0.3, N) + noise(0.01),
+            M.PAIR_ACCURACY: np.clip(np.linspace(0.6, 0.98, N) + noise(0.01), 0, 1),
+        },
+        # CartPole held at 150 for 60,000 steps, where a published DQN reached 500 in 50,000
+        "below-published": {M.EPISODE_RETURN: 150 + noise(10)},
+    }
+)
+
 
 def test_every_rule_has_a_symptom_case():
     assert set(SYMPTOMS) == set(RULES_BY_ID)

@@ -18,7 +18,7 @@ QUIET_KL = 0.01
 
 @dataclass(frozen=True)
 class DriftConfig(CheckpointFields):
-    """Logs approx_kl = learning_rate ** 2 from step ``onset`` on (0.01 before)."""
+    """Logs approx_kl = learning_rate ** kl_power from step ``onset`` on (0.01 before)."""
 
     total_steps: int = 100
     """steps to count"""
@@ -26,6 +26,9 @@ class DriftConfig(CheckpointFields):
     """the step size whose square the KL becomes after the onset"""
     onset: int = 40
     """the first step with the drifting KL"""
+    kl_power: float = 2.0
+    """the power of the learning rate the drifting KL is (1: a cut of the learning rate cuts
+    the KL as much, so a KL below 1, no one-update blow-up, can take two cuts to clear)"""
     sleep_s: float = 0.0
     """pause per step, so a test can kill a real process"""
     seed: int = 0
@@ -42,7 +45,9 @@ class DriftAgent:
 
 
 def kl_at(config: DriftConfig, step: int) -> float:
-    return config.learning_rate**2 if step >= config.onset else QUIET_KL
+    if step < config.onset:
+        return QUIET_KL
+    return config.learning_rate**config.kl_power
 
 
 def _train(config: DriftConfig, env, run) -> DriftAgent:

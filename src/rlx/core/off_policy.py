@@ -5,7 +5,8 @@
         collect with the learner's exploring policy; store the transitions in the replay
         every train_freq env steps: gradient_steps updates on uniform replay minibatches
         every log_every env steps: log the means since the last log (and, every eval_every
-            env steps, a deterministic evaluation); checkpoint when due
+            env steps, a deterministic evaluation); checkpoint when due (and, for a run
+            that heals, once before the first update)
     the last checkpoint, the final evaluation, the summary
 
 The loop tells the run's observers (``rlx.train``'s ``callbacks``) ``on_step`` after each
@@ -274,7 +275,7 @@ def restore_off_policy_state(
     replay = collector.fitting_replay(state.get("replay"), buffer)
     if replay is not None:
         buffer.load_state_dict(replay)
-    elif "replay" not in state:
+    elif "replay" not in state and int(state["step"]) > 0:  # at step 0 it was empty anyway
         print(
             f"rlx: {algo} resumes at step {int(state['step'])} with an empty replay buffer (the "
             "checkpoint holds none), so gradient steps wait for learning_starts new "
@@ -347,6 +348,8 @@ def train_off_policy(
         def agent() -> Any:
             return method.agent(learner, layout, run.env_id, config)
 
+        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.heal)
+            checkpoint()
         next_log = (step // config.log_every + 1) * config.log_every
         while step < config.total_steps and not run.stop_requested and not evaluation.reached:
             # ---- collect and store

@@ -6,7 +6,8 @@
             gSDE draws new exploration matrices at its start (and every sde_sample_freq steps)
         the algorithm's update on that rollout (V, log pi_old, advantages, gradient steps)
         log the update's diagnostics and the episodes that ended (and, every eval_every env
-            steps, a deterministic evaluation); checkpoint when due
+            steps, a deterministic evaluation); checkpoint when due (and, for a run that
+            heals, once before the first update)
     evaluate the final policy; write the run's summary
 
 The loop tells the run's observers (``rlx.train``'s ``callbacks``) ``on_step`` after each
@@ -200,6 +201,8 @@ def train_on_policy(
         def agent() -> PolicyAgent:
             return PolicyAgent(method.name, config, run.env_id, agent_state(policy, collector))
 
+        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.heal)
+            run.save_checkpoint(step, state())
         collect_options = {"until_every_copy_done": True} if method.whole_episodes else {}
         while step < config.total_steps and not run.stop_requested and not evaluation.reached:
             lr = annealed(config.learning_rate, step, config.total_steps, config.anneal_lr)

@@ -16,9 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlx.diagnostics.rules import ERROR, RULES, RULES_BY_ID, Advice, Evidence, Rule
-from rlx.diagnostics.series import RunLog, Series
-from rlx.diagnostics.sources import read_run
+import numpy as np
+
+from rlx import metrics as M
+from rlx.diagnostics.rules import (
+    ERROR,
+    RULES,
+    RULES_BY_ID,
+    Advice,
+    Evidence,
+    Rule,
+    finding_order,
+)
+from rlx.diagnostics.series import GrowingSeries, RunLog, Series
+from rlx.diagnostics.sources import read_run, with_episodes
 from rlx.errors import ConfigError
 
 
@@ -260,7 +271,10 @@ def applicable_metrics(log: RunLog) -> set[str]:
 
 
 def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
-    """Every applicable rule over ``log``; findings in rule order, errors first."""
+    """Every applicable rule over ``log``, each finding with its fix fitted to the run
+    (:meth:`~rlx.diagnostics.rules.Rule.advice_for`); findings ranked by how likely their fix
+    is to help (:func:`~rlx.diagnostics.rules.finding_order`: a blow-up before what follows
+    from it, the outcome alone last)."""
     findings = []
     for rule in rules:
         if not applicable(rule, log):
@@ -268,8 +282,8 @@ def diagnose(log: RunLog, rules: Iterable[Rule] = RULES) -> Diagnosis:
         evidence = rule.check(log)
         if evidence is None:
             continue
-        findings.append(Finding.of(rule, evidence, rule.advice(log.config, log.algo)))
-    findings.sort(key=lambda f: f.severity != ERROR)
+        findings.append(Finding.of(rule, evidence, rule.advice_for(log, evidence)))
+    findings.sort(key=lambda f: finding_order(f.rule, f.evidence))
     return Diagnosis(log, findings)
 
 
@@ -297,14 +311,32 @@ def check_rule_ids(ids: Sequence[str]) -> tuple[str, ...]:
     return tuple(ids)
 
 
-class LiveDoctor:
-    """The rules on the metrics of a run in progress, fed one logged row at a time.
+def is_immediate(rule: Rule) -> bool:
+    """Whether the live doctor checks ``rule`` on every logged row (:attr:`Rule.immediate`): a
+    blow-up (NaN, a KL or a probability ratio far out in the first updates) is named at the
+    row it happens."""
+    return rule.immediate
 
-    Every ``every`` rows (every tenth of the rows so far once that is more, and at the end)
-    the rules run over everything logged so far; a rule that fires prints one line, once per
-    run. Rules in ``stop_on`` set :attr:`stop` when they fire, and the training loop ends the
-    run with its checkpoint saved. It is a :class:`rlx.runs.RunObserver`: ``rlx.train``
-    attaches it to the run from above.
+
+def watches(rule: Rule) -> bool:
+    """Whether the live doctor checks ``rule`` during training (on its schedule, or on every
+    row)."""
+    return rule.live or is_immediate(rule)
+
+
+class LiveDoctor:
+    """The rules on the metrics of a run in progress, fed one logged row at a time, and every
+    finished episode as the run logs it.
+
+    It reads what ``rlx doctor`` reads of the run folder (:func:`~rlx.diagnostics.sources.
+    with_episodes`: the rows, and the episodes in place of too few logged returns), so
+    :meth:`final`, ``summary.json``'s ``doctor``, equals ``rlx.doctor(run_dir)``. Immediate
+    rules (:func:`is_immediate`) are checked on every row, so a blow-up is named at its step;
+    the other live rules every ``every`` rows (every tenth of the rows so far once that is
+    more), and all rules at the end. A rule that fires prints one line, once per run. Rules in
+    ``stop_on`` set :attr:`stop` when they fire, and the training loop ends the run with its
+    checkpoint saved. It is a :class:`rlx.runs.RunObserver`: ``rlx.train`` attaches it to the
+    run from above.
     """
 
     def __init__(
@@ -320,9 +352,12 @@ class LiveDoctor:
         self.log = RunLog(Path("."), "rlx", algo=algo, env=env, config=dict(config))
         self.stop_on = set(check_rule_ids(stop_on))
         self.every, self.printer = max(1, every), printer
-        self.points: dict[str, list[tuple[float, float]]] = {}
+        self.rows: dict[str, GrowingSeries] = {}
+        self.episodes = {M.EPISODE_RETURN: GrowingSeries(), M.EPISODE_LENGTH: GrowingSeries()}
         self.fired: dict[str, Finding] = {}
         self.stop: Finding | None = None
+        self.immediate = [rule for rule in RULES if is_immediate(rule)]
+        self.scheduled = [rule for rule in RULES if rule.live and not is_immediate(rule)]
         self._rows = 0
         self._next_check = self.every
 
@@ -335,11 +370,15 @@ class LiveDoctor:
         return f"rlx doctor: stopping the run (stop_on {self.stop.rule.id})"
 
     def attach(self, run_dir: Path, resumed: bool) -> None:
-        """A resumed run is judged whole: start from the rows logged before its checkpoint."""
+        """A resumed run is judged whole: start from the rows and the episodes logged before
+        its checkpoint."""
         if resumed:
-            from rlx.runs import read_metrics
+            from rlx.runs import read_episodes, read_metrics
 
-            self.preload({k: Series.from_pairs(v) for k, v in read_metrics(run_dir).items()})
+            self.preload(
+                {k: Series.from_pairs(v) for k, v in read_metrics(run_dir).items()},
+                read_episodes(run_dir),
+            )
 
     def summary(self) -> dict[str, Any]:
         """``doctor``: every rule over the whole run (live findings that did not last are not
@@ -349,27 +388,65 @@ class LiveDoctor:
             out["stopped_by"] = self.stop.rule.id
         return out
 
+    def on_config(self, step: int, config: Mapping[str, Any]) -> None:
+        """The run's config completed during training (:meth:`rlx.runs.Run.record_config`):
+        the fixes are fitted to it, as ``rlx doctor`` reads it from ``config.json``."""
+        self.log.config = dict(config)
+
     # ------------------------------------------------------------------ feeding rows
-    def preload(self, metrics: Mapping[str, Series]) -> None:
-        """Start from series already logged (a resumed run's rows before the checkpoint)."""
+    def preload(
+        self,
+        metrics: Mapping[str, Series],
+        episodes: Sequence[tuple[float, float, float]] = (),
+    ) -> None:
+        """Start from series already logged (a resumed run's rows before the checkpoint) and
+        its episodes, ``(step, return, length)`` each."""
         for key, series in metrics.items():
-            self.points[key] = list(zip(series.steps.tolist(), series.values.tolist(), strict=True))
+            self.rows.setdefault(key, GrowingSeries()).extend(series.steps, series.values)
+        if episodes:
+            ends, returns, lengths = np.asarray(episodes, dtype=np.float64).T
+            self.observe_episodes(ends, returns, lengths)
 
     def observe(self, step: float, values: Mapping[str, float]) -> None:
+        """One logged row: the immediate rules now, the other live rules on their schedule."""
         for key, value in values.items():
-            self.points.setdefault(key, []).append((float(step), float(value)))
+            self.rows.setdefault(key, GrowingSeries()).append(float(step), float(value))
         self._rows += 1
+        if self.immediate:
+            self._report(self._diagnose(self.immediate))
         # every `every` rows early on, then every tenth of the rows so far: the rules read the
         # whole history, so checking at a fixed rate would cost quadratic time on long runs
         if self._rows >= self._next_check:
-            self.check()
+            self._report(self._diagnose(self.scheduled))
             self._next_check = self._rows + max(self.every, self._rows // 10)
+
+    def observe_episodes(self, ends: Any, returns: Any, lengths: Any) -> None:
+        """Finished episodes as the run logs them: the env step each ended at, its return and
+        its length, each read as ``episodes.csv`` holds it (whole steps and lengths)."""
+        ends, returns, lengths = (np.asarray(x).reshape(-1) for x in (ends, returns, lengths))
+        steps = ends.astype(np.int64).astype(np.float64)
+        self.episodes[M.EPISODE_RETURN].extend(steps, returns.astype(np.float64))
+        self.episodes[M.EPISODE_LENGTH].extend(steps, lengths.astype(np.int64).astype(np.float64))
 
     def check(self) -> list[Finding]:
         """Run the live rules now; returns the findings that fired for the first time."""
+        return self._report(self._diagnose([*self.immediate, *self.scheduled]))
+
+    def final(self) -> Diagnosis:
+        """Every rule over the whole run, at its end (what ``summary.json`` records)."""
         self._refresh()
-        live_rules = [rule for rule in RULES if rule.live]
-        new = [f for f in diagnose(self.log, live_rules).findings if f.rule.id not in self.fired]
+        return diagnose(self.log)
+
+    def _diagnose(self, rules: Sequence[Rule]) -> list[Finding]:
+        """The findings of ``rules`` not fired before (a rule that fired is not run again)."""
+        rules = [rule for rule in rules if rule.id not in self.fired]
+        if not rules:
+            return []
+        self._refresh()
+        return diagnose(self.log, rules).findings
+
+    def _report(self, new: list[Finding]) -> list[Finding]:
+        """Print each new finding once; a ``stop_on`` rule among them stops the run."""
         for finding in new:
             self.fired[finding.rule.id] = finding
             self.printer(f"rlx doctor: {finding.line()}")
@@ -377,13 +454,14 @@ class LiveDoctor:
                 self.stop = finding
         return new
 
-    def final(self) -> Diagnosis:
-        """Every rule over the whole run, at its end (what ``summary.json`` records)."""
-        self._refresh()
-        return diagnose(self.log)
-
     def _refresh(self) -> None:
-        self.log.metrics = {k: Series.from_pairs(v) for k, v in self.points.items()}
+        rows = {k: v.series() for k, v in self.rows.items()}
+        self.log.metrics = with_episodes(rows, self._episode_series)
+
+    def _episode_series(self) -> dict[str, Series]:
+        if not len(self.episodes[M.EPISODE_RETURN]):
+            return {}
+        return {k: v.series() for k, v in self.episodes.items()}
 
 
 def to_json(diagnosis: Diagnosis) -> str:

@@ -12,22 +12,35 @@
 
 plus the RLHF monitor ("watch mean KL: past about 5 to 10, drift or reward hacking starts"),
 GRPO groups with no reward spread, a critic that explains nothing, a critic that worked and
-broke down, a return that collapses after a plateau, NaN/inf, and a return that never moves
-(docs: Reference > Troubleshooting). Each :class:`Rule` names its symptom, the :class:`Check`
-that tests the metric series, the cause, the fix, and the config fields that carry the fix
-(:class:`Fix`), each with the fix in words that fit it: the first one that fits the run's
-algorithm and that its own config can take is the one named (:meth:`Rule.advice`), with its
-suggested value, so every algorithm gets a change it can make, in its own terms (no "Double
-DQN" for SAC, nor for a DQN that has it on).
+broke down, a return that collapses after a plateau, NaN/inf, a return that never moves, a KL
+past 1 nat in a single update (a blow-up), DPO's chosen answers losing likelihood, and a
+return that ends far below rl-baselines3-zoo's published agent (docs: Reference >
+Troubleshooting). Each :class:`Rule` names its symptom, the :class:`Check` that tests the
+metric series, the cause, the fix, and the config fields that carry the fix (:class:`Fix`),
+each with the fix in words that fit it: the first one that fits the run's algorithm and that
+its own config can take is the one named (:meth:`Rule.advice`), with its suggested value, so
+every algorithm gets a change it can make, in its own terms (no "Double DQN" for SAC, nor for
+a DQN that has it on).
+
+Where the doctor has the run itself, the advice converges (:meth:`Rule.advice_for`): a value
+fitted to the run (the step a KL calls for, a target entropy the action space can reach),
+"train longer" only while the return still climbs, exploration on a sparse reward, and never a
+fix this run's lineage already applied for the same finding without it helping. Findings are
+reported by how likely their fix is to help (:attr:`Rule.rank`, :func:`finding_order`).
 
 Checks read robust statistics (medians of windows, shares of points), never one noisy point,
 and stay silent when a run has too few points to judge: a false alarm costs the user's trust.
-A rule may read a fallback metric where a library logs another one (Q of the actions taken,
-``q_mean``, where ``q_start`` is missing).
+The one exception is a blow-up, which is one update by nature and one far beyond any healthy
+one (``policy-blowup``, ``non-finite``: ``immediate``, checked on every row while training).
+Nor does a rule fire on a quantity the algorithm drives to a target by design (SAC's entropy
+at its target entropy). A rule may read a fallback metric where a library logs another one (Q
+of the actions taken, ``q_mean``, where ``q_start`` is missing).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -558,7 +571,14 @@ def entropy_collapse(share: float = 0.3, gone: float = 0.01) -> Check:
     deterministic; that is not a collapse, so the return must be stuck too.) An entropy all
     but gone (below ``gone`` of its highest) while the return is still under the env's solved
     threshold is a collapse even while the return creeps up: a deterministic policy that
-    improves only through its rare updates that move at all."""
+    improves only through its rare updates that move at all.
+
+    Never on an entropy the algorithm drives to a target by design: SAC with a tuned
+    temperature (``autotune``) holds its entropy at ``target_entropy`` (``-dim(A)`` when None),
+    so an entropy at that target, or above it, or below it by less than
+    :data:`TARGET_ENTROPY_BAND` nats per action dimension, is the run doing what it was told
+    (:func:`sac_entropy_target`). Where that target cannot be known (no ``target_entropy`` and
+    an env whose action space rlx cannot read), the rule says nothing about such a run."""
 
     def check(log: RunLog) -> Evidence | None:
         entropy = _finite(log, M.ENTROPY, min_points=10)
@@ -569,6 +589,13 @@ def entropy_collapse(share: float = 0.3, gone: float = 0.01) -> Check:
         level = float(np.median(tail.values))
         if start <= 0 or level > share * start:
             return None
+        if tunes_entropy(log):
+            target = sac_entropy_target(log)
+            if target is None:
+                return None
+            dim = action_dim(log.env) or 1
+            if level >= target - TARGET_ENTROPY_BAND * dim:
+                return None
         stuck, recent = return_plateau_below_best(log)
         solved = _solved_threshold(log.env)
         top = float(np.max(entropy.values))
@@ -578,6 +605,296 @@ def entropy_collapse(share: float = 0.3, gone: float = 0.01) -> Check:
         return None
 
     return check
+
+
+TARGET_ENTROPY_BAND = 0.25
+"""Nats per action dimension below SAC's target entropy that still count as "at the target":
+the temperature's controller holds the batch entropy near the target, not on it (a quarter of
+a nat per dimension is e^-0.25, about 78%, of each dimension's spread)."""
+TARGET_ENTROPY_ROOM = 0.2
+"""Nats per action dimension kept below the largest entropy a SAC policy can have (ln 2 per
+dimension, :func:`max_squashed_entropy`) when the doctor raises its target: a target there
+asks for a policy that is uniform on its box, which acts at random and can never exploit (a
+tanh-squashed Gaussian reaches at most about 0.68 of ln 2's 0.69)."""
+TARGET_ENTROPY_NEAR = 0.1
+"""Nats per action dimension: a target this close to the highest one the doctor suggests is
+already there, and raising it is no fix worth a run."""
+
+
+def tunes_entropy(log: RunLog) -> bool:
+    """Whether the run is SAC tuning its temperature toward a target entropy (``autotune``,
+    rlx's default and SB3's ``ent_coef='auto'``: on unless the config says False)."""
+    return log.algo in SAC and log.config.get("autotune", True) is not False
+
+
+def sac_entropy_target(log: RunLog) -> float | None:
+    """The entropy SAC's temperature drives the policy to: the config's ``target_entropy``, or
+    ``-dim(A)`` when None (the action space's size read from the env id); None when neither
+    is known."""
+    target = _number_field(log.config, "target_entropy")
+    if target is not None:
+        return target
+    dim = action_dim(log.env)
+    return None if dim is None else -float(dim)
+
+
+def max_squashed_entropy(dim: int) -> float:
+    """``dim * ln 2``: the largest entropy of a distribution on ``[-1, 1]^dim``, the uniform's.
+    SAC's logged ``entropy`` is ``-E[log pi(a|s)]`` of the tanh-squashed action ``a`` in
+    ``[-1, 1]^dim`` (the log-density carries the tanh's Jacobian, :func:`rlx.core.continuous.
+    squashed_gaussian_sample`; the action is scaled to the env's box only afterwards), so no
+    target above this can be reached."""
+    return dim * float(np.log(2.0))
+
+
+def raised_target_entropy(current: float | None, dim: int) -> float | None:
+    """SAC's target entropy raised by one nat per action dimension (from the default
+    ``-dim``: 0), capped at :func:`max_squashed_entropy` less :data:`TARGET_ENTROPY_ROOM` per
+    dimension and rounded down to 0.01; None when the target is already within
+    :data:`TARGET_ENTROPY_NEAR` per dimension of that cap (no feasible raise is left).
+
+    dim 1: None -> 0.0, 0.0 -> 0.49 (cap ln 2 - 0.2 = 0.493), 0.4 -> None;
+    dim 3: None -> 0.0, 0.0 -> 1.47 (cap 3 (ln 2 - 0.2) = 1.479), 1.2 -> None."""
+    cap = dim * (float(np.log(2.0)) - TARGET_ENTROPY_ROOM)
+    base = -float(dim) if current is None else float(current)
+    if base >= cap - TARGET_ENTROPY_NEAR * dim:
+        return None
+    return float(np.floor(min(base + dim, cap) * 100 + 1e-9) / 100)
+
+
+@functools.lru_cache(maxsize=64)
+def action_space(env_id: str | None) -> tuple[str, int] | None:
+    """``(kind, size)`` of a Gymnasium env's action space: ``("box", dim(A))`` or
+    ``("discrete", n)``; None for an env rlx does not build here (not one of Gymnasium's own
+    envs, an extra that is not installed). Building one of Gymnasium's own envs costs a
+    millisecond (a Box2D one a tenth of a second), once per env id."""
+    if not env_id:
+        return None
+    try:
+        import gymnasium
+
+        spec = gymnasium.spec(env_id)
+        entry = spec.entry_point
+        if not isinstance(entry, str) or not entry.startswith("gymnasium.envs."):
+            return None  # another package's env: its code is not run to read a size
+        env = gymnasium.make(env_id)
+        try:
+            space = env.action_space
+        finally:
+            env.close()
+    except Exception:  # not a Gymnasium id, or its extra (Box2D, MuJoCo) is not installed
+        return None
+    if isinstance(space, gymnasium.spaces.Box):
+        return "box", int(np.prod(space.shape))
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return "discrete", int(space.n)
+    return None
+
+
+def action_dim(env_id: str | None) -> int | None:
+    """``dim(A)`` of a Gymnasium env with Box actions (None otherwise)."""
+    space = action_space(env_id)
+    return space[1] if space is not None and space[0] == "box" else None
+
+
+BLOWUP_KL = 1.0
+"""A mean KL (old to new policy) above 1 nat in one update is a blow-up: PPO's usual
+``target_kl`` is 0.01 to 0.02 (Stable-Baselines3's zoo, OpenAI Baselines, Spinning Up's 0.01),
+the table's sustained alarm is 0.1, and 1 nat is 50 to 100 times the target, a policy whose
+action probabilities moved by a factor of e on average."""
+BLOWUP_CLIP = 0.9
+"""A clip fraction of 0.9 or more in one update: nearly every sample's ratio left ``[1 - eps,
+1 + eps]``, the policy left the trust region entirely (healthy updates clip 0.05 to 0.3)."""
+KL_TARGET = 0.02
+"""The KL per update a lowered step size aims at (the top of the usual ``target_kl``)."""
+
+
+def policy_blowup(kl_limit: float = BLOWUP_KL, clip_limit: float = BLOWUP_CLIP) -> Check:
+    """The first single update whose ``approx_kl`` is above ``kl_limit`` (:data:`BLOWUP_KL`);
+    where the run logs no KL (another library's logs), the first whose ``clip_fraction`` is at
+    least ``clip_limit`` (:data:`BLOWUP_CLIP`) with a clip range of 0.1 or more. The KL is the
+    direct measure: a high clip fraction under a KL below 1 nat is an update that overfits its
+    rollout (``clip-fraction-high``), and a clip range far below 0.1 clips most ratios of a
+    healthy update. The evidence is that one row.
+
+    One row is enough: no median, since the blow-up is a single update (a KL of 95 in the
+    first, then a frozen policy whose KL is 0, hides from every median). The test is one
+    vectorised comparison over one series, as cheap as the NaN scan the live doctor runs on
+    every row; the live doctor checks it on every logged row (``immediate``)."""
+
+    def check(log: RunLog) -> Evidence | None:
+        series = log.get(M.APPROX_KL)
+        metric, limit = M.APPROX_KL, kl_limit
+        if series is None:
+            series = log.get(M.CLIP_FRACTION)
+            metric, limit = M.CLIP_FRACTION, clip_limit
+            if series is None or _number(log.config.get("clip_eps"), 0.2) < 0.1:
+                return None
+        over = series.values > limit if metric == M.APPROX_KL else series.values >= limit
+        hits = np.flatnonzero(over)
+        if not len(hits):
+            return None
+        i = int(hits[0])
+        step, value = float(series.steps[i]), float(series.values[i])
+        word = "KL" if metric == M.APPROX_KL else "clip fraction"
+        return Evidence(metric, step, step, value, limit, f"{word} of one update")
+
+    return check
+
+
+def likelihood_displacement(nats: float = 1.0, accuracy: float = 0.8) -> Check:
+    """DPO's chosen answers losing likelihood while the pairs are separated: the median of the
+    last quarter of ``chosen_reward`` (``beta (log pi(y+|x) - log pi_ref(y+|x))``) is below
+    ``-nats * beta`` (the chosen answers at least e^``nats`` times less likely than under the
+    reference), its least-squares line over the last half still falls by more than twice its
+    standard error, and the median ``pair_accuracy`` of the last quarter is at least
+    ``accuracy``. The loss is being won by pushing both answers of a pair down, the rejected
+    faster (Razin et al. 2024, "likelihood displacement"; Pal et al. 2024): held-out greedy
+    answers then drift away from the chosen ones. ``beta`` is the config's (0.1, DPO's and
+    TRL's default, where unknown)."""
+
+    def check(log: RunLog) -> Evidence | None:
+        chosen, pairs = _finite(log, M.CHOSEN_REWARD), _finite(log, M.PAIR_ACCURACY)
+        if chosen is None or pairs is None:
+            return None
+        beta = _number(log.config.get("beta"), 0.1)
+        beta = beta if beta > 0 else 0.1
+        level = float(np.median(chosen.last(0.25).values))
+        if level >= -nats * beta:
+            return None
+        half = chosen.last(0.5)
+        change, error = _line_change(half)
+        separated = float(np.median(pairs.last(0.25).values))
+        if change < -2 * error and separated >= accuracy:
+            return _evidence(
+                M.CHOSEN_REWARD, half, level, -nats * beta,
+                f"median of the last 25% ({level / beta:.3g} nats of log pi/pi_ref on the "
+                f"chosen answers), still falling while pair accuracy is {separated:.2f}",
+            )  # fmt: skip
+        return None
+
+    return check
+
+
+def _line_change(series: Series) -> tuple[float, float]:
+    """How much ``series``' least-squares line rises from its first step to its last, and that
+    rise's standard error (0 and infinity where fewer than 3 points or one step)."""
+    x, y = series.steps - series.steps[0], series.values
+    if len(x) < 3 or np.ptp(x) == 0:
+        return 0.0, float("inf")
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = y - (slope * x + intercept)
+    slope_error = np.sqrt(np.sum(residuals**2) / (len(x) - 2) / np.sum((x - x.mean()) ** 2))
+    return float(slope * x[-1]), float(slope_error * x[-1])
+
+
+def still_climbing(log: RunLog, part: float = 0.3, share: float = 0.05) -> bool:
+    """Whether the return still climbs at the end of the run: the least-squares line over the
+    last ``part`` of its points rises by more than twice its standard error and by more than
+    ``share`` of the return's scale (:func:`_return_scale`). Only then is "train longer"
+    advice: a return flat over the last third will be flat over a run twice as long."""
+    series = _finite(log, M.EPISODE_RETURN, min_points=20)
+    if series is None:
+        return False
+    rise, error = _line_change(series.last(part))
+    start = float(np.mean(series.first(0.1).values))
+    return rise > max(2 * error, share * _return_scale(log, series, start))
+
+
+SPARSE_REWARD_ENVS = frozenset({"MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1",
+                                "FrozenLake-v1", "FrozenLake8x8-v1"})  # fmt: skip
+"""Gymnasium envs whose reward says nothing until a goal is reached (a constant -1 per step, an
+action cost, 0 until the goal): a random policy rarely sees the goal, so the return sits on its
+floor until exploration finds it."""
+
+
+def sparse_reward(log: RunLog) -> bool:
+    """Whether the run's reward is sparse: an env of :data:`SPARSE_REWARD_ENVS`, or a return
+    that sat on its floor (:func:`at_floor`): every episode the same constant, the reward never
+    said anything."""
+    if log.env in SPARSE_REWARD_ENVS:
+        return True
+    returns = _finite(log, M.EPISODE_RETURN)
+    return returns is not None and at_floor(returns.values)
+
+
+def at_floor(values: np.ndarray, share: float = 0.9) -> bool:
+    """Whether ``share`` of the returns equal their lowest (within rounding): the episodes all
+    ended with the one return the env gives when nothing is reached (-200 on MountainCar)."""
+    low = float(np.min(values))
+    return float(np.mean(values <= low + 1e-6 * max(1.0, abs(low)))) >= share
+
+
+FAR_BELOW_SIGMAS = 3.0
+"""A final return below the published agent's mean by more than this many of its episodes'
+standard deviations is outside what that agent's own episodes scatter over."""
+FAR_BELOW_SHARE = 0.2
+"""... and the gap must be more than this share of the way from the run's start to the
+published mean: a run that covered four fifths of the way is close, whatever the agent's
+spread (CartPole's published agents score 500 with a spread of 0)."""
+ZOO_ALGOS = frozenset({"a2c", "ppo", "dqn", "sac", "td3"})
+"""The algorithms rl-baselines3-zoo publishes agents and presets for (:mod:`rlx.launch.zoo`)."""
+
+
+def below_published(log: RunLog) -> Evidence | None:
+    """The run ended far below what rl-baselines3-zoo's published agent reached on its env
+    with its algorithm, in no more env steps than the run trained.
+
+    The published agent (:func:`rlx.launch.zoo_agents.published`) has a mean ``mu`` and a
+    standard deviation ``sd`` of its evaluation returns and the steps ``n`` it trained; it
+    counts when the run trained at least ``n`` steps (``summary.json``'s ``steps``, else the
+    last step with a return). With the algorithm unknown (another library's logs), the lowest
+    mean any published algorithm reached within the run's steps. The run's final return is the
+    final evaluation's mean (its 95% interval's top where the summary has it), else the mean of
+    the last tenth of the training returns (plus two standard errors). It fires when that top
+    is below ``mu - 3 sd`` (:data:`FAR_BELOW_SIGMAS`) and the gap ``mu - final`` is more than
+    :data:`FAR_BELOW_SHARE` of ``mu - start`` (``start``: the first tenth's mean return, or the
+    final return where that is lower)."""
+    returns = _finite(log, M.EPISODE_RETURN, min_points=20)
+    if returns is None or not log.env:
+        return None
+    steps = _number(log.summary.get("steps"), float(returns.steps[-1]))
+    agent = published_reference(log.algo, log.env, steps)
+    if agent is None:
+        return None
+    final = _number(log.summary.get(M.EVAL_RETURN_MEAN), float("nan"))
+    if np.isfinite(final):
+        top = _number(log.summary.get(M.EVAL_RETURN_HIGH), final)
+        part, source = returns.last(0.1), "final evaluation's mean"
+    else:
+        part = returns.last(0.1)
+        final = float(np.mean(part.values))
+        spread = float(np.std(part.values)) / np.sqrt(len(part)) if len(part) > 1 else 0.0
+        top, source = final + 2 * spread, "last tenth's mean return"
+    start = min(float(np.mean(returns.first(0.1).values)), final)
+    line = agent.mean_reward - FAR_BELOW_SIGMAS * agent.std_reward
+    gap = agent.mean_reward - final
+    if top < line and gap > FAR_BELOW_SHARE * (agent.mean_reward - start):
+        return _evidence(
+            M.EPISODE_RETURN, part, final, line,
+            f"{source} vs rl-baselines3-zoo's published {agent.algo} agent on {agent.env_id} "
+            f"({agent.mean_reward:.4g} +- {agent.std_reward:.3g} after {agent.n_timesteps} "
+            f"steps; this run trained {steps:.0f})",
+        )  # fmt: skip
+    return None
+
+
+def published_reference(algo: str | None, env_id: str, steps: float) -> Any:
+    """The published agent a run of ``algo`` on ``env_id`` that trained ``steps`` is held to:
+    ``algo``'s when the zoo has one that trained no more steps; with ``algo`` unknown, the one
+    with the lowest mean among those that trained no more steps; else None. (Read from the
+    file rlx carries, :mod:`rlx.launch.zoo_agents`: data, imported where it is needed.)"""
+    if algo is not None and algo not in ZOO_ALGOS:
+        return None
+    try:
+        from rlx.launch import zoo_agents
+
+        agents = zoo_agents.published_for(env_id)
+    except Exception:  # the carried file unreadable: no reference, no finding
+        return None
+    candidates = [a for name, a in agents.items() if algo is None or name == algo]
+    candidates = [a for a in candidates if a.n_timesteps <= steps]
+    return min(candidates, key=lambda a: a.mean_reward) if candidates else None
 
 
 def climbs_while_drops(rising: str, falling: str, drop: float = 0.1, noise: float = 2.0) -> Check:
@@ -703,20 +1020,52 @@ class Suggest(Protocol):
     def __call__(self, config: Mapping[str, Any], algo: str | None = None, /) -> Any: ...
 
 
+class Fitted(Protocol):
+    """How a fix picks its value from the run itself (its metrics, env and lineage, and the
+    finding's evidence) where the doctor has the run; None when the change does not fit this
+    run ("train longer" on a return that no longer climbs, a target entropy already at the
+    most a policy can have)."""
+
+    def __call__(
+        self, config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence, /
+    ) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Fix:
     """A config field that carries a rule's fix, what changing it means in words, and how to
     pick its new value (:class:`Suggest`). ``algos``: the algorithms whose field of this name
     means this (SAC's ``alpha`` is a temperature, a tabular learner's a step size); None: any
-    run whose config has the field."""
+    run whose config has the field. ``fit``: the value fitted to the run itself
+    (:class:`Fitted`), used in place of ``suggest`` where the doctor has the run
+    (:meth:`Rule.advice_for`); ``suggest`` alone where it has only a config."""
 
     field: str
     suggest: Suggest
     text: str
     algos: frozenset[str] | None = None
+    fit: Fitted | None = None
 
     def applies(self, algo: str | None) -> bool:
         return self.algos is None or algo is None or algo in self.algos
+
+    def advise(
+        self,
+        config: Mapping[str, Any],
+        algo: str | None = None,
+        log: RunLog | None = None,
+        evidence: Evidence | None = None,
+    ) -> Advice | None:
+        """This fix for a run: its words, its field, the field's value and the value to try;
+        None where it does not fit (another algorithm's field, a config without it, no value
+        to try)."""
+        if self.field not in config or not self.applies(algo):
+            return None
+        if self.fit is not None and log is not None and evidence is not None:
+            value = self.fit(config, algo, log, evidence)
+        else:
+            value = self.suggest(config, algo)
+        return None if value is None else Advice(self.text, self.field, config[self.field], value)
 
 
 @dataclass(frozen=True)
@@ -731,6 +1080,36 @@ class Advice:
     suggested: Any = None
 
 
+RANK_NUMBERS = 0
+"""NaN or inf: nothing the run logged after it means anything, so it comes first."""
+RANK_BLOWUP = 10
+"""One update threw the policy out of its trust region: what follows (a collapsed entropy, a
+critic that broke, a flat return) is its consequence, and the smaller step is all but sure to
+help (PPO at learning rate 0.5: KL 95 in the first update)."""
+RANK_DIVERGENCE = 20
+"""Q values or TD errors running away (the deadly triad): nothing trained on them holds."""
+RANK_STEP = 30
+"""A step too large, measured directly: a sustained KL, a clip fraction, a critic that broke,
+a return that collapsed; their fixes (a smaller step) act on the cause they measure."""
+RANK_MECHANISM = 35
+"""A language model's held-out quality explained by its mechanism (DPO's chosen answers losing
+likelihood): its fix acts on that mechanism, before the generic ones of :data:`RANK_OBJECTIVE`."""
+RANK_OBJECTIVE = 40
+"""The objective optimised is not the one wanted (reward hacking, length bias, drift from the
+reference, groups with no signal): fixes that change the objective."""
+RANK_ESTIMATE = 50
+"""Estimates biased or too slow (overestimation, a critic that explains nothing, updates too
+timid to clip): they slow learning more often than they stop it."""
+RANK_EXPLORATION = 60
+"""Entropy collapse: often the consequence of a too-large step or a bad reward scale (ranked
+above), so more entropy helps only once those are ruled out."""
+RANK_OUTCOME = 70
+"""The outcome alone (a return that never moved): every cause ends there, so its fixes
+(defaults, exploration on sparse rewards, the budget) are the least specific."""
+RANK_REFERENCE = 75
+"""A return far below a published agent's: the least specific of all (the zoo's settings)."""
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of the troubleshooting table, executable.
@@ -738,10 +1117,10 @@ class Rule:
     ``fix`` is the table's fix in words, for a run whose config is unknown (another library's
     logs); ``fixes``: the config fields that carry it, in order of preference, each with its
     own words: a finding names the first one that fits the run's algorithm and config
-    (:meth:`advice`). ``lines`` are thresholds a report draws on the metric's plot, each with
-    its label. ``algos``: where the rule applies (None: any run with the metric).
-    ``metrics``: the metrics it reads, the first a fallback for nothing (a rule applies when
-    the run logged any of them).
+    (:meth:`advice`), and the run itself (:meth:`advice_for`). ``lines`` are thresholds a
+    report draws on the metric's plot, each with its label. ``algos``: where the rule applies
+    (None: any run with the metric). ``metrics``: the metrics it reads, the first a fallback
+    for nothing (a rule applies when the run logged any of them).
     """
 
     id: str
@@ -759,6 +1138,13 @@ class Rule:
     has not moved yet at 10% of training is no finding)"""
     fallbacks: tuple[str, ...] = ()
     """other metrics the check reads when ``metric`` is missing (another library's name)"""
+    immediate: bool = False
+    """checked on every logged row during training (a blow-up is named at the row it happens),
+    not only on the live doctor's schedule; its check must be cheap"""
+    rank: int = RANK_ESTIMATE
+    """how likely its fix is to help, against the other findings of the same run: findings are
+    reported lowest rank first (:func:`finding_order`); each built-in rule sets its own
+    (:data:`RANK_NUMBERS` ... :data:`RANK_REFERENCE`, each with its reason)"""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -768,10 +1154,21 @@ class Rule:
         """The first fix that fits ``algo`` and that ``config`` can take, with its words and
         values; the table's words alone when none does."""
         for option in self.fixes:
-            if option.field in config and option.applies(algo):
-                suggested = option.suggest(config, algo)
-                if suggested is not None:
-                    return Advice(option.text, option.field, config[option.field], suggested)
+            found = option.advise(config, algo)
+            if found is not None:
+                return found
+        return Advice(self.fix)
+
+    def advice_for(self, log: RunLog, evidence: Evidence) -> Advice:
+        """:meth:`advice` fitted to the run itself: each fix's value from the run where it has
+        one (:attr:`Fix.fit`: the step a KL calls for, a target entropy the action space can
+        reach, "train longer" only while the return climbs, the zoo's preset where the config
+        differs from it), and no fix this run's lineage already applied for this rule without
+        it helping (:func:`tried_without_help`): the next one instead."""
+        for option in self.fixes:
+            found = option.advise(log.config, log.algo, log, evidence)
+            if found is not None and not tried_without_help(self.id, found, log, evidence):
+                return found
         return Advice(self.fix)
 
     def change_for(
@@ -786,6 +1183,89 @@ class Rule:
     def fields(self) -> tuple[str, ...]:
         """Every config field a fix of this rule can name."""
         return tuple(dict.fromkeys(option.field for option in self.fixes))
+
+
+def finding_order(rule: Rule | str, evidence: Evidence | None = None) -> tuple[float, float]:
+    """The sort key that reports a run's findings by how likely their fix is to help: the
+    rule's :attr:`Rule.rank`, then the earlier evidence (of two symptoms of one rank, the one
+    seen first is likelier the cause of the other). ``rule``: the rule or its id (an id the
+    table does not know ranks with :data:`RANK_ESTIMATE`)."""
+    if isinstance(rule, str):
+        known = RULES_BY_ID.get(rule)
+        rank = known.rank if known is not None else RANK_ESTIMATE
+    else:
+        rank = rule.rank
+    return float(rank), (evidence.step_start if evidence is not None else float("inf"))
+
+
+# ============================================================================ lineage
+HELPED = 0.5
+"""A fix helped when, the same rule firing again, its evidence has come at least this share of
+the way to its threshold (a KL from 9 to 0.8 against 0.1: helped, and the same fix may go
+further; a flat return's gain still 0 after a longer run: it did not)."""
+
+
+def lineage_changes(log: RunLog, rule_id: str) -> list[tuple[Mapping[str, Any], Any]]:
+    """``(change, evidence)`` for each change this run's lineage made for ``rule_id``, as its
+    ``summary.json`` records them (:mod:`rlx.heal`): the changes it was healed with from its
+    parent (``healed_from``) and those of its own rollbacks (``heal``), each with the evidence
+    of that rule's finding then (None where the record has none). Read as data a folder may
+    hold in any shape: what is not a mapping (nor a list where one is read) is skipped."""
+    entries: list[Mapping[str, Any]] = []
+    origin = log.summary.get("healed_from")
+    if isinstance(origin, Mapping):
+        entries.append(origin)
+    entries += _mappings(log.summary.get("heal"))
+    found = []
+    for entry in entries:
+        evidence = next((f.get("evidence") for f in _mappings(entry.get("findings"))
+                         if f.get("rule") == rule_id), None)  # fmt: skip
+        for change in _mappings(entry.get("changes")):
+            rules = change.get("rules", entry.get("rules"))
+            if isinstance(rules, list) and rule_id not in rules:
+                continue
+            found.append((change, evidence if isinstance(evidence, Mapping) else None))
+    return found
+
+
+def tried_without_help(rule_id: str, advice: Advice, log: RunLog, evidence: Evidence) -> bool:
+    """Whether this run's lineage already changed ``advice``'s field the same way (a number
+    moved in the same direction, or any change of a setting that is not a number) for this
+    rule, and the rule, firing again, shows it did not help: its evidence now is not
+    :data:`HELPED` of the way closer to its threshold than when the change was made (same
+    metric and statistic; where they cannot be compared, it did not help)."""
+    for change, before in lineage_changes(log, rule_id):
+        if change.get("field") != advice.field:
+            continue
+        if not _same_direction(change.get("from"), change.get("to"), advice.current,
+                               advice.suggested):  # fmt: skip
+            continue
+        if before is not None and _came_closer(before, evidence):
+            continue
+        return True
+    return False
+
+
+def _same_direction(was: Any, became: Any, current: Any, suggested: Any) -> bool:
+    numbers = [_number(v, float("nan")) for v in (was, became, current, suggested)]
+    if not all(np.isfinite(numbers)):
+        return True  # a setting that is not a number (or None for a default): the same field
+    return bool(np.sign(numbers[1] - numbers[0]) == np.sign(numbers[3] - numbers[2]))
+
+
+def _came_closer(before: Mapping[str, Any], now: Evidence) -> bool:
+    if before.get("metric") != now.metric or before.get("statistic") != now.statistic:
+        return False
+    value = _number(before.get("value"), float("nan"))
+    threshold = _number(before.get("threshold"), float("nan"))
+    if not (np.isfinite(value) and np.isfinite(threshold)):
+        return False
+    return abs(now.value - now.threshold) <= HELPED * abs(value - threshold)
+
+
+def _mappings(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings of a list a folder holds (none when it holds no list)."""
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _number_field(config: Mapping[str, Any], name: str) -> float | None:
@@ -855,11 +1335,206 @@ def _raise_fixed_alpha(config: Mapping[str, Any], algo: str | None = None) -> An
 
 
 def _raise_target_entropy(config: Mapping[str, Any], algo: str | None = None) -> Any:
-    """SAC with a tuned temperature: a target one nat higher (0 from the default -dim(A))."""
+    """SAC with a tuned temperature: a target one nat per action dimension higher, within what
+    a policy on ``[-1, 1]^dim`` can have (:func:`raised_target_entropy`). Without the run the
+    action space is unknown: one dimension is assumed, whose cap is the lowest (0 from the
+    default -dim(A) whatever the dimension; at most 0.49 otherwise)."""
     if not config.get("autotune"):
         return None
-    current = config.get("target_entropy")
-    return 0.0 if current is None else float(current) + 1.0
+    return raised_target_entropy(_number_field(config, "target_entropy"), 1)
+
+
+def _fit_target_entropy(
+    config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence
+) -> Any:
+    """:func:`_raise_target_entropy` with the run's own action dimension (from its env id)."""
+    if not config.get("autotune"):
+        return None
+    dim = action_dim(log.env) or 1
+    return raised_target_entropy(_number_field(config, "target_entropy"), dim)
+
+
+def _never(config: Mapping[str, Any], algo: str | None = None) -> Any:
+    """A fix that needs the run itself (:attr:`Fix.fit`): nothing to suggest from a config."""
+    return None
+
+
+def _while_climbing(suggest: Suggest) -> Fitted:
+    """``suggest``, only while the run's return still climbs (:func:`still_climbing`)."""
+
+    def fit(config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence) -> Any:
+        return suggest(config, algo) if still_climbing(log) else None
+
+    return fit
+
+
+def _on_sparse_reward(suggest: Suggest, box_actions: bool = False) -> Fitted:
+    """``suggest``, only on a sparse reward (:func:`sparse_reward`), and with ``box_actions``
+    only on an env with Box actions (:func:`action_space`)."""
+
+    def fit(config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence) -> Any:
+        if not sparse_reward(log):
+            return None
+        if box_actions and action_dim(log.env) is None:
+            return None
+        return suggest(config, algo)
+
+    return fit
+
+
+def _fitted_to_kl(name: str) -> Fitted:
+    """The step size ``name`` lowered by the factor that brings the run's largest KL per update
+    into range: ``sqrt(KL_TARGET / KL)``, since for small steps the KL is quadratic in the step
+    (``KL ~ 1/2 d'F d`` with the step ``d`` proportional to the learning rate), between 0.01
+    and 0.3 (0.1 where the evidence is a clip fraction). Where the step is more than
+    :data:`FAR_FROM_DEFAULT` times the value a new run would get (:func:`_reference_value`: the
+    env's preset's, else the algorithm's default), no higher than that value: past the
+    quadratic range a KL of 95 says only "far too large". PPO on CartPole at 0.5 with a KL of
+    95: ``0.5 * sqrt(0.02 / 95) = 0.0073``, then its preset's 0.005; at 3e-4 with a KL of 2:
+    3e-5."""
+
+    def fit(config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence) -> Any:
+        current = _number_field(config, name)
+        if current is None or current <= 0:
+            return None
+        factor = 0.1
+        kl = _finite(log, M.APPROX_KL, min_points=1)
+        if evidence.metric == M.APPROX_KL or kl is not None:
+            worst = max(evidence.value if evidence.metric == M.APPROX_KL else 0.0,
+                        float(np.max(kl.values)) if kl is not None else 0.0)  # fmt: skip
+            if worst > 0:
+                factor = float(np.clip(np.sqrt(KL_TARGET / worst), 0.01, 0.3))
+        new = current * factor
+        reference = _reference_value(algo, log.env, name)
+        if reference is not None and 0 < reference < current / FAR_FROM_DEFAULT:
+            new = min(new, reference)
+        return float(f"{new:.3g}")
+
+    return fit
+
+
+def _reference_value(algo: str | None, env_id: str | None, name: str) -> float | None:
+    """The number a new run of ``algo`` on ``env_id`` gets for ``name``: the env's preset's
+    (rlx's own, else rl-baselines3-zoo's: :func:`env_presets`), else the algorithm's default
+    (None when neither is a number)."""
+    if algo is not None and env_id:
+        for _, preset in env_presets(algo, env_id):
+            value = _number_field(preset, name)
+            if value is not None:
+                return value
+    return _default_of(algo, name)
+
+
+BUDGET_FIELDS = ("total_steps", "episodes", "iterations", "steps")
+"""Config fields that are the run's budget (a heal keeps the budget; "train longer" changes it)."""
+PRESET_ORDER = ("use_sde", "normalize_rewards", "normalize_obs", "scale_rewards", "autotune",
+                "alpha", "target_entropy", "ent_coef", "exploration_fraction", "epsilon_end",
+                "epsilon_start", "gamma")  # fmt: skip
+"""Of the settings in which a run differs from the zoo's preset, these are named first: what
+the agent explores with and what scale it sees its rewards and observations at, before step
+sizes and sizes (the rest follow in the preset's order)."""
+
+
+@dataclass(frozen=True)
+class PresetFix(Fix):
+    """Train with the env's preset: rlx's own for the run's algorithm and env where it keeps
+    one (:func:`rlx.registry.preset_for`), else rl-baselines3-zoo's
+    (:func:`rlx.launch.zoo.zoo_preset`, which rlx applies to a new run where it keeps none of
+    its own), the first of them the run's config differs from (its budget aside): a run that
+    already has rlx's preset and still falls short is pointed at the zoo's. With ``when``, only
+    on runs ``when`` accepts. The finding names the first setting that differs
+    (:data:`PRESET_ORDER`) with the preset's value, and its words list the others: a fix of
+    many fields, whose ``field`` (``preset``) is no config field."""
+
+    when: Callable[[RunLog], bool] | None = None
+
+    def advise(
+        self,
+        config: Mapping[str, Any],
+        algo: str | None = None,
+        log: RunLog | None = None,
+        evidence: Evidence | None = None,
+    ) -> Advice | None:
+        if log is None or not log.env or algo is None or not self.applies(algo):
+            return None
+        if self.when is not None and not self.when(log):
+            return None
+        for who, preset in env_presets(algo, log.env):
+            differ = preset_differences(config, preset, log.env)
+            if not differ:
+                continue
+            name = differ[0]
+            shown = ", ".join(f"{n}={preset[n]!r}" for n in differ[:6])
+            more = f" and {len(differ) - 6} more" if len(differ) > 6 else ""
+            text = (
+                f"train with {who} preset for {log.env} (a new run with no overrides gets it "
+                f"whole; this run differs in {shown}{more})"
+            )
+            return Advice(text, name, config[name], preset[name])
+        return None
+
+
+def env_presets(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(whose, values)`` of the presets for ``algo`` on ``env_id``, in the order a new run
+    takes them: rlx's own, then rl-baselines3-zoo's (:func:`zoo_preset_values`)."""
+    found = []
+    try:
+        from rlx import registry
+
+        name, values = registry.preset_for(registry.get(algo), env_id)
+    except Exception:  # not a registered algorithm (another library's run)
+        name, values = None, {}
+    if name is not None:
+        found.append(("rlx's", dict(values)))
+    zoo_values = zoo_preset_values(algo, env_id)
+    if zoo_values:
+        found.append(("rl-baselines3-zoo's", zoo_values))
+    return found
+
+
+def zoo_preset_values(algo: str | None, env_id: str) -> dict[str, Any] | None:
+    """rl-baselines3-zoo's preset for ``algo`` on ``env_id`` in rlx's fields (None where the zoo
+    has none rlx can use). (:mod:`rlx.launch.zoo` is imported where it is needed: the zoo's
+    settings are data the doctor compares a run with.)"""
+    if algo not in ZOO_ALGOS:
+        return None
+    try:
+        from rlx.launch import zoo
+
+        found = zoo.zoo_preset(algo, env_id)
+    except Exception:  # no usable entry, a file rlx cannot read, an env it cannot look up
+        return None
+    return None if found is None else dict(found.values)
+
+
+def preset_differences(
+    config: Mapping[str, Any], preset: Mapping[str, Any], env_id: str
+) -> list[str]:
+    """The fields the run's config sets otherwise than ``preset``, budget aside
+    (:data:`BUDGET_FIELDS`), in :data:`PRESET_ORDER`. ``normalize_obs=None`` is read as what it
+    means: on for Box actions only."""
+    order = list(preset)
+    differ = []
+    for name, value in preset.items():
+        if name not in config or name in BUDGET_FIELDS:
+            continue
+        mine = config[name]
+        if name == "normalize_obs" and mine is None:
+            mine = action_dim(env_id) is not None
+        if not _same_setting(mine, value):
+            differ.append(name)
+    first = {name: i for i, name in enumerate(PRESET_ORDER)}
+    return sorted(differ, key=lambda n: (first.get(n, len(first)), order.index(n)))
+
+
+def _same_setting(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_setting(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0.0))
+    return bool(a == b)
 
 
 FAR_FROM_DEFAULT = 30.0
@@ -923,12 +1598,33 @@ LOWER_STEP = _step_sizes(0.3, "lower")
 RAISE_STEP = _step_sizes(3.0, "raise")
 FEWER_EPOCHS = (Fix("num_epochs", _scaled("num_epochs", 0.5, int), "fewer epochs K per batch"),)
 MORE_EPOCHS = (Fix("num_epochs", _scaled("num_epochs", 2.0, int), "more epochs K per batch"),)
-TRAIN_LONGER = (
-    Fix("total_steps", _scaled("total_steps", 2.0, int), "train longer"),
-    Fix("episodes", _scaled("episodes", 2.0, int), "train longer"),
-    Fix("iterations", _scaled("iterations", 2.0, int), "train longer"),
-    Fix("steps", _scaled("steps", 2.0, int), "train longer"),
+TRAIN_LONGER = tuple(
+    Fix(name, _scaled(name, 2.0, int), "train longer", fit=_while_climbing(_scaled(name, 2.0, int)))
+    for name in BUDGET_FIELDS
 )
+"""Twice the budget, only while the return still climbs (:func:`still_climbing`)."""
+BLOWUP_STEP = tuple(
+    dataclasses.replace(option, suggest=_scaled(option.field, 0.1), fit=_fitted_to_kl(option.field))
+    for option in _step_sizes(0.1, "lower")
+)
+"""Every step size, lowered by the factor a blown-up KL calls for (:func:`_fitted_to_kl`)."""
+EXPLORE_ON_SPARSE = (
+    PresetFix("preset", _never, "train with the env's preset", algos=ZOO_ALGOS,
+              when=sparse_reward),
+    Fix("normalize_rewards", _never,
+        "normalise the rewards: a sparse reward's constant per-step cost swamps the critic",
+        fit=_on_sparse_reward(_switch("normalize_rewards", True))),
+    Fix("use_sde", _never, "explore with state-dependent noise (gSDE, use_sde)",
+        algos=frozenset({"ppo", "a2c", "sac"}),
+        fit=_on_sparse_reward(_switch("use_sde", True), box_actions=True)),
+)  # fmt: skip
+"""On a sparse reward (:func:`sparse_reward`), where the return never left its floor, in order
+of how likely each helps: the env's preset (rlx's, else the zoo's, whose published agents
+solved these envs with it: PPO on MountainCar-v0 normalises observations and rewards over 16
+envs), normalised rewards (what helped PPO on MountainCar-v0: -1 per step for 200 steps gives
+value targets the critic cannot fit at that scale), state-dependent exploration for Box actions
+(gSDE, Raffin et al. 2021: noise that holds its direction over steps carries a car up a hill
+where white noise cancels itself out)."""
 KEEP_TARGET = (
     # a target net synced every few steps is no target net; a Polyak tau near 1 neither
     Fix("sync_every", _at_least("sync_every", 1000, int), "sync the target net less often"),
@@ -945,6 +1641,7 @@ TWIN_CRITICS = frozenset({"sac", "td3"})
 RULES: tuple[Rule, ...] = (
     Rule(
         id="kl-too-high",
+        rank=RANK_STEP,
         symptom="Mean KL past 0.1",
         cause="the policy drifts far from the old policy in each update",
         fix="reduce K_EPOCHS or LR",
@@ -958,7 +1655,24 @@ RULES: tuple[Rule, ...] = (
         lines={M.APPROX_KL: ((0.1, "too large a step"),)},
     ),
     Rule(
+        id="policy-blowup",
+        rank=RANK_BLOWUP,
+        symptom="KL past 1 (or 90% of ratios clipped) in one update",
+        cause="one update threw the policy out of its trust region (a KL of 1 nat is 50-100x "
+        "the usual target_kl of 0.01-0.02): too large a step; the collapsed entropy, broken "
+        "critic and flat return that follow are its consequences",
+        fix="lower the learning rate (to bring the KL into 0.01-0.02), then fewer epochs",
+        severity=ERROR,
+        metric=M.APPROX_KL,
+        fallbacks=(M.CLIP_FRACTION,),
+        check=policy_blowup(),
+        fixes=(*BLOWUP_STEP, *FEWER_EPOCHS),
+        lines={M.APPROX_KL: ((BLOWUP_KL, "blow-up in one update"),)},
+        immediate=True,
+    ),
+    Rule(
         id="clip-fraction-near-zero",
+        rank=RANK_ESTIMATE,
         symptom="Clip fraction near 0",
         cause="the clip never triggers: updates are too timid to use the trust region",
         fix="raise LR or K_EPOCHS",
@@ -972,6 +1686,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="clip-fraction-high",
+        rank=RANK_STEP,
         symptom="Clip fraction 0.5 or more",
         cause="each update overfits to its rollout",
         fix="lower LR or K_EPOCHS",
@@ -988,21 +1703,62 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="reward-hacking",
-        symptom="Reward climbs, gold / held-out reward drops",
-        cause="reward hacking of the reward model",
+        rank=RANK_OBJECTIVE,
+        symptom="Reward (or KL to the reference) climbs, gold / held-out reward drops",
+        cause="reward hacking of the reward model, or over-optimisation: the policy moves away "
+        "from the reference while the quality it was meant to gain falls",
         fix="stop early, raise beta, broaden the reward model's data",
         severity=ERROR,
         metric=M.GOLD_REWARD,
-        # the gold reward of the sampled answers, or the held-out greedy exact match: the
-        # sampled answers can hold their gold reward while the greedy ones get worse
+        fallbacks=(M.EXACT_MATCH,),
+        # the proxy that climbs: the reward, the KL to the reference (RLHF, GRPO), DPO's
+        # margin (its implicit reward); the measure that drops: the gold reward of the
+        # sampled answers, or the held-out greedy exact match (the sampled answers can hold
+        # their gold reward while the greedy ones get worse)
         check=either(
             climbs_while_drops(M.REWARD, M.GOLD_REWARD),
             climbs_while_drops(M.REWARD, M.EXACT_MATCH),
+            climbs_while_drops(M.KL_REF, M.GOLD_REWARD),
+            climbs_while_drops(M.KL_REF, M.EXACT_MATCH),
+            climbs_while_drops(M.REWARD_MARGIN, M.EXACT_MATCH),
         ),
         fixes=(Fix("beta", _raise_beta, "raise beta (the KL penalty) and stop early"),),
+        # the stages with a reference and a beta (an SFT run's exact match has no proxy)
+        algos=frozenset({"rlhf-ppo", "grpo", "dpo"}),
+    ),
+    Rule(
+        id="likelihood-displacement",
+        rank=RANK_MECHANISM,
+        symptom="Chosen answers lose likelihood while pair accuracy is high",
+        cause="likelihood displacement: DPO separates each pair by pushing both answers down, "
+        "the rejected one faster, so the chosen answers end less likely than under the "
+        "reference and greedy answers drift away from them",
+        fix="an NLL term on the chosen answers (RPO, rpo_alpha > 0); then a lower learning "
+        "rate or a higher beta",
+        severity=WARNING,
+        metric=M.CHOSEN_REWARD,
+        check=likelihood_displacement(),
+        fixes=(
+            Fix(
+                "rpo_alpha",
+                _at_least("rpo_alpha", 1.0),
+                "keep the chosen answers likely with an NLL term on them (RPO), which DPO's "
+                "beta alone does not do",
+            ),
+            Fix("learning_rate", _scaled("learning_rate", 0.3), "lower the learning rate"),
+            Fix(
+                "beta",
+                _raise_beta,
+                "raise beta: the loss saturates once beta times the margin is a few nats, so "
+                "the log-ratios it needs shrink as 1/beta",
+            ),
+        ),
+        lines={M.CHOSEN_REWARD: ((0.0, "the reference's likelihood"),)},
+        algos=frozenset({"dpo"}),
     ),
     Rule(
         id="length-bias",
+        rank=RANK_OBJECTIVE,
         symptom="Responses get longer",
         cause="the reward model rewards length",
         fix="use a length-normalised reward",
@@ -1022,6 +1778,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="q-overestimation",
+        rank=RANK_ESTIMATE,
         symptom="Q values too high",
         cause="max bias on noisy Q estimates (Q above the returns actually observed, and not "
         "coming down to them)",
@@ -1049,6 +1806,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="dqn-diverges",
+        rank=RANK_DIVERGENCE,
         symptom="DQN diverges (TD error or Q values running away)",
         cause="the deadly triad: bootstrapping, off-policy data and function approximation",
         fix="keep the target net and the replay buffer (sync the target less often)",
@@ -1059,6 +1817,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="q-diverges",
+        rank=RANK_DIVERGENCE,
         symptom="Q values running away",
         cause="the deadly triad: bootstrapping, off-policy data and function approximation",
         fix="keep the target net and the replay buffer (sync the target less often)",
@@ -1069,6 +1828,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="entropy-collapse",
+        rank=RANK_EXPLORATION,
         symptom="Policy stops exploring",
         cause="entropy collapse: the policy turned nearly deterministic while still poor",
         fix="entropy bonus with c_e > 0",
@@ -1085,7 +1845,13 @@ RULES: tuple[Rule, ...] = (
                 algos=POLICY_GRADIENT,
             ),
             Fix("alpha", _raise_fixed_alpha, "a higher entropy temperature alpha", algos=SAC),
-            Fix("target_entropy", _raise_target_entropy, "a higher target entropy", algos=SAC),
+            Fix(
+                "target_entropy",
+                _raise_target_entropy,
+                "a higher target entropy",
+                algos=SAC,
+                fit=_fit_target_entropy,
+            ),
             Fix(
                 "temperature",
                 _scaled("temperature", 1.5),
@@ -1096,6 +1862,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="kl-ref-drift",
+        rank=RANK_OBJECTIVE,
         symptom="KL to the reference past 5",
         cause="the policy drifts from the SFT model: past about 5 to 10, reward hacking starts",
         fix="raise beta (the KL penalty) or stop earlier",
@@ -1108,6 +1875,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="zero-spread-groups",
+        rank=RANK_OBJECTIVE,
         symptom="GRPO groups with no reward spread",
         cause="every sample of a group got the same reward: zero advantage, no learning signal",
         fix="more samples per group, a higher temperature, or prompts of the right difficulty",
@@ -1122,6 +1890,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="critic-not-learning",
+        rank=RANK_ESTIMATE,
         symptom="Explained variance at or below 0",
         cause="the critic does not predict the returns, so advantages are mostly noise",
         fix="raise the value-loss weight c_v or the learning rate; check reward scaling",
@@ -1147,6 +1916,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="value-breakdown",
+        rank=RANK_STEP,
         symptom="Explained variance from above 0.5 to below 0",
         cause="the critic stopped predicting the returns it had learned to predict: its "
         "targets moved faster than it could follow (a policy that changed abruptly, or too "
@@ -1163,6 +1933,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="performance-collapse",
+        rank=RANK_STEP,
         symptom="Return collapses after a plateau",
         cause="a destructive update once the task was learned: too large a policy step late "
         "in training, and the agent forgets what it had",
@@ -1189,6 +1960,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="non-finite",
+        rank=RANK_NUMBERS,
         symptom="NaN or inf in a metric",
         cause="a numerical blow-up (learning rate too high, a log of 0, a division by 0)",
         fix="lower the learning rate, clip gradients, check rewards and observations",
@@ -1196,13 +1968,17 @@ RULES: tuple[Rule, ...] = (
         metric="*",
         check=any_non_finite,
         fixes=LOWER_STEP,
+        immediate=True,
     ),
     Rule(
         id="no-learning",
+        rank=RANK_OUTCOME,
         symptom="Return flat",
-        cause="no learning: the agent behaves as it did at the start, or it stopped improving "
-        "far short of solving the task",
-        fix="check the reward signal and the learning rate; train longer",
+        cause="no learning: the agent behaves as it did at the start (on a sparse reward it may "
+        "never have reached what pays), or it stopped improving far short of solving the task",
+        fix="check the reward signal and the learning rate; on a sparse reward explore (the "
+        "zoo's preset, normalised rewards, state-dependent noise); train longer only while "
+        "the return climbs",
         severity=WARNING,
         metric=M.EPISODE_RETURN,
         check=either(flat_return, stalled_far_below_solved),
@@ -1228,8 +2004,27 @@ RULES: tuple[Rule, ...] = (
                 "set the step size alpha back to its default",
                 algos=TABULAR,
             ),
+            *EXPLORE_ON_SPARSE,
             *TRAIN_LONGER,
         ),
+        live=False,
+    ),
+    Rule(
+        id="below-published",
+        rank=RANK_REFERENCE,
+        symptom="Return ends far below a published agent's",
+        cause="rl-baselines3-zoo's tuned agent of this algorithm reached a far higher return on "
+        "this env in no more steps: the run's settings (or its exploration) fall short",
+        fix="train with the env's rl-baselines3-zoo preset; train longer only while the return "
+        "still climbs",
+        severity=WARNING,
+        metric=M.EPISODE_RETURN,
+        check=below_published,
+        fixes=(
+            PresetFix("preset", _never, "train with the env's preset", algos=ZOO_ALGOS),
+            *TRAIN_LONGER,
+        ),
+        algos=ZOO_ALGOS,
         live=False,
     ),
 )

@@ -59,6 +59,58 @@ class Series:
         return Series(self.steps[:n], self.values[:n])
 
 
+class GrowingSeries:
+    """A :class:`Series` that grows as a run logs, read as often as it grows: points are
+    appended to arrays of doubling capacity and :meth:`series` hands out views, so reading it
+    after each point costs no copy of the history. The series it gives is the one
+    :meth:`Series.from_pairs` makes of the same points (sorted by step, ties in the order
+    they came)."""
+
+    def __init__(self) -> None:
+        self._steps = np.empty(16, dtype=np.float64)
+        self._values = np.empty(16, dtype=np.float64)
+        self._size = 0
+        self._sorted = True
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, step: float, value: float) -> None:
+        self.extend(np.array([step], dtype=np.float64), np.array([value], dtype=np.float64))
+
+    def extend(self, steps: Any, values: Any) -> None:
+        steps = np.asarray(steps, dtype=np.float64).reshape(-1)
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        if steps.shape != values.shape:
+            raise ValueError(f"steps {steps.shape} and values {values.shape} differ")
+        n, end = len(steps), self._size + len(steps)
+        if not n:
+            return
+        if end > len(self._steps):
+            capacity = max(end, 2 * len(self._steps))
+            self._steps = _grown(self._steps, self._size, capacity)
+            self._values = _grown(self._values, self._size, capacity)
+        last = self._steps[self._size - 1] if self._size else -math.inf
+        if steps[0] < last or np.any(np.diff(steps) < 0):
+            self._sorted = False
+        self._steps[self._size : end] = steps
+        self._values[self._size : end] = values
+        self._size = end
+
+    def series(self) -> Series:
+        steps, values = self._steps[: self._size], self._values[: self._size]
+        if self._sorted:
+            return Series(steps, values)
+        order = np.argsort(steps, kind="stable")
+        return Series(steps[order], values[order])
+
+
+def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    grown = np.empty(capacity, dtype=array.dtype)
+    grown[:size] = array[:size]
+    return grown
+
+
 @dataclass
 class RunLog:
     """What a run logged. ``kind`` says who wrote it: ``"rlx"``, ``"tensorboard"``, ``"sb3"``

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rlx import metrics as M
@@ -30,17 +31,30 @@ RETURN_POINTS = 20
 for the rules that judge the return: the run's episodes are read instead."""
 
 
-def read_rlx_run(run_dir: Path) -> RunLog:
-    """An rlx run: its metrics, config and summary; its episodes (``episodes.csv``) where it
-    logged no return, or too few points of it (:data:`RETURN_POINTS`) while the episodes are
-    more."""
-    points = folder.read_metrics(run_dir)
-    log = RunLog(run_dir, "rlx", {k: Series.from_pairs(v) for k, v in points.items()})
-    logged = len(points.get(M.EPISODE_RETURN, ()))
+def with_episodes(
+    rows: Mapping[str, Series], episodes: Callable[[], Mapping[str, Series]]
+) -> dict[str, Series]:
+    """The series the doctor reads of an rlx run, the same during training
+    (:class:`~rlx.diagnostics.doctor.LiveDoctor`) and after (:func:`read_rlx_run`): its logged
+    rows', with the return and length of every finished episode (``episodes()``, asked only
+    when needed: :func:`episode_series`) in place of the rows' means where the rows hold fewer
+    returns than :data:`RETURN_POINTS` and the episodes are more."""
+    metrics = dict(rows)
+    logged = len(rows.get(M.EPISODE_RETURN, ()))
     if logged < RETURN_POINTS:
-        episodes = episode_series(run_dir)
-        if len(episodes.get(M.EPISODE_RETURN, ())) > logged:
-            log.metrics.update(episodes)
+        finished = episodes()
+        if len(finished.get(M.EPISODE_RETURN, ())) > logged:
+            metrics.update(finished)
+    return metrics
+
+
+def read_rlx_run(run_dir: Path) -> RunLog:
+    """An rlx run: its metrics, config and summary; its episodes (``episodes.csv``) in place of
+    the logged return where :func:`with_episodes` says so."""
+    points = folder.read_metrics(run_dir)
+    rows = {k: Series.from_pairs(v) for k, v in points.items()}
+    metrics = with_episodes(rows, lambda: episode_series(run_dir))
+    log = RunLog(run_dir, "rlx", metrics)
     config = folder.read_json_or_empty(run_dir / folder.CONFIG_FILE)
     log.algo, log.env = config.get("algo"), config.get("env")
     log.config = config.get("config", {}) or {}

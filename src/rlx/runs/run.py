@@ -7,8 +7,9 @@ checkpoints already on disk stay intact.
 
 Observers (:class:`RunObserver`, e.g. the live doctor of :mod:`rlx.diagnostics.doctor`, or a
 user's callbacks, :mod:`rlx.callbacks`) are attached from above by whoever opens the run: they
-see every logged row (and the hooks a loop sends with :meth:`Run.notify`), may ask the run to
-end, and add fields to its summary. This module imports none of them.
+see every logged row and every finished episode (and the hooks a loop sends with
+:meth:`Run.notify`), may ask the run to end, and add fields to its summary. This module
+imports none of them.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ class RunObserver(Protocol):
     def summary(self) -> dict[str, Any]:
         """Fields for ``summary.json``, however the run ended."""
 
-    # optional: ``on_start``, ``on_step``, ``on_end`` ... ``(step, payload)``, see Run.notify
+    # optional: ``observe_episodes(ends, returns, lengths)``, the episodes of episodes.csv as
+    # they are logged (Run.log_episodes); ``on_start``, ``on_step``, ``on_config``,
+    # ``on_end`` ... ``(step, payload)``, see Run.notify
 
 
 def library_versions() -> dict[str, str]:
@@ -142,6 +145,13 @@ class Run:
             ``kind`` among :data:`HISTORY_KINDS` replaces the one the run would write).
         wandb: also log to Weights & Biases (``RUN_DIR/wandb``, offline unless ``WANDB_MODE``
             says otherwise), with the same metric names.
+        wall_offset: the seconds this run has trained before this opening, where the caller
+            knows better than the resumed checkpoint's rows (a healing run continued after a
+            rollback, :mod:`rlx.heal`: its earlier stretches count); None: 0 for a new run,
+            the wall time of the checkpoint's last row for a resumed one.
+        checkpoint_at_start: a new run saves a checkpoint before its first update (the loops
+            ask :meth:`start_checkpoint_due`), so that a rollback from a blow-up in the first
+            updates finds one (a run that heals, :mod:`rlx.heal`).
     """
 
     def __init__(
@@ -165,6 +175,8 @@ class Run:
         command: str | None = None,
         resume_from: str | Path | int | None = None,
         history: Mapping[str, Any] | None = None,
+        wall_offset: float | None = None,
+        checkpoint_at_start: bool = False,
     ) -> None:
         self.dir = Path(run_dir)
         self.algo, self.env_id, self.config = algo, env_id, config
@@ -191,12 +203,15 @@ class Run:
         self.overwrite, self.command = overwrite, command if command is not None else _cli_command()
         self._aside: tuple[str, ...] = ()  # files set aside in PREVIOUS_DIR, put back if refused
         self._checkpointed = False
+        self.checkpoint_at_start = checkpoint_at_start
         if resume is not None:
             self._record = {"algo": resume.algo, "env": resume.env, "config": resume.config,
                             "preset": resume.preset, **resume.extra}  # fmt: skip
         self._writing = False  # whether this run has changed the folder yet
         try:
-            wall_offset = self._prepare_folder(resume, preset)
+            resumed_wall = self._prepare_folder(resume, preset)
+            if wall_offset is None:
+                wall_offset = resumed_wall
             wandb_fields = None
             if wandb:
                 wandb_fields = {"name": f"{algo} {env_id} {self.dir.name}", "config": self._record}
@@ -450,6 +465,7 @@ class Run:
             self._record["history"][-1]["budget"] = int(total) or None
         if self.writer:
             write_json_atomic(self.dir / CONFIG_FILE, self._record)
+        self.notify("on_config", self.last_step, self._record["config"])
         if total is not None:
             self.total = int(total)
             if self.progress is not None:
@@ -490,7 +506,13 @@ class Run:
             _to_stderr(f"{observer.stop_reason}; a checkpoint is saved.")
 
     def log_episodes(self, steps: Any, returns: Any, lengths: Any) -> None:
+        """Log finished episodes (``steps``: the env-step count at each one's end) to
+        ``episodes.csv``, and show them to each observer that has ``observe_episodes``."""
         self.logger.log_episodes(steps, returns, lengths)
+        for observer in self.observers:
+            method = getattr(observer, "observe_episodes", None)
+            if method is not None:
+                method(steps, returns, lengths)
 
     def update_progress(self, completed: int) -> None:
         """Move the progress bar to ``completed`` units of the budget (automatic for steps)."""
@@ -512,6 +534,11 @@ class Run:
             return True
         since = self.last_step - self._last_checkpoint_step
         return self.cadence.due(time.monotonic() - self._last_checkpoint_t, since)
+
+    def start_checkpoint_due(self) -> bool:
+        """Whether the loop saves a checkpoint before its first update: asked for
+        (``checkpoint_at_start``) and a new run (a resumed one starts from its checkpoint)."""
+        return self.checkpoint_at_start and self.resumed_step is None
 
     def save_checkpoint(self, step: int, state: dict[str, Any]) -> Path:
         """Write the checkpoint of ``step``, keeping the newest ``checkpoints_kept`` (a
