@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rlx import metrics as M
+from rlx.diagnostics.doctor import diagnose
 from rlx.diagnostics.foreign import (
     MAX_DEPTH,
     SB3_ALGOS,
@@ -350,6 +351,47 @@ def test_rlx_tensorboard_tags_merged_across_files(tmp_path):
     np.testing.assert_array_equal(kl.steps, [0, 1, 2])
     assert kl.values[:2].tolist() == pytest.approx([0.5, 0.3]) and math.isnan(kl.values[2])
     np.testing.assert_allclose(log.get(M.EPISODE_RETURN).values, [0.0, 10.0, 20.0])
+
+
+CLEANRL_PPO = ("charts/episodic_return", "charts/episodic_length", "charts/learning_rate",
+               "charts/SPS", "losses/value_loss", "losses/policy_loss", "losses/entropy",
+               "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac",
+               "losses/explained_variance")  # fmt: skip
+"""The tags CleanRL's ppo.py writes."""
+CLEANRL_DQN = ("charts/episodic_return", "charts/episodic_length", "charts/SPS",
+               "losses/td_loss", "losses/q_values")  # fmt: skip
+CLEANRL_SAC = ("charts/episodic_return", "losses/qf1_values", "losses/qf2_values",
+               "losses/qf1_loss", "losses/qf_loss", "losses/actor_loss",
+               "losses/alpha")  # fmt: skip
+
+
+@pytest.mark.parametrize(("tags", "algo"), [(CLEANRL_PPO, "ppo"), (CLEANRL_DQN, "dqn"),
+                                            (CLEANRL_SAC, "sac")])  # fmt: skip
+def test_cleanrl_tensorboard_tags_are_read_in_rlx_names(tmp_path, tags, algo):
+    """A CleanRL run's event file: its tags in rlx's names, its algorithm from the tags, the
+    rules on them (a KL of 5 in a PPO update is a blow-up); tags without an rlx name keep
+    theirs."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for step in range(0, 4000, 128):
+        for tag in tags:
+            value = 5.0 if tag == "losses/approx_kl" and step == 256 else 0.01
+            writer.add_scalar(tag, 100.0 if tag == "charts/episodic_return" else value, step)
+    writer.close()
+    log = read_foreign(tmp_path)
+    assert (log.kind, log.algo) == ("tensorboard", algo)
+    assert log.get(M.EPISODE_RETURN).values[0] == 100.0
+    assert "charts/SPS" not in tags or "charts/SPS" in log.metrics
+    if algo == "ppo":
+        assert {M.APPROX_KL, M.CLIP_FRACTION, M.ENTROPY, M.EXPLAINED_VARIANCE} <= set(log.metrics)
+        assert "losses/old_approx_kl" in log.metrics  # no rlx name: its own
+        assert "policy-blowup" in [f.rule.id for f in diagnose(log)]
+    else:
+        assert M.Q_MEAN in log.metrics
+    if algo == "sac":
+        assert {M.ALPHA, M.ACTOR_LOSS, M.CRITIC_LOSS} <= set(log.metrics)
 
 
 @pytest.mark.parametrize(

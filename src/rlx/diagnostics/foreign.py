@@ -9,7 +9,9 @@ Three formats are read, so that ``rlx doctor`` diagnoses runs that rlx did not t
 - **TensorBoard** event files ``events.out.tfevents.*`` from any library. Tags that look like
   SB3's (its TensorBoard logger uses the CSV keys) map through the SB3 table, tags that look
   like a Hugging Face trainer's (``train/loss``, ``eval/loss``: the log-history keys with a
-  ``train/`` or ``eval/`` prefix) through the TRL table, and rlx's own tags are rlx's names.
+  ``train/`` or ``eval/`` prefix) through the TRL table, CleanRL's (``charts/episodic_return``,
+  ``losses/approx_kl``: the tags its single-file PPO, DQN, SAC and TD3 write) through the
+  CleanRL table, and rlx's own tags are rlx's names.
 
 The name tables are data: ``library key -> rlx name``, or ``-> (rlx name, transform)`` where the
 library logs a different quantity (SB3's ``entropy_loss`` is minus the entropy). A key that
@@ -101,6 +103,28 @@ TRL_NAMES: dict[str, Target] = {
     "loss/value_avg": M.VALUE_LOSS,
 }
 
+# CleanRL's TensorBoard tags (``writer.add_scalar`` in ppo.py, dqn.py, sac_continuous_action.py,
+# td3_continuous_action.py) -> rlx. Its episodic return is one point per finished episode.
+CLEANRL_NAMES: dict[str, Target] = {
+    "charts/episodic_return": M.EPISODE_RETURN,
+    "charts/episodic_length": M.EPISODE_LENGTH,
+    "charts/learning_rate": M.LR,
+    "charts/epsilon": M.EPSILON,
+    "losses/approx_kl": M.APPROX_KL,
+    "losses/clipfrac": M.CLIP_FRACTION,
+    "losses/entropy": M.ENTROPY,
+    "losses/policy_loss": M.POLICY_LOSS,
+    "losses/value_loss": M.VALUE_LOSS,
+    "losses/explained_variance": M.EXPLAINED_VARIANCE,
+    "losses/q_values": M.Q_MEAN,  # DQN: Q of the actions in the replayed batch
+    "losses/qf1_values": M.Q_MEAN,  # SAC, TD3: the first critic's Q of those actions
+    "losses/qf_loss": M.CRITIC_LOSS,
+    "losses/actor_loss": M.ACTOR_LOSS,
+    "losses/alpha": M.ALPHA,
+}
+CLEANRL_PREFIXES = ("charts/", "losses/")
+"""The prefixes of CleanRL's tags (its ``charts/SPS`` has no rlx name and keeps its own)."""
+
 TRL_EVAL_PREFIX = "eval_"
 """Evaluation entries of the log history: ``eval_loss``, ``eval_rewards/chosen`` ... (mapped with
 the prefix kept: ``eval_loss``, ``eval_chosen_reward``)."""
@@ -127,6 +151,12 @@ SB3_ALGOS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"train/actor_loss", "train/critic_loss"}), "td3"),
     (frozenset({"rollout/exploration_rate"}), "dqn"),
     (frozenset({"train/policy_loss", "train/value_loss"}), "a2c"),
+)
+CLEANRL_ALGOS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"losses/clipfrac"}), "ppo"),
+    (frozenset({"losses/alpha"}), "sac"),
+    (frozenset({"losses/qf1_values", "losses/actor_loss"}), "td3"),
+    (frozenset({"losses/q_values"}), "dqn"),
 )
 TRL_ALGOS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"rewards/chosen"}), "dpo"),
@@ -283,6 +313,11 @@ def trl_target(key: str) -> Target | None:
     return TRL_NAMES.get(key)
 
 
+def cleanrl_target(key: str) -> Target | None:
+    """The rlx name of a CleanRL tag."""
+    return CLEANRL_NAMES.get(key)
+
+
 def rlx_target(key: str) -> Target | None:
     """rlx's own TensorBoard tags are rlx names already."""
     return None
@@ -292,6 +327,7 @@ def rlx_target(key: str) -> Target | None:
 DIALECTS: dict[str, tuple[Callable[[str], Target | None], Mapping[str, Target]]] = {
     "sb3": (sb3_target, SB3_NAMES),
     "trl": (trl_target, TRL_NAMES),
+    "cleanrl": (cleanrl_target, CLEANRL_NAMES),
     "rlx": (rlx_target, {}),
 }
 
@@ -439,17 +475,19 @@ def read_event_files(paths: list[Path]) -> RunLog:
         listed = ", ".join(str(p) for p in paths[:3])
         raise RunError(f"{listed}: no scalar values read; expected TensorBoard event files.")
     metrics = {name: Series.from_pairs(by_step.items()) for name, by_step in merged.items()}
-    algo = guess_algo(logged["sb3"], SB3_ALGOS) or guess_algo(logged["trl"], TRL_ALGOS)
+    algo = (guess_algo(logged["sb3"], SB3_ALGOS) or guess_algo(logged["trl"], TRL_ALGOS)
+            or guess_algo(logged["cleanrl"], CLEANRL_ALGOS))  # fmt: skip
     return RunLog(paths[0], "tensorboard", metrics, algo=algo, summary=summary)
 
 
 def tensorboard_dialect(tags: Iterable[str]) -> str:
-    """``"sb3"``, ``"trl"`` or ``"rlx"``: whose names most of ``tags`` are (SB3 wins ties: its
-    ``train/loss`` and ``train/learning_rate`` look like a trainer's too)."""
+    """``"sb3"``, ``"trl"``, ``"cleanrl"`` or ``"rlx"``: whose names most of ``tags`` are (SB3
+    wins ties: its ``train/loss`` and ``train/learning_rate`` look like a trainer's too)."""
     tags = list(tags)
     votes = {
         "sb3": sum(t in SB3_NAMES or t.startswith(("rollout/", "time/")) for t in tags),
         "trl": sum(_looks_hf(t) for t in tags),
+        "cleanrl": sum(t.startswith(CLEANRL_PREFIXES) for t in tags),
         "rlx": sum(t in M.ALL_METRICS or t == TOKEN_ACCURACY for t in tags),
     }
     return max(votes, key=lambda dialect: votes[dialect])  # max keeps the first of a tie
@@ -514,6 +552,7 @@ def _event_scalars(path: Path) -> Points:
 
 
 __all__ = [
+    "CLEANRL_NAMES",
     "SB3_NAMES",
     "TRL_NAMES",
     "find_logs",
