@@ -70,6 +70,9 @@ RM_SCORE = "rm_score"
 REWARD = "reward"
 GOLD_REWARD = "gold_reward"  # reward under the task's ground truth, when there is one
 RESPONSE_LENGTH = "response_length"
+# share of the sampled completions cut at max_new_tokens before their eos (TRL's
+# completions/clipped_ratio): their rewards score unfinished answers
+TRUNCATED_FRACTION = "truncated_fraction"
 # Pearson correlation, within a step's completions, of the (unnormalised) reward-model score
 # with the completion's length: how much the reward model pays for length itself
 REWARD_LENGTH_CORR = "reward_length_corr"

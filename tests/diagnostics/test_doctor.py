@@ -74,6 +74,7 @@ SYMPTOMS = {
     ),
     "kl-ref-drift": {M.KL_REF: np.linspace(0.1, 12, N)},
     "zero-spread-groups": {M.FRAC_ZERO_STD_GROUPS: np.full(N, 0.8)},
+    "truncated-completions": {M.TRUNCATED_FRACTION: np.full(N, 0.8)},
     "critic-not-learning": dict(HEALTHY_PPO, **{M.EXPLAINED_VARIANCE: -0.1 + noise(0.02)}),
     "non-finite": dict(
         HEALTHY_PPO, **{M.APPROX_KL: np.r_[np.full(40, 0.01), [np.nan], np.full(19, 0.01)]}

@@ -353,6 +353,16 @@ def test_rlx_tensorboard_tags_merged_across_files(tmp_path):
     np.testing.assert_allclose(log.get(M.EPISODE_RETURN).values, [0.0, 10.0, 20.0])
 
 
+def test_trls_clipped_ratio_is_the_share_of_truncated_completions(tmp_path):
+    history = [{"step": step, "loss": 0.0, "reward": 0.5, "frac_reward_zero_std": 0.1,
+                "completions/clipped_ratio": 0.9} for step in range(1, 31)]  # fmt: skip
+    write(tmp_path / "trainer_state.json", json.dumps({"log_history": history}))
+    log = read_foreign(tmp_path)
+    assert log.algo == "grpo" and log.get(M.TRUNCATED_FRACTION).values[0] == 0.9
+    found = {f.rule.id: f for f in diagnose(log)}
+    assert found["truncated-completions"].advice.startswith("a larger token budget")
+
+
 CLEANRL_PPO = ("charts/episodic_return", "charts/episodic_length", "charts/learning_rate",
                "charts/SPS", "losses/value_loss", "losses/policy_loss", "losses/entropy",
                "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac",

@@ -104,6 +104,7 @@ VOCABULARY: dict[str, object] = {
     "value-loss weight": lambda a, c: "vf_coef" in c,
     "beta": lambda a, c: "beta" in c,
     "samples per group": lambda a, c: "group_size" in c,
+    "token budget": lambda a, c: "max_new_tokens" in c,
     "critic's learning rate": lambda a, c: "critic_learning_rate" in c,
     "actor's learning rate": lambda a, c: "actor_learning_rate" in c,
     "the learning rate": lambda a, c: "learning_rate" in c,

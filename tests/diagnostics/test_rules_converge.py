@@ -519,3 +519,25 @@ def test_below_published_trains_longer_only_while_climbing():
     assert (climbing.field, climbing.suggested) == ("total_steps", 120_000)
     flat = finding(run_log("dqn", "CartPole-v1", config, episode_return=FLAT), "below-published")
     assert flat.field is None and flat.fix == RULES_BY_ID["below-published"].fix
+
+
+# ============================================================================ truncation
+@pytest.mark.parametrize(("share", "fires"), [(0.8, True), (0.55, True), (0.3, False)])
+def test_completions_mostly_cut_at_the_budget_are_named_with_a_larger_one(share, fires):
+    """TRL's users watch ``completions/clipped_ratio``: most completions cut at the budget score
+    unfinished answers. A sustained share above half fires, with the budget doubled."""
+    values = np.r_[np.full(N // 2, 0.1), np.full(N - N // 2, share)]
+    log = run_log("grpo", config={"max_new_tokens": 16, "group_size": 8},
+                  truncated_fraction=values)  # fmt: skip
+    found = finding(log, "truncated-completions")
+    assert (found is not None) is fires
+    if fires:
+        assert (found.field, found.current, found.suggested) == ("max_new_tokens", 16, 32)
+
+
+def test_one_cut_batch_is_no_finding_nor_is_another_algorithms_run():
+    spike = np.r_[np.full(N - 3, 0.1), np.full(3, 1.0)]
+    assert finding(run_log("grpo", truncated_fraction=spike), "truncated-completions") is None
+    cut = np.full(N, 0.9)
+    assert finding(run_log("dpo", truncated_fraction=cut), "truncated-completions") is None
+    assert finding(run_log("rlhf-ppo", truncated_fraction=cut), "truncated-completions")

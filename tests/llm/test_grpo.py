@@ -100,9 +100,41 @@ def test_a_short_run_logs_the_grpo_metrics(tiny, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     for key in ("reward", "group_reward_std", "frac_zero_std_groups", "kl_ref", "clip_fraction",
-                "response_length", "entropy", "generation_s", "update_s"):  # fmt: skip
+                "response_length", "truncated_fraction", "entropy", "generation_s",
+                "update_s"):  # fmt: skip
         assert key in rows[0]
+    assert all(0.0 <= r["truncated_fraction"] <= 1.0 for r in rows)
     assert (result.model_dir / "config.json").is_file()
+
+
+def test_truncated_share_counts_completions_cut_before_their_eos():
+    from rlx.llm.generation import truncated_share
+
+    eos = 2
+    completions = [[5, 6, 7], [5, eos], [5, 6, eos], [eos], [7, 7, 7]]
+    # budget 3: [5, 6, 7] and [7, 7, 7] ran out; [5, 6, eos] ended on its last token
+    assert truncated_share(completions, eos, 3) == pytest.approx(2 / 5)
+    assert truncated_share(completions, eos, 4) == 0.0  # none reached a budget of 4
+    assert truncated_share(completions, None, 3) == pytest.approx(3 / 5)  # no eos to tell
+    assert truncated_share([], eos, 3) == 0.0
+
+
+def test_a_one_token_budget_is_named_by_the_doctor(tiny, tmp_path):
+    """Every completion of one token that is not the eos is cut: the run logs it, and the
+    doctor names it with a larger budget in the run's own field."""
+    import json
+
+    import rlx
+
+    root, model = tiny
+    llm.grpo(model, root / "prompts.jsonl", run_dir=tmp_path / "r", steps=12, batch_size=2,
+             group_size=4, max_new_tokens=1, progress=False)  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(r["truncated_fraction"] for r in rows) / len(rows) > 0.5
+    found = {f.rule.id: f for f in rlx.doctor(tmp_path / "r")}
+    assert "truncated-completions" in found
+    finding = found["truncated-completions"]
+    assert (finding.field, finding.current, finding.suggested) == ("max_new_tokens", 1, 2)
 
 
 def test_bad_input_is_one_clear_error(tiny, tmp_path):

@@ -90,6 +90,7 @@ TRL_NAMES: dict[str, Target] = {
     "kl": M.KL_REF,
     "frac_reward_zero_std": M.FRAC_ZERO_STD_GROUPS,
     "completions/mean_length": M.RESPONSE_LENGTH,
+    "completions/clipped_ratio": M.TRUNCATED_FRACTION,
     "clip_ratio/region_mean": M.CLIP_FRACTION,
     # online trainers (OnlineDPO) and TRL's PPOTrainer before 1.0
     "objective/kl": M.KL_REF,

@@ -13,8 +13,9 @@
 plus the RLHF monitor ("watch mean KL: past about 5 to 10, drift or reward hacking starts"),
 GRPO groups with no reward spread, a critic that explains nothing, a critic that worked and
 broke down, a return that collapses after a plateau, NaN/inf, a return that never moves, a KL
-past 1 nat in a single update (a blow-up), DPO's chosen answers losing likelihood, and a
-return that ends far below rl-baselines3-zoo's published agent (docs: Reference >
+past 1 nat in a single update (a blow-up), DPO's chosen answers losing likelihood, most
+sampled completions cut at their token budget (what TRL's users watch as ``clipped_ratio``), and
+a return that ends far below rl-baselines3-zoo's published agent (docs: Reference >
 Troubleshooting). Each :class:`Rule` names its symptom, the :class:`Check` that tests the
 metric series, the cause, the fix, and the config fields that carry the fix (:class:`Fix`),
 each with the fix in words that fit it: the first one that fits the run's algorithm and that
@@ -1887,6 +1888,26 @@ RULES: tuple[Rule, ...] = (
             Fix("temperature", _scaled("temperature", 1.5), "a warmer sampling temperature"),
         ),
         lines={M.FRAC_ZERO_STD_GROUPS: ((0.5, "half the groups teach nothing"),)},
+    ),
+    Rule(
+        id="truncated-completions",
+        rank=RANK_OBJECTIVE,
+        symptom="Most completions cut at the token budget",
+        cause="the sampled completions reach max_new_tokens before their end (eos): their "
+        "rewards score unfinished answers, and the policy never learns where to stop",
+        fix="a larger token budget per completion (TRL: max_completion_length)",
+        severity=WARNING,
+        metric=M.TRUNCATED_FRACTION,
+        check=median_of_last(M.TRUNCATED_FRACTION, 0.5, above=True),
+        fixes=(
+            Fix(
+                "max_new_tokens",
+                _scaled("max_new_tokens", 2.0, int),
+                "a larger token budget per completion",
+            ),
+        ),
+        lines={M.TRUNCATED_FRACTION: ((0.5, "half the completions cut"),)},
+        algos=frozenset({"grpo", "rlhf-ppo"}),
     ),
     Rule(
         id="critic-not-learning",

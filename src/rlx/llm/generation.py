@@ -239,6 +239,22 @@ def sample(
     return completions
 
 
+def truncated_share(
+    completions: Sequence[Sequence[int]], eos_token_id: int | None, max_new_tokens: int
+) -> float:
+    """The share of ``completions`` (as :func:`sample` returns them) cut at ``max_new_tokens``
+    before their eos: they are that long and do not end with the eos. Without an eos token
+    every completion that long counts."""
+    if not completions:
+        return 0.0
+    cut = sum(
+        1
+        for c in completions
+        if len(c) >= max_new_tokens and (eos_token_id is None or c[-1] != eos_token_id)
+    )
+    return cut / len(completions)
+
+
 def _warpers(temperature: float, top_p: float) -> Any:
     """transformers' logits warpers for ``generate(do_sample=True, temperature, top_p,
     top_k=0)``, in generate's order (it skips the ones that change nothing)."""

@@ -40,7 +40,7 @@ from rlx.llm.batching import (
     encode_prompt,
     pack_groups,
 )
-from rlx.llm.generation import sample
+from rlx.llm.generation import sample, truncated_share
 from rlx.llm.logprobs import packed_group_logprobs, token_logprobs_and_entropy
 from rlx.llm.online import (
     OnlineSetup,
@@ -388,6 +388,9 @@ def grpo_step(
             M.GROUP_REWARD_STD: float(spread.mean()),
             M.FRAC_ZERO_STD_GROUPS: float(zero_spread),
             M.RESPONSE_LENGTH: float(lengths.mean()),
+            M.TRUNCATED_FRACTION: truncated_share(
+                completions, tokenizer.eos_token_id, config.max_new_tokens
+            ),
             M.GENERATION_S: generation_s,
             M.UPDATE_S: time.perf_counter() - t0 - generation_s,
         }

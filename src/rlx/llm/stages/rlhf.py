@@ -58,7 +58,7 @@ from rlx.llm.batching import (
     TokenBatch,
     encode_prompt,
 )
-from rlx.llm.generation import sample
+from rlx.llm.generation import sample, truncated_share
 from rlx.llm.logprobs import gathered_and_entropy, next_token_logprobs, tempered_log_softmax
 from rlx.llm.online import (
     OnlineSetup,
@@ -387,6 +387,9 @@ def collect(
         M.KL_REF: float(kl.mean()),
         M.BETA: beta,
         M.RESPONSE_LENGTH: float(lengths.mean()),
+        M.TRUNCATED_FRACTION: truncated_share(
+            completions, tokenizer.eos_token_id, config.max_new_tokens
+        ),
         M.REWARD_LENGTH_CORR: pearson(scores.float().numpy(), lengths.numpy()),
         # how much of the returns' variance the value head predicted before this update
         M.EXPLAINED_VARIANCE: explained_variance(
