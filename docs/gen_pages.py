@@ -331,6 +331,45 @@ def benchmarks_page(results: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+DOCTOR_PAGE = BENCHMARKS_PAGE.parent / "how-to" / "doctor.md"
+CORPUS_BEGIN = (
+    "<!-- doctor-corpus: written from benchmarks/results/doctor_corpus.json by "
+    "`python docs/gen_pages.py benchmarks` -->"
+)
+CORPUS_END = "<!-- /doctor-corpus -->"
+
+
+def doctor_corpus_figures(results: Path = RESULTS) -> str:
+    """The doctor corpus's figures as the doctor's page states them: each half's false
+    positives and misses, the commit of the rules and the date (from the result file)."""
+    record = json.loads((results / "doctor_corpus.json").read_text())
+    f, git = record["figures"], record.get("git") or {}
+    commit = str(git.get("commit") or "unknown")[:10]
+
+    def half(name: str) -> str:
+        return (f"{f[f'{name}_false_positives']} false positives on "
+                f"{f[f'{name}_healthy_runs']} healthy runs, {f[f'{name}_misses']} misses on "
+                f"{f[f'{name}_broken_runs']} broken runs")  # fmt: skip
+
+    return (
+        f"On the **held-out half**: {half('held_out')}. On the development half, which the "
+        f"rules may be revised on: {half('development')}. Measured with the rules of commit "
+        f"`{commit}` on {record['date'][:10]}; the runs each half gets wrong are listed on the "
+        "benchmarks page."
+    )
+
+
+def with_corpus_figures(page: str, results: Path = RESULTS) -> str:
+    """The doctor's page with its generated block (between :data:`CORPUS_BEGIN` and
+    :data:`CORPUS_END`) rewritten from the result file."""
+    head, found, rest = page.partition(CORPUS_BEGIN)
+    _, ended, tail = rest.partition(CORPUS_END)
+    if not found or not ended:
+        raise SystemExit(f"{DOCTOR_PAGE} lacks its {CORPUS_BEGIN} ... {CORPUS_END} block")
+    block = f"{CORPUS_BEGIN}\n{doctor_corpus_figures(results)}\n{CORPUS_END}"
+    return head + block + tail
+
+
 def _verdict(met: Any) -> str:
     return {True: "met", False: "**missed**"}.get(met, "not run")
 
@@ -604,6 +643,8 @@ if __name__ == "__main__":
         sys.exit("usage: python docs/gen_pages.py benchmarks")
     BENCHMARKS_PAGE.write_text(benchmarks_page())
     print(f"wrote {BENCHMARKS_PAGE}")
+    DOCTOR_PAGE.write_text(with_corpus_figures(DOCTOR_PAGE.read_text()))
+    print(f"wrote the corpus's figures into {DOCTOR_PAGE}")
     # rlx recommend's measured figures travel inside the package (an installed rlx has no
     # benchmarks folder): the same result files, as one small table
     from rlx import recommend

@@ -120,6 +120,15 @@ def test_the_benchmark_page_is_what_the_result_files_give():
     assert gen_pages.BENCHMARKS_PAGE.read_text() == gen_pages.benchmarks_page()
 
 
+def test_the_doctor_page_states_the_corpus_figures_the_result_file_gives():
+    """The doctor's page states the held-out figures, the commit and the date, written from
+    benchmarks/results/doctor_corpus.json (python docs/gen_pages.py benchmarks), never typed."""
+    page = gen_pages.DOCTOR_PAGE.read_text()
+    assert page == gen_pages.with_corpus_figures(page)
+    figures = gen_pages.doctor_corpus_figures()
+    assert figures in page and "held-out half" in figures
+
+
 def test_the_benchmark_page_shows_a_result_file_whole(tmp_path):
     record = {
         "name": "bench_x", "title": "X per second", "command": "python benchmarks/bench_x.py",
