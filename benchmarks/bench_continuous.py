@@ -60,13 +60,21 @@ import numpy as np  # noqa: E402
 
 import deep_rl  # noqa: E402  (benchmarks/deep_rl.py)
 from deep_rl import schedule_text  # noqa: E402
-from results import differences, goal, ratio, settings_table, spread, write_result  # noqa: E402
+from results import (  # noqa: E402
+    check_unseen,
+    differences,
+    goal,
+    ratio,
+    settings_table,
+    spread,
+    tuning_seeds_text,
+    write_result,
+)
 
 ENV_ID = "Pendulum-v1"
 THRESHOLD, GOAL_WINDOW, STABILITY_WINDOW = -200.0, 10, 20
 EPISODE_STEPS = 200  # Pendulum-v1's time limit
 SCORING_SEEDS = (10, 11, 12)
-TUNING_SEEDS = "0-9"
 PEER = "SB3"
 LIBRARIES = ("torch", "gymnasium", "stable-baselines3")
 QUICK_STEPS, QUICK_UPDATES = 1_000, 30
@@ -384,6 +392,9 @@ def main() -> int:
                         help="where continuous.json goes (default benchmarks/results, --quick: "
                              "benchmarks/results/quick)")  # fmt: skip
     args = parser.parse_args()
+    presets = [f"{algo} {ENV_ID}" for algo in args.algos]
+    check_unseen(presets, args.seeds)  # never on seeds a preset's tuning looked at
+    tuning_seeds = tuning_seeds_text(presets)
     budget = None
     if args.quick:
         args.seeds, budget = args.seeds[:3], QUICK_STEPS
@@ -440,7 +451,7 @@ def main() -> int:
         preset_differences=diffs,
         extra_tables=tables,
         figures={
-            "preset_tuning_seeds": TUNING_SEEDS,
+            "preset_tuning_seeds": tuning_seeds,
             "scoring_seeds": args.seeds,
             "random_policy_return": round(baseline, 1),
             "stability_floor": round(floor, 1),
@@ -453,7 +464,7 @@ def main() -> int:
             f"{GOAL_WINDOW} training episodes first reaches {THRESHOLD:g}. Staying up: after "
             f"first reaching it, no window of {STABILITY_WINDOW} episodes below {floor:.0f} "
             f"(halfway from the random policy's {baseline:.0f}, measured here). Presets tuned "
-            f"on seeds {TUNING_SEEDS}, scored on seeds {', '.join(map(str, args.seeds))}. One "
+            f"on {tuning_seeds}, scored on seeds {', '.join(map(str, args.seeds))}. One "
             "torch thread, CPU."
         ),
         quick=args.quick,

@@ -52,12 +52,19 @@ from typing import Any  # noqa: E402
 
 import deep_rl  # noqa: E402  (benchmarks/deep_rl.py)
 from deep_rl import schedule_text  # noqa: E402
-from results import differences, goal, ratio, settings_table, write_result  # noqa: E402
+from results import (  # noqa: E402
+    check_unseen,
+    differences,
+    goal,
+    ratio,
+    settings_table,
+    tuning_seeds_text,
+    write_result,
+)
 
 ENV_ID = "CartPole-v1"
 THRESHOLD, BASELINE, WINDOW = 475.0, 0.0, 20
 SCORING_SEEDS = (10, 11, 12, 13, 14)
-TUNING_SEEDS = "0-9"
 PEER = "SB3"
 LIBRARIES = ("torch", "gymnasium", "stable-baselines3")
 QUICK_STEPS = 3_000
@@ -228,6 +235,9 @@ def main() -> int:
                         help="where dqn.json goes (default benchmarks/results, --quick: "
                              "benchmarks/results/quick)")  # fmt: skip
     args = parser.parse_args()
+    presets = [f"{algo} {ENV_ID}" for algo in ["dqn"]]
+    check_unseen(presets, args.seeds)  # never on seeds a preset's tuning looked at
+    tuning_seeds = tuning_seeds_text(presets)
     budget = None
     if args.quick:
         args.seeds, budget = args.seeds[:3], QUICK_STEPS
@@ -276,7 +286,7 @@ def main() -> int:
              f"{n}/{n}", f"{summaries[ROW_PRESET]['stable']}/{n}",
              summaries[ROW_PRESET]["stable"] == n),
     ]  # fmt: skip
-    figures: dict[str, Any] = {"preset_tuning_seeds": TUNING_SEEDS, "scoring_seeds": args.seeds}
+    figures: dict[str, Any] = {"preset_tuning_seeds": tuning_seeds, "scoring_seeds": args.seeds}
     if preset_s is not None:
         # what `rlx recommend CartPole-v1` reads to compare the methods rlx measured here
         figures.update(env=ENV_ID, goal="a last-20 mean of 475",
@@ -302,7 +312,7 @@ def main() -> int:
             f"until the mean of the last {WINDOW} training episodes first reaches "
             f"{THRESHOLD:g}; env steps/s over the whole budget. Staying up: after first "
             f"reaching {THRESHOLD:g}, no window of {WINDOW} episodes below "
-            f"{(THRESHOLD + BASELINE) / 2:g}. Preset tuned on seeds {TUNING_SEEDS}, scored on "
+            f"{(THRESHOLD + BASELINE) / 2:g}. Preset tuned: {tuning_seeds}, scored on "
             f"seeds {', '.join(map(str, args.seeds))}. One torch thread, CPU."
         ),
         quick=args.quick,

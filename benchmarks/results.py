@@ -208,6 +208,53 @@ def check_committed(name: str, state: Mapping[str, Any]) -> bool:
     return bool(changed)
 
 
+SEEN_SEEDS = HERE / "seen_seeds.json"
+"""The seeds each preset's tuning and retuning looked at, and the records that score presets."""
+
+
+def seed_list(text: str) -> list[int]:
+    """``"0-9, 11, 14"`` -> ``[0, ..., 9, 11, 14]``."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        seeds += range(int(low), int(high or low) + 1)
+    return seeds
+
+
+def seen_seeds(preset: str, registry: Path = SEEN_SEEDS) -> set[int]:
+    """The seeds the tuning of ``preset`` (``"ALGO ENV"``) looked at (none for a preset the
+    registry does not list)."""
+    entry = json.loads(registry.read_text())["presets"].get(preset)
+    return set(seed_list(entry["seeds"])) if entry else set()
+
+
+def seen_in_record(
+    name: str, seeds: Iterable[int], registry: Path = SEEN_SEEDS
+) -> dict[str, list[int]]:
+    """``preset -> seeds`` of the presets record ``name`` scores whose tuning saw some of
+    ``seeds``."""
+    scored = json.loads(registry.read_text())["scored_by"].get(name, [])
+    found = {preset: sorted(seen_seeds(preset, registry) & set(seeds)) for preset in scored}
+    return {preset: seen for preset, seen in found.items() if seen}
+
+
+def tuning_seeds_text(presets: Iterable[str], registry: Path = SEEN_SEEDS) -> str:
+    """The seeds each of ``presets`` was tuned on, as the registry says them."""
+    entries = json.loads(registry.read_text())["presets"]
+    return "; ".join(f"{p} on seeds {entries[p]['seeds']}" for p in presets if p in entries)
+
+
+def check_unseen(presets: Iterable[str], seeds: Iterable[int]) -> None:
+    """Refuse to score ``presets`` on seeds their tuning looked at (:data:`SEEN_SEEDS`)."""
+    for preset in presets:
+        seen = sorted(seen_seeds(preset) & set(seeds))
+        if seen:
+            raise SystemExit(
+                f"{preset}: seeds {', '.join(map(str, seen))} were looked at when its preset was "
+                f"tuned ({SEEN_SEEDS.name}); score it on seeds outside them."
+            )
+
+
 def command() -> str:
     """The command line that ran this benchmark, as typed from the repository root."""
     args = list(sys.argv)

@@ -304,7 +304,9 @@ def benchmarks_page(results: Path = RESULTS) -> str:
         "The deep-RL sections have two rows for rlx: rlx with the peer's exact hyperparameters",
         "(the code's speed on the same work) and rlx's preset against the peer's recipe (what a",
         "user gets from each by default); the differences between preset and recipe are listed.",
-        "Presets are tuned on seeds 0-9 and scored here on seeds from 10 on. A preset must also",
+        "A preset is scored on seeds its tuning never looked at: the seeds each preset's",
+        "tuning and retuning used are listed in `benchmarks/seen_seeds.json`, a benchmark",
+        "refuses them, and an older record scored on any of them says so. A preset must also",
         "stay up: the stability check asks that after the mean of the last 20 training episodes",
         "first reaches the threshold, no later window of 20 episodes falls below half of it",
         "(for Pendulum, whose returns are negative: halfway from the random policy's measured",
@@ -451,7 +453,22 @@ def _benchmark_section(record: dict[str, Any]) -> list[str]:
         )
         lines.append("")
     lines += [_record_line(record), ""]
+    seen = _seen_seeds(record)
+    if seen:
+        shown = "; ".join(f"{preset}: {', '.join(map(str, s))}" for preset, s in seen.items())
+        lines += [f"**Scored on seeds its preset's tuning looked at** ({shown}; "
+                  "`benchmarks/seen_seeds.json`): these figures are not held out.", ""]  # fmt: skip
     return lines
+
+
+def _seen_seeds(record: dict[str, Any]) -> dict[str, list[int]]:
+    """The presets a record scores on seeds their tuning looked at (``seen_seeds.json``, read
+    by ``benchmarks/results.py``, which refuses such seeds in a new record)."""
+    if str(RESULTS.parent) not in sys.path:
+        sys.path.insert(0, str(RESULTS.parent))
+    from results import seen_in_record
+
+    return seen_in_record(record.get("name", ""), record.get("seeds") or [])
 
 
 def _value(value: Any) -> str:

@@ -174,3 +174,27 @@ def test_the_page_lists_benchmarks_without_a_result_file_as_not_run(tmp_path):
 def test_the_page_marks_a_quick_run(tmp_path):
     record(tmp_path, quick=True, repeats=1)
     assert "**Quick run**" in gen_pages.benchmarks_page(tmp_path)
+
+
+def test_seeds_a_presets_tuning_looked_at_are_refused_and_an_old_record_on_them_is_marked(
+    tmp_path,
+):
+    registry = tmp_path / "seen.json"
+    registry.write_text(json.dumps({
+        "presets": {"ppo CartPole-v1": {"seeds": "0-9, 11, 14", "history": "h"}},
+        "scored_by": {"bench_x": ["ppo CartPole-v1"]},
+    }))  # fmt: skip
+    assert results.seed_list("0-2, 11, 20-21") == [0, 1, 2, 11, 20, 21]
+    assert results.seen_seeds("ppo CartPole-v1", registry) == {*range(10), 11, 14}
+    assert results.seen_seeds("dqn CartPole-v1", registry) == set()
+    assert results.seen_in_record("bench_x", [10, 11, 12], registry) == {"ppo CartPole-v1": [11]}
+    assert results.seen_in_record("bench_x", [40, 41], registry) == {}
+    assert results.seen_in_record("other", [11], registry) == {}
+
+
+def test_the_registry_refuses_the_seeds_the_ppo_preset_was_retuned_on():
+    with pytest.raises(SystemExit, match=r"ppo CartPole-v1: seeds 11, 14 were looked at"):
+        results.check_unseen(["ppo CartPole-v1"], [10, 11, 12, 14])
+    results.check_unseen(["ppo CartPole-v1", "dqn CartPole-v1"], range(40, 50))
+    page = gen_pages.benchmarks_page()
+    assert "**Scored on seeds its preset's tuning looked at** (ppo CartPole-v1: 11, 14, 19" in page
