@@ -46,7 +46,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -253,9 +252,9 @@ def main() -> None:
         args.steps, args.sft_steps, args.repeats = 2, 5, 1
     args.configs = args.configs or default_configs(CONFIGS, lambda c: c.endswith("-bf16"))
     torch.set_num_threads(THREADS)
-    # torch.optim imports torch._dynamo on first use, and trl is slow to import: not on a clock
-    importlib.import_module("torch._dynamo")
-    importlib.import_module("trl")
+    from clocks import import_everything
+
+    import_everything()  # both sides' imports (TRL's lazy trainers, peft, datasets): no clock
 
     from rlx import llm
 

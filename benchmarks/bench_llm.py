@@ -241,14 +241,10 @@ def child(spec: dict[str, Any]) -> None:
     datasets.disable_progress_bars()
     datasets.utils.logging.set_verbosity_error()
     stage = replace(STAGES[spec["stage"]], steps=spec["steps"])
-    if spec["library"] == "TRL":
-        import trl  # noqa: F401  (slow to import: off the clock)
+    from clocks import import_everything
 
-        out = run_trl(spec, stage)
-    else:
-        import rlx.llm.stages.dpo  # noqa: F401
-
-        out = run_rlx(spec, stage)
+    import_everything()  # the same modules on both sides before either clock starts
+    out = (run_trl if spec["library"] == "TRL" else run_rlx)(spec, stage)
     print(json.dumps(out))
 
 

@@ -395,12 +395,9 @@ def child(spec: dict) -> None:
     import torch._dynamo
     import transformers  # noqa: F401
 
-    if spec["library"] == "TRL":
-        import peft  # noqa: F401
-        import trl  # noqa: F401  (slow to import: not on the clock)
-    else:
-        import rlx.llm.stages.grpo  # noqa: F401
+    from clocks import import_everything
 
+    import_everything()  # the same modules on both sides before the clock and the baseline
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     reached = (run_trl if spec["library"] == "TRL" else run_rlx)(spec)
