@@ -485,12 +485,23 @@ def pack(files: dict[str, bytes]) -> bytes:
 
 
 def unpack(archive: Path, run_dir: Path) -> Path:
-    """The run folder ``run_dir`` rebuilt from ``archive`` (regular files only, inside it)."""
+    """The run folder ``run_dir`` rebuilt from ``archive``: its regular files only, each at a
+    relative path inside ``run_dir`` (a link, a device, an absolute path or a ``..`` is refused
+    with the archive's name). Written out member by member, not with ``extractall``: its
+    ``filter="data"`` exists only from Python 3.11.4 and 3.10.12, and rlx runs on 3.10."""
     import tarfile
 
     run_dir.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "r:gz") as tar:
-        tar.extractall(run_dir, filter="data")
+        for member in tar.getmembers():
+            parts = Path(member.name).parts
+            if not member.isfile() or not parts or Path(member.name).is_absolute() or ".." in parts:
+                raise ValueError(f"{archive.name}: {member.name!r} is not a run's log file")
+            target = run_dir.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file has its bytes
+            target.write_bytes(source.read())
     return run_dir
 
 

@@ -122,3 +122,29 @@ def test_an_archive_rebuilds_the_run_folder_it_was_made_from(tmp_path):
     assert json.loads((folder / "config.json").read_text())["algo"] == run["algo"]
     packed = corpus.pack({name: (folder / name).read_bytes() for name in run["files"]})
     assert packed == (DATA / run["archive"]).read_bytes()  # the same bytes, packed again
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/tmp/absolute.txt", "link"])
+def test_an_archive_that_reaches_outside_its_folder_or_holds_a_link_is_refused(tmp_path, name):
+    import io
+    import tarfile
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        if name == "link":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"hi"))
+    archive = tmp_path / "hostile.tar.gz"
+    archive.write_bytes(raw.getvalue())
+    with pytest.raises(ValueError, match="is not a run's log file"):
+        corpus.unpack(archive, tmp_path / "run")
+    assert not (tmp_path / "escape.txt").exists()
+    assert not (tmp_path / "run" / "link").exists()
+    honest = tmp_path / "honest.tar.gz"
+    honest.write_bytes(corpus.pack({"metrics.jsonl": b"{}\n", "sub/x.csv": b"a\n"}))
+    rebuilt = corpus.unpack(honest, tmp_path / "ok")
+    assert (rebuilt / "sub" / "x.csv").read_bytes() == b"a\n"
