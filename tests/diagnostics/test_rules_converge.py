@@ -541,3 +541,38 @@ def test_one_cut_batch_is_no_finding_nor_is_another_algorithms_run():
     cut = np.full(N, 0.9)
     assert finding(run_log("dpo", truncated_fraction=cut), "truncated-completions") is None
     assert finding(run_log("rlhf-ppo", truncated_fraction=cut), "truncated-completions")
+
+
+# ============================================================================ hostile folders
+BIG = "1" + "0" * 400
+"""An integer JSON keeps whole, and no float holds."""
+
+
+@pytest.mark.parametrize(
+    ("config", "summary", "expected"),
+    [
+        ('{"algo":"dqn","env":"CartPole-v1","config":{}}', '{"steps": ' + BIG + "}",
+         ["no-learning"]),
+        ('{"algo":"ppo","env":"CartPole-v1","config":{"learning_rate":3e-4,"num_epochs":10}}',
+         '{"heal":[{"rules":"kl-too-high","changes":[{"field":"learning_rate","from":' + BIG
+         + ',"to":1}]}]}', ["kl-too-high"]),
+        ('{"algo":"ppo","env":"CartPole-v1","config":[1,2]}', "{}", ["kl-too-high"]),
+        ('{"algo":["ppo"],"env":{"id":1},"config":"clip_eps"}', "{}", ["kl-too-high"]),
+    ],
+)  # fmt: skip
+def test_a_folder_holding_anything_is_diagnosed_never_a_traceback(tmp_path, config, summary,
+                                                                  expected):  # fmt: skip
+    """config.json and summary.json are a folder's, so they may hold anything: an integer no
+    float holds, a config that is a list or a string, an algorithm that is no name. The
+    doctor reads what it can and says what the metrics show."""
+    import json
+
+    rows = [{"step": s, "episode_return": 150.0 + (s % 7), "approx_kl": 0.02 if s < 30 else 0.3}
+            for s in range(1, 61)]  # fmt: skip
+    (tmp_path / "config.json").write_text(config)
+    (tmp_path / "summary.json").write_text(summary)
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from rlx.diagnostics.doctor import doctor
+
+    found = [f.rule.id for f in doctor(tmp_path)]
+    assert set(expected) <= set(found), found

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -1223,8 +1224,9 @@ def lineage_changes(log: RunLog, rule_id: str) -> list[tuple[Mapping[str, Any], 
                          if f.get("rule") == rule_id), None)  # fmt: skip
         for change in _mappings(entry.get("changes")):
             rules = change.get("rules", entry.get("rules"))
-            if isinstance(rules, list) and rule_id not in rules:
-                continue
+            rules = [rules] if isinstance(rules, str) else rules
+            if not isinstance(rules, list) or rule_id not in rules:
+                continue  # a change for other rules, or a record that does not say
             found.append((change, evidence if isinstance(evidence, Mapping) else None))
     return found
 
@@ -1270,10 +1272,8 @@ def _mappings(value: Any) -> list[Mapping[str, Any]]:
 
 
 def _number_field(config: Mapping[str, Any], name: str) -> float | None:
-    value = config.get(name)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    return float(value)
+    value = _number(config.get(name), math.nan)
+    return None if math.isnan(value) else value
 
 
 def _scaled(name: str, factor: float, kind: type = float) -> Suggest:
@@ -2109,7 +2109,11 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _number(value: Any, default: float) -> float:
-    """``value`` as a float, or ``default`` when it is not a number."""
+    """``value`` as a float, or ``default`` when it is not a number (a run folder's JSON may
+    hold anything: an integer too large for a float is no number either)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return default

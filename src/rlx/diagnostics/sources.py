@@ -56,8 +56,11 @@ def read_rlx_run(run_dir: Path) -> RunLog:
     metrics = with_episodes(rows, lambda: episode_series(run_dir))
     log = RunLog(run_dir, "rlx", metrics)
     config = folder.read_json_or_empty(run_dir / folder.CONFIG_FILE)
-    log.algo, log.env = config.get("algo"), config.get("env")
-    log.config = config.get("config", {}) or {}
+    algo, env = config.get("algo"), config.get("env")
+    log.algo = algo if isinstance(algo, str) else None  # a folder may hold anything
+    log.env = env if isinstance(env, str) else None
+    recorded = config.get("config")
+    log.config = dict(recorded) if isinstance(recorded, Mapping) else {}
     log.summary = folder.read_summary(run_dir)
     return log
 
