@@ -249,11 +249,15 @@ class HealingDoctor(LiveDoctor):
 
     def summary(self) -> dict[str, Any]:
         leg = self._this_leg()  # timed before the final diagnosis, as the run's wall_s is
-        out = super().summary()
+        lineage: dict[str, Any] = {}
         if self.heals:
-            out["heal"] = self.heals
+            lineage["heal"] = self.heals
         if self.healed_from is not None:
-            out["healed_from"] = dict(self.healed_from)
+            lineage["healed_from"] = dict(self.healed_from)
+        # the final diagnosis reads the lineage as rlx doctor reads it from summary.json
+        self.log.summary = {**self.log.summary, **lineage}
+        out = super().summary()
+        out.update(lineage)
         if self.legs is not None:
             out["legs"] = [*self.legs, leg]
         return out

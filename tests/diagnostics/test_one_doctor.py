@@ -246,3 +246,17 @@ def test_a_callback_with_observe_episodes_and_the_tuners_doctor_get_every_episod
     logged = [step for step, _, _ in read_episodes(run_dir)]
     assert seen.ends == logged and len(logged) > 20
     assert len(pruner.doctor.episodes[M.EPISODE_RETURN]) == len(logged)
+
+
+def test_the_live_doctor_judges_the_summary_the_run_writes():
+    """Rules that read ``summary.json`` (the steps trained, the final evaluation) read the
+    summary the run writes, also at the live doctor's end (``Run.finish`` hands it over): a
+    flat return of about 20 on CartPole after 60,000 steps is far below the zoo's published
+    DQN (500 after 50,000). The returns alone end at step 48,000, before that budget."""
+    live = LiveDoctor("dqn", "CartPole-v1", {}, printer=lambda line: None)
+    for i in range(1, 61):
+        live.observe(i * 800, {M.EPISODE_RETURN: 20.0 + i % 3})
+    assert "below-published" not in [f.rule.id for f in live.final().findings]
+    live.on_summary(60_000, {"steps": 60_000, "status": "completed"})
+    assert "below-published" in [f.rule.id for f in live.final().findings]
+    assert "below-published" in live.summary()["doctor"]

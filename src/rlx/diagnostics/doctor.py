@@ -388,6 +388,11 @@ class LiveDoctor:
             out["stopped_by"] = self.stop.rule.id
         return out
 
+    def on_summary(self, step: int, summary: Mapping[str, Any]) -> None:
+        """The run's ``summary.json`` as written so far (its steps, the final evaluation): the
+        rules that read it judge it at the end as ``rlx doctor`` will from the file."""
+        self.log.summary = dict(summary)
+
     def on_config(self, step: int, config: Mapping[str, Any]) -> None:
         """The run's config completed during training (:meth:`rlx.runs.Run.record_config`):
         the fixes are fitted to it, as ``rlx doctor`` reads it from ``config.json``."""

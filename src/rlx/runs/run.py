@@ -93,7 +93,8 @@ class RunObserver(Protocol):
         """Fields for ``summary.json``, however the run ended."""
 
     # optional: ``observe_episodes(ends, returns, lengths)``, the episodes of episodes.csv as
-    # they are logged (Run.log_episodes); ``on_start``, ``on_step``, ``on_config``,
+    # they are logged (Run.log_episodes); ``on_summary(steps, summary)``, the summary before
+    # the observers add to it (Run.finish); ``on_start``, ``on_step``, ``on_config``,
     # ``on_end`` ... ``(step, payload)``, see Run.notify
 
 
@@ -580,6 +581,9 @@ class Run:
             **self._summary_fields,
             **(figures or {}),
         }
+        for observer in self.observers:  # the summary so far, for an observer that judges it
+            if hasattr(observer, "on_summary"):
+                observer.on_summary(int(steps), dict(summary))
         for observer in self.observers:
             summary.update(observer.summary())
         if self.writer:
