@@ -172,9 +172,27 @@ def git_state(root: Path = ROOT) -> dict[str, Any]:
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None, "dirty_paths": []}
-    status = git("status", "--porcelain", "--untracked-files=normal") or ""
-    paths = [line[3:] for line in status.splitlines() if line.strip()]
-    return {"commit": commit.strip(), "dirty": bool(paths), "dirty_paths": paths}
+    status = git("status", "--porcelain=v1", "-z", "--untracked-files=normal") or ""
+    return {"commit": commit.strip(), "dirty": bool(status), "dirty_paths": changed_paths(status)}
+
+
+def changed_paths(status: str) -> list[str]:
+    """The paths of ``git status --porcelain=v1 -z``: NUL-separated ``XY path`` entries, each
+    path as it is (no quoting of spaces or non-ASCII names), a rename or copy followed by the
+    path it came from, which counts too."""
+    entries = status.split("\0")
+    paths: list[str] = []
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        paths.append(entry[3:])
+        if entry[0] in "RC" and i < len(entries):  # the source of a rename or copy
+            paths.append(entries[i])
+            i += 1
+    return paths
 
 
 ALLOW_UNCOMMITTED = "RLX_BENCH_ALLOW_UNCOMMITTED"

@@ -212,3 +212,30 @@ def test_every_language_model_benchmark_starts_its_clocks_after_the_same_imports
         source = (ROOT / "benchmarks" / f"{name}.py").read_text()
         assert "import_everything()" in source, name
         assert "slow to import" not in source, name  # the per-side imports it replaces
+
+
+def test_changed_paths_are_read_whole_renames_and_odd_names_included(tmp_path):
+    """A rename into src/ and names git would quote (spaces, non-ASCII) are source changes."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (tmp_path / "notes.txt").write_text("a")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    (tmp_path / "src").mkdir()
+    git("mv", "notes.txt", "src/moved.py")
+    (tmp_path / "src" / "new file.py").write_text("b")
+    (tmp_path / "src" / "café.py").write_text("c")
+    state = GIT_STATE(tmp_path)
+    assert state["dirty"] is True
+    assert {"src/moved.py", "notes.txt", "src/new file.py", "src/café.py"} <= set(
+        state["dirty_paths"]
+    )
+    assert {"src/moved.py", "src/new file.py", "src/café.py"} <= set(
+        results.uncommitted_source(state)
+    )
