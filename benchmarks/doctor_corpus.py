@@ -484,24 +484,51 @@ def pack(files: dict[str, bytes]) -> bytes:
     return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
 
 
+MAX_FILE_BYTES = 8 << 20
+"""The most a run's log file may hold unpacked (the corpus's largest are tens of kilobytes)."""
+MAX_RUN_BYTES = 32 << 20
+"""The most a run's archive may unpack to."""
+
+
 def unpack(archive: Path, run_dir: Path) -> Path:
     """The run folder ``run_dir`` rebuilt from ``archive``: its regular files only, each at a
-    relative path inside ``run_dir`` (a link, a device, an absolute path or a ``..`` is refused
-    with the archive's name). Written out member by member, not with ``extractall``: its
-    ``filter="data"`` exists only from Python 3.11.4 and 3.10.12, and rlx runs on 3.10."""
+    relative path inside ``run_dir``, at most :data:`MAX_FILE_BYTES` each and
+    :data:`MAX_RUN_BYTES` in all. Anything else (a link, a device, an absolute path, a ``..``,
+    a file past the caps, a name that is also a folder) is refused with the archive's name as
+    a ``ValueError``, and nothing of it is left: the folder is built aside and moved into place
+    whole. Written out member by member, not with ``extractall``: its ``filter="data"`` exists
+    only from Python 3.11.4 and 3.10.12, and rlx runs on 3.10."""
+    import shutil
     import tarfile
+    import tempfile
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "r:gz") as tar:
-        for member in tar.getmembers():
-            parts = Path(member.name).parts
-            if not member.isfile() or not parts or Path(member.name).is_absolute() or ".." in parts:
-                raise ValueError(f"{archive.name}: {member.name!r} is not a run's log file")
-            target = run_dir.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = tar.extractfile(member)
-            assert source is not None  # a regular file has its bytes
-            target.write_bytes(source.read())
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    aside = Path(tempfile.mkdtemp(prefix=".unpack-", dir=run_dir.parent))
+    try:
+        total = 0
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                parts = Path(member.name).parts
+                if (not member.isfile() or not parts or Path(member.name).is_absolute()
+                        or ".." in parts):  # fmt: skip
+                    raise ValueError(f"{archive.name}: {member.name!r} is not a run's log file")
+                source = tar.extractfile(member)
+                data = source.read(MAX_FILE_BYTES + 1) if source is not None else b""
+                total += len(data)
+                if len(data) > MAX_FILE_BYTES or total > MAX_RUN_BYTES:
+                    raise ValueError(f"{archive.name}: {member.name!r} unpacks past the caps")
+                target = aside.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        aside.rename(run_dir)
+    except OSError as exc:  # a name that is a file and a folder, an unreadable archive
+        raise ValueError(f"{archive.name}: not a run's archive ({exc})") from exc
+    except tarfile.TarError as exc:
+        raise ValueError(f"{archive.name}: not a run's archive ({exc})") from exc
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
     return run_dir
 
 

@@ -124,26 +124,37 @@ def test_an_archive_rebuilds_the_run_folder_it_was_made_from(tmp_path):
     assert packed == (DATA / run["archive"]).read_bytes()  # the same bytes, packed again
 
 
-@pytest.mark.parametrize("name", ["../escape.txt", "/tmp/absolute.txt", "link"])
+@pytest.mark.parametrize("name", ["../escape.txt", "/tmp/absolute.txt", "link", "huge", "a/b"])
 def test_an_archive_that_reaches_outside_its_folder_or_holds_a_link_is_refused(tmp_path, name):
     import io
     import tarfile
 
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w:gz") as tar:
-        info = tarfile.TarInfo(name)
-        if name == "link":
-            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
-            tar.addfile(info)
+        good = tarfile.TarInfo("config.json")  # a good member first: nothing of it may stay
+        good.size = 2
+        tar.addfile(good, io.BytesIO(b"{}"))
+        if name == "a/b":  # "a" a file, then a folder
+            for member in ("a", "a/b"):
+                info = tarfile.TarInfo(member)
+                info.size = 1
+                tar.addfile(info, io.BytesIO(b"x"))
         else:
-            info.size = 2
-            tar.addfile(info, io.BytesIO(b"hi"))
+            info = tarfile.TarInfo(name)
+            if name == "link":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+            else:
+                size = corpus.MAX_FILE_BYTES + 1 if name == "huge" else 2
+                info.size = size
+                tar.addfile(info, io.BytesIO(b"0" * size))
     archive = tmp_path / "hostile.tar.gz"
     archive.write_bytes(raw.getvalue())
-    with pytest.raises(ValueError, match="is not a run's log file"):
+    with pytest.raises(ValueError, match=r"hostile\.tar\.gz: "):
         corpus.unpack(archive, tmp_path / "run")
     assert not (tmp_path / "escape.txt").exists()
-    assert not (tmp_path / "run" / "link").exists()
+    assert not (tmp_path / "run").exists()  # nothing half-written
+    assert [p.name for p in tmp_path.iterdir()] == ["hostile.tar.gz"]
     honest = tmp_path / "honest.tar.gz"
     honest.write_bytes(corpus.pack({"metrics.jsonl": b"{}\n", "sub/x.csv": b"a\n"}))
     rebuilt = corpus.unpack(honest, tmp_path / "ok")
