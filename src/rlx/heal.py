@@ -114,8 +114,8 @@ class Change:
 def merged_changes(findings: Iterable[Finding]) -> list[Change]:
     """The changes the findings name, one per field. Findings that name one field with
     different values: the smaller number is taken (a lower learning rate, fewer epochs, a
-    narrower clip range: the safer step), else the first finding's value (errors come
-    first); the change's note says which and why."""
+    narrower clip range: the safer step), else the first finding's value (the doctor ranks
+    the likeliest fix first); the change's note says which and why."""
     by_field: dict[str, list[Finding]] = {}
     for finding in findings:
         if finding.field is not None and finding.suggested is not None:

@@ -240,7 +240,7 @@ def _header_html(runs: Sequence[ReportedRun], title: str) -> str:
 
 # ============================================================================ findings
 def _findings_html(runs: Sequence[ReportedRun]) -> str:
-    """Every run's findings, errors first (the doctor's order), or "no findings"."""
+    """Every run's findings in the doctor's order (the likeliest fix first), or "no findings"."""
     parts = ['<section id="findings">', "<h2>Findings</h2>"]
     for run in runs:
         parts.append(f'<div class="run-findings" data-run="{_e(run.label)}">')
