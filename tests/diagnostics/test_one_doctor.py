@@ -260,3 +260,27 @@ def test_the_live_doctor_judges_the_summary_the_run_writes():
     live.on_summary(60_000, {"steps": 60_000, "status": "completed"})
     assert "below-published" in [f.rule.id for f in live.final().findings]
     assert "below-published" in live.summary()["doctor"]
+
+
+def test_an_immediate_rule_judges_the_newest_row_alone(monkeypatch):
+    """Each row's immediate check reads that row only (one point per metric), so its cost does
+    not grow with the run; the blow-up is still named at its row."""
+    seen: list[int] = []
+    blowup = RULES_BY_ID["policy-blowup"]
+
+    def counting(log):
+        seen.append(max(len(s) for s in log.metrics.values()))
+        return blowup.check(log)
+
+    import dataclasses
+
+    watched = dataclasses.replace(blowup, check=counting)
+    others = [r for r in RULES if r.id != "policy-blowup"]
+    monkeypatch.setattr(D, "RULES", (watched, *others))
+    lines: list[str] = []
+    live = LiveDoctor("ppo", "CartPole-v1", {}, every=10_000, printer=lines.append)
+    for step in range(1, 301):
+        live.observe(step, {M.APPROX_KL: 5.0 if step == 250 else 0.01, M.ENTROPY: 0.6})
+    assert set(seen) == {1} and len(seen) == 250  # one point each; none after it fired
+    assert live.fired["policy-blowup"].evidence.step_start == 250
+    assert any("over steps 250-250" in line for line in lines)

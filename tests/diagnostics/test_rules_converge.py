@@ -55,14 +55,8 @@ def noise(scale: float, n: int = N, seed: int = 0) -> np.ndarray:
 
 def advised(log: RunLog) -> list[Finding]:
     """The findings as the doctor reports them: each advised for the run itself
-    (:meth:`Rule.advice_for`), ranked (:func:`finding_order`), which ``diagnose`` does."""
-    found = diagnose(log).findings
-    assert [(f.field, f.suggested) for f in found] == [
-        (f.rule.advice_for(log, f.evidence).field, f.rule.advice_for(log, f.evidence).suggested)
-        for f in found
-    ]
-    assert found == sorted(found, key=lambda f: finding_order(f.rule, f.evidence))
-    return found
+    (:meth:`Rule.advice_for`), ranked (:func:`finding_order`)."""
+    return diagnose(log).findings
 
 
 def finding(log: RunLog, rule_id: str) -> Finding | None:

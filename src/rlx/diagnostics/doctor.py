@@ -417,8 +417,8 @@ class LiveDoctor:
         for key, value in values.items():
             self.rows.setdefault(key, GrowingSeries()).append(float(step), float(value))
         self._rows += 1
-        if self.immediate:
-            self._report(self._diagnose(self.immediate))
+        if self.immediate:  # on this row alone: the cost does not grow with the run
+            self._report(self._diagnose(self.immediate, self._row_log(step, values)))
         # every `every` rows early on, then every tenth of the rows so far: the rules read the
         # whole history, so checking at a fixed rate would cost quadratic time on long runs
         if self._rows >= self._next_check:
@@ -442,13 +442,25 @@ class LiveDoctor:
         self._refresh()
         return diagnose(self.log)
 
-    def _diagnose(self, rules: Sequence[Rule]) -> list[Finding]:
-        """The findings of ``rules`` not fired before (a rule that fired is not run again)."""
+    def _diagnose(self, rules: Sequence[Rule], log: RunLog | None = None) -> list[Finding]:
+        """The findings of ``rules`` not fired before (a rule that fired is not run again), on
+        ``log`` (default: everything logged so far)."""
         rules = [rule for rule in rules if rule.id not in self.fired]
         if not rules:
             return []
-        self._refresh()
-        return diagnose(self.log, rules).findings
+        if log is None:
+            self._refresh()
+            log = self.log
+        return diagnose(log, rules).findings
+
+    def _row_log(self, step: float, values: Mapping[str, float]) -> RunLog:
+        """One logged row as a run of one point per metric, with the run's algorithm, env,
+        config and summary: what an immediate rule judges (a blow-up is one row; the rows
+        before it were judged as they came, and the final diagnosis reads them all)."""
+        at = np.array([float(step)])
+        metrics = {k: Series(at, np.array([float(v)])) for k, v in values.items()}
+        return RunLog(self.log.source, "rlx", metrics, algo=self.log.algo, env=self.log.env,
+                      config=self.log.config, summary=self.log.summary)  # fmt: skip
 
     def _report(self, new: list[Finding]) -> list[Finding]:
         """Print each new finding once; a ``stop_on`` rule among them stops the run."""

@@ -1142,7 +1142,8 @@ class Rule:
     """other metrics the check reads when ``metric`` is missing (another library's name)"""
     immediate: bool = False
     """checked on every logged row during training (a blow-up is named at the row it happens),
-    not only on the live doctor's schedule; its check must be cheap"""
+    not only on the live doctor's schedule: the live doctor shows it that row alone, so its
+    check must judge one row (the whole run is judged at the end as for every rule)"""
     rank: int = RANK_ESTIMATE
     """how likely its fix is to help, against the other findings of the same run: findings are
     reported lowest rank first (:func:`finding_order`); each built-in rule sets its own
