@@ -293,6 +293,27 @@ def test_a_callback_that_stops_the_run_is_not_healed(tmp_path):
     assert summary["steps"] == 70
 
 
+def test_a_healing_run_resumed_keeps_the_stretches_it_trained_before(tmp_path):
+    """Stopped by a callback after a live heal, then resumed: summary.json's legs are the
+    earlier stretches and the resumed one, its rollbacks are kept, and heal_max counts them
+    (the resumed run, its one rollback spent, heals no more)."""
+
+    class StopAt70:
+        def on_update(self, step, metrics):
+            return step < 70
+
+    run_dir = tmp_path / "r"
+    rlx.train("toy-drift", "X", run_dir=run_dir, learning_rate=0.9, heal=True, heal_max=1,
+              callbacks=[StopAt70()], progress=False, **SUSTAINED)  # fmt: skip
+    before = read_summary(run_dir)["legs"]
+    assert [leg["to_step"] for leg in before] == [60, 70]  # rolled back at 60, stopped at 70
+    rlx.train("toy-drift", run_dir=run_dir, resume=True, heal=True, heal_max=1,
+              progress=False)  # fmt: skip
+    summary = read_summary(run_dir)
+    assert summary["legs"][:2] == before and len(summary["legs"]) == 3
+    assert summary["legs"][-1]["to_step"] == 100 and len(summary["heal"]) == 1
+
+
 def test_rlx_train_heal_on_the_command_line(tmp_path, capsys):
     run_dir = tmp_path / "cli"
     code = main(["train", "toy-drift", "--env", "X", "--run-dir", str(run_dir), "--heal",

@@ -705,7 +705,11 @@ def train_healing(
         recorded = planned.resume.extra.get("heal")
         heals = [h for h in recorded if isinstance(h, dict)] if isinstance(recorded, list) else []
     legs: list[dict[str, Any]] = []
-    healed = 0
+    if planned.resume is not None:  # and the stretches it trained before (summary.json's)
+        earlier = read_summary(planned.run_dir).get("legs")
+        if isinstance(earlier, list):
+            legs = [leg for leg in earlier if isinstance(leg, dict)]
+    healed = len(heals)  # heal_max counts the run's rollbacks, those before a resume too
     while True:
         fields = _fields(planned.config)
         done = _healed_once(heals)
