@@ -353,6 +353,22 @@ def test_rlx_tensorboard_tags_merged_across_files(tmp_path):
     np.testing.assert_allclose(log.get(M.EPISODE_RETURN).values, [0.0, 10.0, 20.0])
 
 
+def test_cleanrl_episodes_that_end_at_one_step_are_all_read(tmp_path):
+    """CleanRL logs each finished episode at the global step: episodes of several envs ending
+    together share it, and their mean is read there, not the last one alone."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for step in range(0, 2000, 100):
+        for value in (10.0, 20.0, 30.0, 40.0):  # four envs' episodes end at this step
+            writer.add_scalar("charts/episodic_return", value, step)
+        writer.add_scalar("losses/clipfrac", 0.1, step)
+    writer.close()
+    returns = read_foreign(tmp_path).get(M.EPISODE_RETURN)
+    assert len(returns) == 20 and set(returns.values.tolist()) == {25.0}
+
+
 def test_trls_clipped_ratio_is_the_share_of_truncated_completions(tmp_path):
     history = [{"step": step, "loss": 0.0, "reward": 0.5, "frac_reward_zero_std": 0.1,
                 "completions/clipped_ratio": 0.9} for step in range(1, 31)]  # fmt: skip

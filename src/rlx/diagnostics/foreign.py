@@ -511,6 +511,16 @@ def _hf_key(tag: str) -> str:
     return tag
 
 
+def _mean_per_step(points: Iterable[tuple[float, float]]) -> dict[float, float]:
+    """``{step: value}`` of one file's points of one tag, the mean where several share a step:
+    CleanRL logs each finished episode at the global step, so episodes of several envs that
+    end together share one (NaN stays NaN)."""
+    sums: dict[float, list[float]] = {}
+    for step, value in points:
+        sums.setdefault(step, []).append(value)
+    return {step: sum(values) / len(values) for step, values in sums.items()}
+
+
 def _last(by_step: Mapping[float, float]) -> float:
     return by_step[max(by_step)]
 
@@ -534,7 +544,7 @@ def _event_scalars(path: Path) -> Points:
         raise RunError(f"{path} is not a readable TensorBoard event file ({exc}).") from exc
     tags = accumulator.Tags()
     scalars = {
-        tag: {float(e.step): float(e.value) for e in accumulator.Scalars(tag)}
+        tag: _mean_per_step((float(e.step), float(e.value)) for e in accumulator.Scalars(tag))
         for tag in tags.get(ea.SCALARS, [])
     }
     for tag in tags.get(ea.TENSORS, []):
