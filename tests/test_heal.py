@@ -483,9 +483,6 @@ HOT_BUDGET = 10_000
 """Env steps of the reported run below: enough for the healed run to learn CartPole."""
 
 
-@pytest.mark.skipif(
-    "policy-blowup" not in RULES_BY_ID, reason="the policy-blowup rule is not in the rule table"
-)
 def test_ppo_at_learning_rate_half_is_healed_from_its_first_update(tmp_path, capsys, train_seed):
     """The reported run, ``rlx train ppo --env CartPole-v1 --learning-rate 0.5 --heal`` (a KL
     far past 1 in its first update): the doctor names the blow-up at that update, heal rolls

@@ -719,7 +719,7 @@ def policy_blowup(kl_limit: float = BLOWUP_KL, clip_limit: float = BLOWUP_CLIP) 
     rollout (``clip-fraction-high``), and a clip range far below 0.1 clips most ratios of a
     healthy update. The evidence is that one row.
 
-    One row is enough: no median, since the blow-up is a single update (a KL of 95 in the
+    One row is enough: no median, since the blow-up is a single update (a huge KL in the
     first, then a frozen policy whose KL is 0, hides from every median). The test is one
     vectorised comparison over one series, as cheap as the NaN scan the live doctor runs on
     every row; the live doctor checks it on every logged row (``immediate``)."""
@@ -1087,7 +1087,7 @@ RANK_NUMBERS = 0
 RANK_BLOWUP = 10
 """One update threw the policy out of its trust region: what follows (a collapsed entropy, a
 critic that broke, a flat return) is its consequence, and the smaller step is all but sure to
-help (PPO at learning rate 0.5: KL 95 in the first update)."""
+help."""
 RANK_DIVERGENCE = 20
 """Q values or TD errors running away (the deadly triad): nothing trained on them holds."""
 RANK_STEP = 30
@@ -1391,9 +1391,9 @@ def _fitted_to_kl(name: str) -> Fitted:
     and 0.3 (0.1 where the evidence is a clip fraction). Where the step is more than
     :data:`FAR_FROM_DEFAULT` times the value a new run would get (:func:`_reference_value`: the
     env's preset's, else the algorithm's default), no higher than that value: past the
-    quadratic range a KL of 95 says only "far too large". PPO on CartPole at 0.5 with a KL of
-    95: ``0.5 * sqrt(0.02 / 95) = 0.0073``, then its preset's 0.005; at 3e-4 with a KL of 2:
-    3e-5."""
+    quadratic range a KL of tens of nats says only "far too large". For instance a step of 0.5
+    and a KL of 50: ``0.5 * sqrt(0.02 / 50) = 0.01``, then no higher than a reference of 0.005;
+    a step of 3e-4 and a KL of 2: ``3e-4 * 0.1 = 3e-5``."""
 
     def fit(config: Mapping[str, Any], algo: str | None, log: RunLog, evidence: Evidence) -> Any:
         current = _number_field(config, name)
@@ -1622,9 +1622,8 @@ EXPLORE_ON_SPARSE = (
 )  # fmt: skip
 """On a sparse reward (:func:`sparse_reward`), where the return never left its floor, in order
 of how likely each helps: the env's preset (rlx's, else the zoo's, whose published agents
-solved these envs with it: PPO on MountainCar-v0 normalises observations and rewards over 16
-envs), normalised rewards (what helped PPO on MountainCar-v0: -1 per step for 200 steps gives
-value targets the critic cannot fit at that scale), state-dependent exploration for Box actions
+were trained with it), normalised rewards (a constant cost per step over a long episode gives
+value targets at a scale the critic fits poorly), state-dependent exploration for Box actions
 (gSDE, Raffin et al. 2021: noise that holds its direction over steps carries a car up a hill
 where white noise cancels itself out)."""
 KEEP_TARGET = (
