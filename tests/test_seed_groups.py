@@ -266,8 +266,10 @@ class FailsOnSeedOne(CartPoleEnv):
 
 
 def test_a_failed_seed_leaves_the_others_and_ctrl_c_stops_every_seed(tmp_path):
-    """Seeds 0-2 at once: seed 1 fails at its start; once 0 and 2 have logged, one SIGINT
-    to the group's process stops both with a checkpoint; the exit code says interrupted."""
+    """Seeds 0-2 at once: seed 1 fails at its start; once 0 and 2 have logged and seed 1's
+    failure is recorded, one SIGINT to the group's process stops both with a checkpoint; the
+    exit code says interrupted. (Waiting for the record, not for time: seeds 0 and 2 may log
+    before seed 1's process has reported its error, and a SIGINT then ends it first.)"""
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "RLX_NUM_THREADS": "1"}
     command = [*RLX, "train", "ppo", "--env", "tests.test_seed_groups:FailsOnSeedOne",
                *TINY_PPO, "--total-steps", "1000000", "--seeds", "0", "1", "2", "--jobs", "3",
@@ -276,7 +278,14 @@ def test_a_failed_seed_leaves_the_others_and_ctrl_c_stops_every_seed(tmp_path):
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 120
     logged = [tmp_path / f"g/seed-{seed}/metrics.jsonl" for seed in (0, 2)]
-    while not all(p.exists() and p.stat().st_size for p in logged):
+
+    def seed_one_failed() -> bool:
+        try:
+            return {e.seed: e.status for e in read_group(tmp_path / "g").runs}.get(1) == "failed"
+        except RunError:  # not written yet
+            return False
+
+    while not (all(p.exists() and p.stat().st_size for p in logged) and seed_one_failed()):
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the seeds did not start"
         time.sleep(0.2)
