@@ -28,7 +28,9 @@ over its episodes). Goals: rlx reaches the published agent on at least 10 pairs;
 training time is below SB3's on every pair run.
 
 Run: ``.venv/bin/python benchmarks/bench_zoo.py [--pairs dqn:CartPole-v1 ...] [--seeds ...]``;
-``--quick`` checks that it works (one seed, a tenth of each budget).
+``--quick`` checks that it works (one seed, a tenth of each budget). The whole list takes days
+on two cores, so a run of some pairs keeps the pairs of the existing record that it does not
+rerun (same seeds only), each with the commit and date it was measured at (``measured``).
 """
 
 from __future__ import annotations
@@ -40,12 +42,23 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RLX_
     os.environ.setdefault(_var, str(THREADS))
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from deep_rl import run_rlx, run_sb3  # noqa: E402
-from results import MIN_REPEATS, goal, ratio, spread, write_result  # noqa: E402
+from results import (  # noqa: E402
+    MIN_REPEATS,
+    RESULTS,
+    git_state,
+    goal,
+    ratio,
+    spread,
+    utc_now,
+    write_result,
+)
 from rlx.launch.zoo_agents import SOURCE, published  # noqa: E402
 
 EVAL_EPISODES = 20
@@ -124,7 +137,32 @@ def run_pair(algo: str, env_id: str, seeds: list[int], scale: float) -> dict[str
     figures["time_ratio"] = ratio(figures["rlx"]["train_s"]["median"],
                                   figures["sb3"]["train_s"]["median"])  # fmt: skip
     figures.update(budget=budget, source=source, unfollowed=unfollowed, overrides=overrides)
+    figures["measured"] = {"commit": git_state().get("commit"), "date": utc_now()}
     return figures
+
+
+def earlier_pairs(
+    seeds: list[int], rerun: list[str], path: Path = RESULTS / "zoo.json"
+) -> dict[str, dict[str, Any]]:
+    """The pairs of the existing full record on the same seeds that this run does not rerun,
+    each with the commit and date it was measured at (older records name them once, at the
+    top)."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if old.get("quick") or old.get("seeds") != seeds:
+        return {}
+    kept = {}
+    for key, figures in old.get("details", {}).items():
+        if key in rerun:
+            continue
+        measured = figures.get("measured") or {
+            "commit": old.get("git", {}).get("commit"),
+            "date": old.get("date"),
+        }
+        kept[key] = {**figures, "measured": measured}
+    return kept
 
 
 def row(algo: str, env_id: str, f: dict[str, Any]) -> list[Any]:
@@ -140,6 +178,7 @@ def row(algo: str, env_id: str, f: dict[str, Any]) -> list[Any]:
         f["sb3"]["train_s"]["median"],
         f["time_ratio"],
         "; ".join(f["unfollowed"]) or "none",
+        f"{str(f['measured']['commit'])[:7]}, {str(f['measured']['date'])[:10]}",
     ]
 
 
@@ -156,10 +195,11 @@ def main() -> None:
     unknown = [p for p in pairs if published(*p) is None]
     if unknown:
         raise SystemExit(f"no published agent for {unknown}; choose from {list(PAIRS)}")
-    results: dict[str, dict[str, Any]] = {}
-    for a, e in pairs:  # the record is rewritten after each pair: a long run keeps what it did
+    asked = [f"{a}:{e}" for a, e in pairs]
+    results = {} if args.quick else earlier_pairs(args.seeds, asked)
+    for done, (a, e) in enumerate(pairs, 1):  # rewritten after each pair: a long run keeps it
         results[f"{a}:{e}"] = run_pair(a, e, args.seeds, scale)
-        record(results, args, pending=len(pairs) - len(results))
+        record(results, args, pending=len(pairs) - done)
 
 
 def record(results: dict[str, dict[str, Any]], args: argparse.Namespace, pending: int) -> None:
@@ -189,6 +229,7 @@ def record(results: dict[str, dict[str, Any]], args: argparse.Namespace, pending
             "SB3 train s (median)",
             "time rlx/SB3",
             "settings rlx does not follow",
+            "measured at",
         ],
         rows=rows,
         libraries=["torch", "gymnasium", "stable-baselines3", "box2d", "rl_zoo3"],
@@ -200,6 +241,7 @@ def record(results: dict[str, dict[str, Any]], args: argparse.Namespace, pending
             f"Published agents: {SOURCE}, carried in rlx. Final return: mean of {EVAL_EPISODES} "
             "deterministic episodes seeded apart from training, averaged over seeds. Train "
             "seconds exclude the final evaluation."
+            + f" Pairs measured: {len(results)} of {len(PAIRS)}, each at the commit it names."
             + (f" {pending} of the pairs asked for were still to run." if pending else "")
         ),
         details=results,

@@ -273,6 +273,11 @@ def check_unseen(presets: Iterable[str], seeds: Iterable[int]) -> None:
             )
 
 
+def utc_now() -> str:
+    """The UTC date and time a record gives, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def command() -> str:
     """The command line that ran this benchmark, as typed from the repository root."""
     args = list(sys.argv)
@@ -433,7 +438,7 @@ def write_result(
         "title": title,
         "quick": quick,
         "command": command(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": utc_now(),
         "git": git,
         "machine": machine(),
         "threads": threads(),
