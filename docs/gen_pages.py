@@ -9,6 +9,8 @@ Markdown. Each page reads the table it documents:
 - ``reference/troubleshooting.md``: :data:`rlx.diagnostics.rules.RULES`;
 - ``reference/cli.md``: the ``--help`` text of every ``rlx`` command;
 - ``reference/field-names.md``: every config field name and the algorithms that have it;
+- ``reference/architecture.md``: the layers, every module with its first docstring line, and
+  the imports between packages, read from the source;
 - ``reference/api/<module>.md``: one mkdocstrings page per public module of ``rlx``.
 
 ``docs/benchmarks.md`` is generated too, from ``benchmarks/results/*.json``, but committed (so
@@ -638,6 +640,109 @@ def _first_line(module: str) -> str:
     return " ".join(first.split())
 
 
+# ---------------------------------------------------------------------- architecture
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("faces", "what users call: Python's rlx.train and rlx.llm.sft, the rlx command",
+     ("rlx", "rlx.api", "rlx.align", "rlx.cli", "rlx.recommend")),
+    ("launch", "carrying a request out, for both faces; Ray around the methods, from above",
+     ("rlx.launch", "rlx.distributed")),
+    ("methods", "the algorithms, one file each, and the families they share a loop with",
+     ("rlx.agents", "rlx.llm", "rlx.games", "rlx.tabular", "rlx.planning", "rlx.mdp")),
+    ("bottom", "what every method stands on, knowing none of them",
+     ("rlx.core", "rlx.diagnostics", "rlx.runs", "rlx.sandbox", "rlx.registry", "rlx.metrics",
+      "rlx.errors", "rlx.callbacks", "rlx.flags", "rlx.version", "rlx.callable_module",
+      "rlx._kernel_cache")),
+)  # fmt: skip
+"""The layers, top first: a module imports only its own layer and those below it."""
+
+
+def _module_files() -> dict[str, Path]:
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _home(module: str) -> tuple[int, str]:
+    """The layer (index, name) and the package a module belongs to."""
+    best = (-1, "", "")
+    for index, (_, _, packages) in enumerate(LAYERS):
+        for package in packages:
+            if (module == package or module.startswith(package + ".")) and len(package) > len(
+                best[2]
+            ):
+                best = (index, package, package)
+    return best[0], best[1]
+
+
+def _imported(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The rlx modules ``module`` imports, at the top or lazily."""
+    import ast
+
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        found |= {t for t in targets if t.startswith("rlx") and t in modules and t != module}
+    return found
+
+
+def architecture() -> str:
+    """The house: the layers, each package's modules with their first docstring line and
+    size, and the imports between packages, read from the source on every build."""
+    modules = _module_files()
+    arrows: dict[tuple[str, str], int] = {}
+    upward = []
+    for module, path in modules.items():
+        layer, package = _home(module)
+        for target in _imported(module, path, modules):
+            target_layer, target_package = _home(target)
+            if target_package != package:
+                arrows[(package, target_package)] = arrows.get((package, target_package), 0) + 1
+            if target_layer < layer:
+                upward.append(f"`{module}` -> `{target}`")
+    lines = [
+        "# Architecture",
+        "",
+        "_Generated from the source on every docs build: the layers (top first), the modules "
+        "of each package, and the imports between packages. A module imports only its own "
+        "layer and those below; `tests/test_structure.py` holds the rules, lazy imports "
+        "and module names in strings included._",
+        "",
+    ]
+    for name, what, packages in LAYERS:
+        lines += [f"## {name}: {what}", ""]
+        for package in packages:
+            rows = [
+                [f"`{m}`", len(p.read_text().splitlines()), _first_line(m)]
+                for m, p in modules.items()
+                if _home(m)[1] == package
+            ]
+            uses = sorted(t for (s, t), _ in arrows.items() if s == package)
+            lines += [f"### `{package}`", "", "imports: " + (", ".join(f"`{u}`" for u in uses)
+                                                           or "nothing of rlx"), ""]  # fmt: skip
+            lines += [*_table(["module", "lines", "what it is"], rows), ""]
+    lines += ["## Imports that run up", ""]
+    lines += [f"- {u}" for u in sorted(upward)] or ["None."]
+    return "\n".join([*lines, ""])
+
+
 def pages() -> dict[str, Callable[[], str] | str]:
     """Docs path -> content (or a function that makes it)."""
     generated: dict[str, Callable[[], str] | str] = {
@@ -646,6 +751,7 @@ def pages() -> dict[str, Callable[[], str] | str]:
         "reference/troubleshooting.md": troubleshooting,
         "reference/cli.md": cli_reference,
         "reference/field-names.md": field_names,
+        "reference/architecture.md": architecture,
     }
     modules = api_modules()
     generated["reference/api/index.md"] = api_index(modules)

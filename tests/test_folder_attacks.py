@@ -116,7 +116,7 @@ def study(tmp_path_factory) -> Path:
 
 def hostile_study(study: Path, where: Path, marker: Path) -> Path:
     """A copy of the study whose journal names ``os:system`` touching ``marker`` as its env."""
-    from rlx.tune import SETTINGS_ATTR, create_study
+    from rlx.launch.tune import SETTINGS_ATTR, create_study
 
     folder = where / "study"
     shutil.copytree(study, folder, symlinks=True)
@@ -151,7 +151,7 @@ def test_a_study_of_a_registered_id_resumes_without_consent(study, tmp_path):
 
 # ---------------------------------------------------------------------------- links in a study
 def test_a_trial_run_folder_outside_the_study_is_one_sentence(study, tmp_path, capsys):
-    from rlx.tune import create_study
+    from rlx.launch.tune import create_study
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -186,7 +186,7 @@ def test_a_trial_folder_linked_out_of_the_study_is_refused(study, tmp_path, caps
 
 def test_best_yaml_linked_to_a_key_is_neither_inlined_nor_written_through(study, tmp_path):
     from rlx.diagnostics.study_report import study_report
-    from rlx.tune import read_study, write_best
+    from rlx.launch.tune import read_study, write_best
 
     key = victim(tmp_path)
     folder = tmp_path / "study"
@@ -373,7 +373,7 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_a_yaml_alias_bomb_is_one_sentence(tmp_path, capsys):
     honest = tmp_path / "honest.yaml"
     honest.write_text("a: &a [1, 2]\nb: *a\nconfig:\n  total_steps: 20\n")
-    from rlx.config_file import read_config_file
+    from rlx.launch.config_file import read_config_file
 
     assert read_config_file(honest).fields["b"] == [1, 2]
     bomb = tmp_path / "bomb.yaml"
@@ -771,7 +771,7 @@ def spy_train(monkeypatch) -> list[dict]:
 
 def study_with_fixed(study: Path, where: Path, name: str, **fixed) -> Path:
     """A copy of the study whose journal records ``fixed`` for every trial, one trial to go."""
-    from rlx.tune import SETTINGS_ATTR, create_study
+    from rlx.launch.tune import SETTINGS_ATTR, create_study
 
     folder = where / name
     shutil.copytree(study, folder, symlinks=True)
@@ -783,7 +783,7 @@ def study_with_fixed(study: Path, where: Path, name: str, **fixed) -> Path:
 
 
 def test_a_studys_recorded_ray_address_never_reaches_a_trial(study, tmp_path, capsys, monkeypatch):
-    from rlx.tune import read_settings
+    from rlx.launch.tune import read_settings
 
     calls = spy_train(monkeypatch)
     # honest: a study that records nothing only the user sets resumes without a word

@@ -23,7 +23,7 @@ from rlx.core.fields import CheckpointFields
 from rlx.diagnostics.doctor import Finding
 from rlx.diagnostics.rules import RULES_BY_ID, Evidence
 from rlx.errors import ConfigError
-from rlx.heal import applicable_findings, merged_changes
+from rlx.launch.heal import applicable_findings, merged_changes
 from rlx.runs import read_episodes, read_summary
 from tests.runs import toy_drift  # registers "toy-drift"
 from tests.test_user_errors import snapshot
@@ -535,7 +535,7 @@ def test_ppo_at_learning_rate_half_is_healed_from_its_first_update(tmp_path, cap
 def test_the_start_checkpoint_continues_exactly(tmp_path, algo, config):
     """A run with the checkpoint a healing run writes before its first update, continued from
     it, logs what a plain run logs: rolling back to it is starting over, at no cost."""
-    from rlx.plan import plan, train_planned
+    from rlx.launch.plan import plan, train_planned
 
     def logged(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in row.items() if k != "wall_s"} for row in rows(run_dir)]

@@ -125,7 +125,7 @@ def test_a_published_agent_as_good_within_its_spread_on_fewer_steps_wins():
 
 
 def plan_config(algo: str, env_id: str):
-    from rlx.plan import configured
+    from rlx.launch.plan import configured
 
     return configured(registry.get(algo), env_id, {})
 
@@ -321,7 +321,7 @@ def test_the_command_for_a_board_game_runs(name, tmp_path):
     from rlx import games
     from rlx.cli import RUN_OPTIONS, _run_parser
     from rlx.games.evaluation import check_opponents
-    from rlx.plan import plan
+    from rlx.launch.plan import plan
 
     pytest.importorskip("pyspiel")
     command = shlex.split(recommend(name).command)

@@ -27,8 +27,8 @@ from rlx.cli import main
 from rlx.diagnostics import stats
 from rlx.diagnostics.group_doctor import doctor_group, fences, seeds_that_differ
 from rlx.errors import ConfigError, RunError
+from rlx.launch.seed_groups import SeedGroup
 from rlx.runs.group import SeedEntry, new_group, read_group, write_group
-from rlx.seed_groups import SeedGroup
 
 ROOT = Path(__file__).resolve().parents[1]
 RLX = [sys.executable, "-m", "rlx.cli"]

@@ -5,6 +5,7 @@ algorithm, runs/ no doctor, only the top reaches distributed/), and ``import rlx
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections import defaultdict
@@ -45,6 +46,7 @@ def imports_of(name: str) -> list[tuple[str, str | None]]:
     return found
 
 
+@functools.cache
 def edges() -> dict[str, set[str]]:
     """Module -> the rlx modules it imports (``from pkg import mod`` counts as ``pkg.mod``)."""
     graph: dict[str, set[str]] = defaultdict(set)
@@ -144,6 +146,58 @@ def test_layers_point_one_way(layer, must_not_reach, why):
         and not (layer == "rlx.metrics" and target == layer)
     ]
     assert wrong == [], why
+
+
+TOP = ("rlx.api", "rlx.align", "rlx.cli", "rlx.launch", "rlx.recommend", "rlx.distributed")
+"""The faces and what carries their requests out: nothing below them reaches them."""
+
+
+@functools.cache
+def named_modules(name: str) -> set[str]:
+    """The rlx modules ``name`` names in a string (``importlib.import_module("rlx.align")``, a
+    table of lazy exports): a dependency the import statements do not show."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if text in MODULES and text.startswith("rlx."):
+                found.add(text)
+    return found
+
+
+def reaches(name: str) -> set[str]:
+    """Every rlx module ``name`` depends on: imported (at the top or lazily) or named."""
+    return edges().get(name, set()) | named_modules(name)
+
+
+@pytest.mark.parametrize(
+    ("layer", "why"),
+    [
+        ("rlx.llm.", "llm/ sits below the faces: rlx.llm.sft is a face (rlx.align) that only "
+                     "the package's public namespace, rlx/llm/__init__.py, names"),
+        ("rlx.sandbox", "the sandbox sits at the bottom"),
+        ("rlx.games", "games/ sits below the faces"),
+        ("rlx.agents", "agents/ sit below the faces"),
+        ("rlx.core", "core/ sits at the bottom"),
+        ("rlx.runs", "runs/ sits at the bottom"),
+    ],
+)  # fmt: skip
+def test_nothing_below_the_faces_reaches_up_lazily_or_by_name(layer, why):
+    wrong = sorted(
+        f"{source} -> {target}"
+        for source in MODULES
+        if source.startswith(layer) or source == layer
+        for target in reaches(source)
+        if target.startswith(TOP) or target == "rlx"  # the package's root is a face too
+    )
+    assert wrong == [], why
+
+
+def test_a_module_named_in_a_string_is_a_dependency():
+    """The rule above sees what ``importlib`` loads by name (the hidden arrow of a lazy
+    export table), not only import statements."""
+    assert "rlx.align" in named_modules("rlx.llm")
+    assert "rlx.align" not in edges().get("rlx.llm", set())
 
 
 def test_the_sandbox_imports_nothing_of_rlx_but_itself_and_its_errors():

@@ -276,7 +276,7 @@ def test_a_trials_value_is_the_mean_minus_one_standard_error_of_its_seeds(checke
 
 
 def test_the_statistic_by_hand():
-    from rlx.tune import trial_value
+    from rlx.launch.tune import trial_value
 
     # one seed 0.8 above two equal ones: the mean rises by 0.8/3 and so does the standard error
     assert trial_value([0.9, 0.1, 0.1]) == pytest.approx(0.1)
@@ -290,7 +290,7 @@ def test_a_lucky_seed_does_not_win_over_a_consistent_config(tmp_path, monkeypatc
     """Two trials of one config; the seeds' values forced: trial 0 has one lucky seed (the
     study's own, the one a trial of one seed would train on), trial 1 is consistent. The mean
     and the lucky seed alone favour trial 0; the study picks trial 1."""
-    import rlx.tune as tune_module
+    import rlx.launch.tune as tune_module
 
     forced = {"trial-0000": [0.9, 0.1, 0.1], "trial-0001": [0.3, 0.3, 0.3]}
 
@@ -319,7 +319,7 @@ def test_the_median_pruner_compares_the_same_seed_at_the_same_point(tmp_path):
     """Seeds train one after another: the k-th evaluation of the seed at index i is step
     i * (evaluations + 1) + k, and each seed's first evaluations // 3 are not judged."""
     from rlx import registry
-    from rlx.tune import StudySettings, TrialPruner, _base_config
+    from rlx.launch.tune import StudySettings, TrialPruner, _base_config
 
     settings = StudySettings("ppo", "CartPole-v1", trials=2, total_steps=3_000, evaluations=3)
     config = _base_config(registry.get("ppo"), settings).__dict__
@@ -442,9 +442,11 @@ def spy_train(monkeypatch) -> list[dict]:
 
     def spy(*args, **kwargs):
         calls.append(kwargs)
-        raise StoppedError("rlx.train was called.")
+        raise StoppedError("a seed group was trained.")
 
-    monkeypatch.setattr(rlx, "train", spy)
+    import rlx.launch.tune as tune_module
+
+    monkeypatch.setattr(tune_module, "train_group", spy)  # the one way a study trains
     return calls
 
 
@@ -550,7 +552,7 @@ ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "ppo": "CartPole-v1", "a2c":
 @pytest.mark.parametrize("budget", [5_000, 1_000_000])
 def test_every_space_gives_configs_its_algorithm_takes(algo, budget):
     from rlx import registry
-    from rlx.tune import StudySettings, Suggest, _base_config, base_budget, space_for
+    from rlx.launch.tune import StudySettings, Suggest, _base_config, base_budget, space_for
 
     spec = registry.get(algo)
     env = ENVS.get(algo, "FrozenLake-v1")
@@ -572,7 +574,7 @@ def test_every_space_gives_configs_its_algorithm_takes(algo, budget):
 
 def test_a_field_given_is_fixed_for_every_trial_and_left_out_of_the_search():
     from rlx import registry
-    from rlx.tune import StudySettings, Suggest, _base_config, base_budget, space_for
+    from rlx.launch.tune import StudySettings, Suggest, _base_config, base_budget, space_for
 
     settings = StudySettings("ppo", "CartPole-v1", trials=1, total_steps=10_000,
                              fixed={"learning_rate": 1e-3, "hidden_sizes": (32,)})  # fmt: skip
@@ -597,7 +599,7 @@ def test_an_algorithm_without_a_space_names_those_with_one(tmp_path):
 def test_import_rlx_imports_no_optuna_and_rlx_tune_no_torch():
     code = (
         "import sys, rlx\n"
-        "assert 'optuna' not in sys.modules and 'rlx.tune' not in sys.modules\n"
+        "assert 'optuna' not in sys.modules and 'rlx.launch.tune' not in sys.modules\n"
         "assert callable(rlx.tune) and callable(rlx.tune.read_study)\n"
         "heavy = {'optuna', 'torch', 'yaml'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"

@@ -26,7 +26,7 @@ from rlx import registry
 from rlx.cli import main
 from rlx.errors import ConfigError, RLXError
 from rlx.launch import presets, zoo
-from rlx.plan import plan
+from rlx.launch.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CARRIED = zoo.CARRIED_DIR

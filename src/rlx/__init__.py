@@ -27,37 +27,41 @@ __version__ = version.VERSION
 # Subpackages load on first use.
 _SUBPACKAGES = frozenset(
     {
-        "agents", "callbacks", "core", "diagnostics", "distributed", "games", "llm", "mdp",
-        "metrics", "planning", "registry", "runs", "tabular",
-        # modules you call (rlx.callable_module): rlx.tune(...) runs a study,
-        # rlx.tune.read_study(...) reads one; rlx.heal(run_dir) trains a run's healed child,
-        # rlx.heal.HealResult is what it returns; rlx.recommend(env) chooses a method,
+        "agents", "callbacks", "core", "diagnostics", "distributed", "games", "launch", "llm",
+        "mdp", "metrics", "planning", "registry", "runs", "tabular",
+        # a module you call (rlx.callable_module): rlx.recommend(env) chooses a method,
         # rlx.recommend.ROWS is the table it reads
-        "heal", "recommend", "tune",
+        "recommend",
     }
 )  # fmt: skip
+# Modules of rlx.launch you call, at the top as well: rlx.tune(...) runs a study,
+# rlx.tune.read_study(...) reads one; rlx.heal(run_dir) trains a run's healed child,
+# rlx.heal.HealResult is what it returns.
+_LAUNCH_MODULES = {"heal": "rlx.launch.heal", "tune": "rlx.launch.tune"}
 # Public functions and classes, loaded on first use too.
 _NAMES = {
     "train": "rlx.api",
-    "load": "rlx.plan",
+    "load": "rlx.launch.plan",
     "evaluate": "rlx.core.evaluation",
     "EvalStats": "rlx.core.evaluation",
     "doctor": "rlx.diagnostics.doctor",
     "report": "rlx.diagnostics.report",
-    "SeedGroup": "rlx.seed_groups",
+    "SeedGroup": "rlx.launch.seed_groups",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"rlx.{name}")
+    if name in _LAUNCH_MODULES:
+        return importlib.import_module(_LAUNCH_MODULES[name])
     if name in _NAMES:
         return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module 'rlx' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBPACKAGES, *_NAMES})
+    return sorted({*globals(), *_SUBPACKAGES, *_LAUNCH_MODULES, *_NAMES})
 
 
 __all__ = [

@@ -1,10 +1,9 @@
 """``rlx.train``, ``rlx.load``, ``rlx eval``: the package's face.
 
-:func:`train` trains every algorithm the one way: it plans the run once
-(:func:`rlx.plan.plan`: the algorithm, its config, its env, its folder) and carries it out
-(:func:`rlx.plan.train_planned`); with ``seeds`` it trains a seed group
-(:func:`rlx.seed_groups.train_seeds`), with ``heal`` a run that heals as it trains
-(:func:`rlx.heal.train_healing`). ``rlx.load`` is :func:`rlx.plan.load`.
+:func:`train` turns its arguments into one :class:`rlx.launch.run.TrainRequest` and hands it
+to :func:`rlx.launch.run.launch`, as ``rlx train`` does with its flags: a plain run, a seed
+group (``seeds``) or a run that heals as it trains (``heal``). ``rlx.load`` is
+:func:`rlx.launch.plan.load`.
 :func:`evaluate_run` evaluates a run folder whatever it trained (an env, a board game, a
 language model): what ``rlx eval`` prints.
 """
@@ -18,8 +17,8 @@ from typing import Any
 
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.errors import ConfigError
-from rlx.plan import env_and_recipe, load, plan, python_call, train_planned
-from rlx.seed_groups import train_seeds
+from rlx.launch.plan import env_and_recipe, load, python_call
+from rlx.launch.run import TrainRequest, launch
 
 
 def train(
@@ -41,11 +40,11 @@ def train(
     jobs: int | None = None,
     resume_from: str | Path | int | None = None,
     heal: bool = False,
-    heal_max: int = 3,
+    heal_max: int | None = None,
     **overrides: Any,
 ) -> Any:
     """Train ``algo`` on ``env`` and return the trained agent (with ``seeds``, a
-    :class:`rlx.seed_groups.SeedGroup`).
+    :class:`rlx.launch.seed_groups.SeedGroup`).
 
     Args:
         algo: a registered name (``rlx.registry.names()``), e.g. ``"q-learning"``.
@@ -79,8 +78,8 @@ def train(
             ``on_end`` (each ``(step, payload)``; False stops the run): :mod:`rlx.callbacks`.
         seeds: train one run per seed, e.g. ``[0, 1, 2, 3, 4]``, into
             ``run_dir/seed-<seed>``, listed in ``run_dir/group.json``, and return a
-            :class:`rlx.seed_groups.SeedGroup` (:func:`rlx.seed_groups.train_seeds`): the
-            seeds train in parallel processes, a failed one is recorded and the others go on;
+            :class:`rlx.launch.seed_groups.SeedGroup` (:func:`rlx.launch.seed_groups.train_seeds`):
+            the seeds train in parallel processes, a failed one is recorded and the others go on;
             ``resume`` continues every seed.
         jobs: with ``seeds``, how many train at once (default: one per seed, up to the CPU
             cores; 1: one after another in this process).
@@ -88,63 +87,28 @@ def train(
             file in ``run_dir/checkpoints``) instead of the latest: what was logged after it
             is cut, and the checkpoints written after it are removed once the run has started.
         heal: when a doctor rule that names a change fires, roll back to the last checkpoint
-            before its evidence, apply the change and go on (:func:`rlx.heal.train_healing`;
+            before its evidence, apply the change and go on (:func:`rlx.launch.heal.train_healing`;
             checkpoints every twentieth of the budget, all kept, unless the config sets a
             cadence); each rollback is recorded in ``summary.json`` and ``config.json``.
-        heal_max: with ``heal``, the most rollbacks.
+        heal_max: with ``heal``, the most rollbacks (default 3).
         **overrides: config fields, e.g. ``total_steps=100_000, seed=0, alpha=0.2``.
 
     ``config.json`` keeps the history of the folder: every start, resume and start-over with
     its call, budget, time and rlx version.
     """
-    if heal and (seeds is not None or jobs is not None):
-        raise ConfigError(
-            "heal=True heals one run as it trains; train the seeds of seeds=[...] one call each "
-            "to heal them."
-        )
-    if seeds is not None or jobs is not None:
-        if seeds is None and not resume:
-            raise ConfigError("jobs= runs the seeds of seeds=[...] in parallel; pass seeds too.")
-        call = python_call(algo, env, run_dir=run_dir, resume=resume, overwrite=overwrite,
-                           env_kwargs=env_kwargs, seeds=seeds, jobs=jobs, **overrides)  # fmt: skip
-        return train_seeds(
-            algo, env, seeds=seeds, jobs=jobs, run_dir=run_dir, resume=resume,
-            overwrite=overwrite, overrides=overrides, env_kwargs=env_kwargs,
-            trust_env_code=trust_env_code, command=call, progress=progress,
+    call = python_call(algo, env, run_dir=run_dir, resume=resume, overwrite=overwrite,
+                       env_kwargs=env_kwargs, seeds=seeds, jobs=jobs, resume_from=resume_from,
+                       heal=heal, **overrides)  # fmt: skip
+    return launch(
+        TrainRequest(
+            algo, env, env_kwargs=env_kwargs, run_dir=run_dir, resume=resume,
+            resume_from=resume_from, overwrite=overwrite, overrides=overrides, seeds=seeds,
+            jobs=jobs, heal=heal, heal_max=heal_max,
+            trust_env_code=trust_env_code, consent=IN_PYTHON, command=call, progress=progress,
             tensorboard=tensorboard, wandb=wandb, stop_on=stop_on, doctor=doctor,
             callbacks=callbacks,
-        )  # fmt: skip
-    planned = plan(
-        algo,
-        env,
-        run_dir=run_dir,
-        resume=resume,
-        overwrite=overwrite,
-        overrides=overrides,
-        env_kwargs=env_kwargs,
-        trust_env_code=trust_env_code,
-        resume_from=resume_from,
-    )
-    call = python_call(algo, env, run_dir=run_dir, resume=resume, overwrite=overwrite,
-                       env_kwargs=env_kwargs, resume_from=resume_from, heal=heal,
-                       **overrides)  # fmt: skip
-    planned = dataclasses.replace(planned, command=call)
-    if heal:
-        from rlx.heal import train_healing  # numpy and the doctor: loaded when asked
-
-        return train_healing(
-            planned, heal_max=heal_max, progress=progress, tensorboard=tensorboard,
-            wandb=wandb, stop_on=stop_on, callbacks=callbacks, trust_env_code=trust_env_code,
-        )  # fmt: skip
-    return train_planned(
-        planned,
-        progress=progress,
-        tensorboard=tensorboard,
-        wandb=wandb,
-        stop_on=stop_on,
-        doctor=doctor,
-        callbacks=callbacks,
-    )
+        )
+    )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,7 +170,7 @@ def evaluate_run(
     checkpoint: str | Path | None = None,
 ) -> RunEvaluation:
     """Evaluate the agent of a run folder (its latest checkpoint, or ``checkpoint``: ``"best"``,
-    the best evaluation's, or a checkpoint file, as :func:`rlx.plan.load` takes) as what it
+    the best evaluation's, or a checkpoint file, as :func:`rlx.launch.plan.load` takes) as what it
     is: ``episodes`` deterministic episodes on its env (rebuilt from the recipe
     ``config.json`` records, or ``env`` with ``env_kwargs``), as many games against the run's
     arena opponents for a board game, or exact match on ``data`` (rows ``{prompt, answer}``)

@@ -6,7 +6,7 @@ argparse): a field, its default and its docstring are written once, and every ``
 generated from them. ``rlx train ALGO`` and ``rlx align STAGE`` take the algorithm's config
 dataclass itself, beside the options every run takes (:class:`EnvOptions`,
 :class:`RunOptions`). A run's flags are parsed once into the values the user gave, and
-:func:`rlx.plan.plan` resolves the rest (defaults, the env's preset, a resumed run's record).
+:func:`rlx.launch.plan.plan` resolves the rest (defaults, the env's preset, a resumed run's record).
 
 A user error (:class:`rlx.errors.RLXError`, a flag that does not parse included) prints one
 line on stderr and exits with code 2, without a traceback.
@@ -238,8 +238,14 @@ class RunOptions:
     resume: bool = False
     """continue the run in --run-dir from its latest checkpoint (a run that ended before its
     first checkpoint starts over)"""
+    resume_from: str | None = field(default=None, metadata={flags.METAVAR: "CHECKPOINT"})
+    """with --resume, the step checkpoint to continue from (its step, or its file in
+    RUN_DIR/checkpoints) instead of the latest: what was logged after it is cut"""
     overwrite: bool = False
     """start over in --run-dir, deleting the run it holds once the new one has started"""
+    doctor: bool = True
+    """run the doctor's rules on the metrics as they are logged (--no-doctor: only at the
+    end, by rlx doctor)"""
     tensorboard: bool = False
     """also write TensorBoard logs to RUN_DIR/tensorboard"""
     wandb: bool = False
@@ -299,7 +305,7 @@ def _train(argv: list[str]) -> int:
 def _algo_of_config_file(argv: list[str]) -> str | None:
     """The algorithm the file of ``--config FILE`` names (``rlx train --config FILE``); None
     without ``--config``."""
-    from rlx.config_file import read_config_file
+    from rlx.launch.config_file import read_config_file
 
     path = None
     for i, arg in enumerate(argv):
@@ -372,7 +378,7 @@ def _run_parser(spec: Any, prog: str, *, data_file: bool) -> flags.FlagParser:
 def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     """Parse a run's flags once, plan it with the values given, train, print the summary."""
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
-    from rlx.plan import plan, train_planned
+    from rlx.launch.run import TrainRequest, launch
 
     parser = _run_parser(spec, prog, data_file=data_file)
     given = parser.given(argv)
@@ -390,46 +396,52 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
         parser.error("--heal-max caps the rollbacks of --heal; pass --heal too")
     if options.get("heal") and ("seeds" in options or _is_group(options.get("run_dir"))):
         parser.error("--heal heals one run as it trains; heal the seeds of a group one run each")
-    if "seeds" in options or "jobs" in options or _is_group(options.get("run_dir")):
-        return _run_group(spec, given, options, f"{prog} {shlex.join(argv)}".strip(), data_file)
-    if data_file and not resume and not (given.get("model") and given.get("data")):
+    if options.get("heal") and not options.get("doctor", True):
+        parser.error("--heal needs the doctor watching the run; drop --no-doctor")
+    group = "seeds" in options or _is_group(options.get("run_dir"))
+    if "resume_from" in options and group:
+        parser.error("--resume-from picks one run's checkpoint; give one seed's folder")
+    if data_file and not resume and not group and not (given.get("model") and given.get("data")):
         raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
-    planned = plan(
+    stop_on = options.get("stop_on", ())
+    request = TrainRequest(
         spec.name,
         given.get("data") if data_file else options.get("env"),
+        env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
         run_dir=options.get("run_dir"),
         resume=resume,
+        resume_from=_checkpoint_arg(options.get("resume_from")),
         overwrite=options.get("overwrite", False),
         overrides=given,
-        env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
+        seeds=options.get("seeds"),
+        jobs=options.get("jobs"),
+        heal=options.get("heal", False),
+        heal_max=options.get("heal_max"),
         trust_env_code=options.get("trust_env_code", False),
         consent=ON_THE_COMMAND_LINE,
+        command=f"{prog} {shlex.join(argv)}".strip(),
+        progress=None if options.get("progress", True) else False,  # None: when interactive
+        tensorboard=options.get("tensorboard", False),
+        wandb=options.get("wandb", False),
+        stop_on=stop_on,
+        doctor=options.get("doctor", True),
     )
-    planned = dataclasses.replace(planned, command=f"{prog} {shlex.join(argv)}".strip())
+    if request.is_group:
+        return _print_group(launch(request))
     t0 = time.perf_counter()
-    watching = {
-        "progress": None if options.get("progress", True) else False,  # None: when interactive
-        "tensorboard": options.get("tensorboard", False),
-        "wandb": options.get("wandb", False),
-        "stop_on": options.get("stop_on", ()),
-    }
-    if options.get("heal"):
-        from rlx.heal import train_healing
-
-        heal_max = options.get("heal_max")
-        agent = train_healing(
-            planned,
-            heal_max=3 if heal_max is None else heal_max,
-            trust_env_code=options.get("trust_env_code", False),
-            **watching,
-        )
-    else:
-        agent = train_planned(planned, **watching)
+    agent = launch(request)
     status = _print_summary(agent.run_dir, time.perf_counter() - t0)
     model_dir = getattr(agent, "model_dir", None)
     if model_dir is not None:
         print(f"model saved in {model_dir}")
     return EXIT_CODES.get(status, 1)
+
+
+def _checkpoint_arg(value: str | None) -> str | int | None:
+    """``--resume-from``: a step (digits) or a checkpoint's file name."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else value
 
 
 def _is_group(run_dir: str | None) -> bool:
@@ -438,32 +450,9 @@ def _is_group(run_dir: str | None) -> bool:
     return is_group_folder(run_dir)
 
 
-def _run_group(
-    spec: Any, given: dict[str, Any], options: dict[str, Any], command: str, data_file: bool
-) -> int:
-    """``--seeds``: one run per seed (:func:`rlx.seed_groups.train_seeds`); prints the group, and
-    exits as its worst seed: 130 interrupted, 1 failed, 3 stopped, else 0."""
-    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
-    from rlx.seed_groups import train_seeds
-
-    group = train_seeds(
-        spec.name,
-        given.get("data") if data_file else options.get("env"),
-        seeds=options.get("seeds"),
-        jobs=options.get("jobs"),
-        run_dir=options.get("run_dir"),
-        resume=options.get("resume", False),
-        overwrite=options.get("overwrite", False),
-        overrides=given,
-        env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
-        trust_env_code=options.get("trust_env_code", False),
-        consent=ON_THE_COMMAND_LINE,
-        command=command,
-        progress=None if options.get("progress", True) else False,
-        tensorboard=options.get("tensorboard", False),
-        wandb=options.get("wandb", False),
-        stop_on=options.get("stop_on", ()),
-    )
+def _print_group(group: Any) -> int:
+    """Print a trained seed group; exit as its worst seed: 130 interrupted, 1 failed, 3
+    stopped, else 0."""
     print(group)
     print(f"compare the seeds: rlx report {group.path}; rlx doctor {group.path}")
     statuses = {run.status for run in group.runs}
@@ -477,7 +466,7 @@ def _with_config_file(spec: Any, options: dict[str, Any], given: dict[str, Any])
     """``--config FILE`` under the flags given: the file's fields, then the flags (returned);
     its env and env keywords into ``options`` unless ``--env`` is given."""
     from rlx import registry
-    from rlx.config_file import checked_fields, read_config_file
+    from rlx.launch.config_file import checked_fields, read_config_file
 
     config_file = read_config_file(options["config"])
     if config_file.algo is not None and registry.get(config_file.algo).name != spec.name:
@@ -489,7 +478,7 @@ def _with_config_file(spec: Any, options: dict[str, Any], given: dict[str, Any])
     fields = checked_fields(spec, config_file)
     if config_file.recorded:  # a folder's values: joining a cluster and the like are not taken
         from rlx.core.env_recipe import ON_THE_COMMAND_LINE
-        from rlx.plan import without_user_only
+        from rlx.launch.plan import without_user_only
 
         where = str(config_file.path)
         fields = without_user_only(fields, where, given=list(given), consent=ON_THE_COMMAND_LINE)
@@ -700,7 +689,7 @@ def _align_rlhf_pipeline(argv: list[str]) -> int:
         usage="rlx align rlhf --task TASK --run-dir DIR [--FIELD VALUE ...]",
         see="rlx align rlhf --task arithmetic --help",
     )
-    from rlx.llm.pipeline import rlhf_pipeline
+    from rlx.align import rlhf_pipeline
 
     result = rlhf_pipeline(
         args.task, args.run_dir, model=args.model, sft_model=args.sft_model,
@@ -816,7 +805,7 @@ def _doctor_fix(args: DoctorArgs) -> int:
         raise ConfigError("rlx doctor --fix heals one run at a time; give one RUN folder.")
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
     from rlx.diagnostics.doctor import doctor
-    from rlx.heal import heal
+    from rlx.launch.heal import heal
 
     run = args.runs[0]
     if not args.json:
@@ -951,7 +940,7 @@ def _tune(argv: list[str]) -> int:
     given = parser.given(argv)
     options = {name: given.pop(name) for name in list(given) if name in TUNE_OPTIONS}
     from rlx.core.env_recipe import ON_THE_COMMAND_LINE
-    from rlx.tune import tune  # what rlx.tune(...) calls
+    from rlx.launch.tune import tune  # what rlx.tune(...) calls
 
     result = tune(
         algo,
@@ -1122,8 +1111,11 @@ class PlayArgs:
 def _play(argv: list[str]) -> int:
     args = flags.parse(PlayArgs, argv, "rlx play")
     from rlx.games.play import play
+    from rlx.launch.plan import load
 
-    play(args.game, args.agent, human_first=not args.second, seed=args.seed, video=args.video)
+    agent = None if args.agent is None else load(args.agent)
+    play(args.game, agent, source=args.agent, human_first=not args.second, seed=args.seed,
+         video=args.video)  # fmt: skip
     return 0  # a game played to its end, or given up on purpose; Ctrl-C is 130 (main)
 
 

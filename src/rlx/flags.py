@@ -16,8 +16,8 @@ each field into one flag:
 
 :class:`FlagParser` parses *once* and keeps only what the user typed: every default is
 ``argparse.SUPPRESS``, so :meth:`FlagParser.given` returns ``{field: value}`` for the flags on
-the command line and nothing else. Whoever resolves the config (:func:`rlx.plan.plan`) fills in
-the defaults, a preset or a resumed run's record in one place.
+the command line and nothing else. Whoever resolves the config (:func:`rlx.launch.plan.plan`) fills
+in the defaults, a preset or a resumed run's record in one place.
 
 A mistake never reaches the user as a usage dump or a traceback: it raises
 :class:`~rlx.errors.ConfigError` with one sentence built from argparse's own error (the

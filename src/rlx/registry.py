@@ -238,7 +238,7 @@ def make_config(
     """Build the config: ``base`` (or defaults, then the env preset), then ``overrides``.
 
     The env preset is ``preset`` (its name and values) when given, else the algorithm's own
-    (:func:`preset_for`); :func:`rlx.plan.plan` passes the one :mod:`rlx.launch.presets`
+    (:func:`preset_for`); :func:`rlx.launch.plan.plan` passes the one :mod:`rlx.launch.presets`
     chose, which falls back on rl-baselines3-zoo's where the algorithm keeps none. Unknown
     field names raise a :class:`ConfigError` that lists the close valid ones.
     """

@@ -225,8 +225,8 @@ def test_with_episodes_is_the_one_choice():
 def test_a_callback_with_observe_episodes_and_the_tuners_doctor_get_every_episode(tmp_path):
     """The tuner's pruner judges a trial with its own live doctor: it reads the episodes of
     ``episodes.csv`` as they are logged, as the run's doctor does."""
+    from rlx.launch.tune import TrialPruner
     from rlx.runs import read_episodes
-    from rlx.tune import TrialPruner
 
     class Episodes:
         def __init__(self) -> None:

@@ -373,7 +373,7 @@ def test_load_acts_and_rejects_another_game(tmp_path):
     from rlx.games.play import load_opponent
 
     with pytest.raises(EnvError, match="trained on 'tictactoe', not 'connect4'"):
-        load_opponent(rlx.games.make("connect4"), tmp_path / "t")
+        load_opponent(rlx.games.make("connect4"), agent, source=tmp_path / "t")
 
 
 def test_connect_four_resnet_runs(tmp_path):

@@ -59,4 +59,5 @@ def test_agent_of_another_game_is_refused(tmp_path):
               games_per_iteration=1, simulations=2, train_steps_per_iteration=1, eval_games=0,
               blocks=1, channels=8)  # fmt: skip
     with pytest.raises(EnvError, match="trained on 'connect4', not 'tictactoe'"):
-        play("tictactoe", tmp_path / "c4", stdin=io.StringIO(""), stdout=io.StringIO())
+        play("tictactoe", rlx.load(tmp_path / "c4"), source=tmp_path / "c4",
+             stdin=io.StringIO(""), stdout=io.StringIO())  # fmt: skip

@@ -35,6 +35,7 @@ from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_los
 from rlx.core.rollout_batch import RolloutBatch, policy_shift, prepare_batch
 from rlx.core.runners import EnvRunners
 from rlx.core.sde import check_sde_fields
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ config
@@ -129,7 +130,7 @@ METHOD = OnPolicyMethod(name="a2c", optimizer=optimizer, learn=learn)
 
 
 def train(
-    config: A2CConfig, env: Any, run: Any, *, remote: EnvRunners | None = None
+    config: A2CConfig, env: Any, run: RunHandle, *, remote: EnvRunners | None = None
 ) -> PolicyAgent:
     """Train A2C on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
     return train_on_policy(METHOD, config, env, run, remote)

@@ -79,6 +79,7 @@ from rlx.core.schedules import LinearSchedule
 from rlx.core.targets import double_q_target, mask_q, q_learning_target
 from rlx.core.transitions import ReplayLayout, Transitions, clipped_rewards
 from rlx.errors import ConfigError, EnvError
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ config
@@ -154,8 +155,8 @@ class DQNConfig(RunnerFields, ReplayFields):
 # Tuned per environment, as rl-baselines3-zoo keeps them; explicit flags override these.
 # CartPole-v1: 3-step returns and the MSE loss learn values fast, normalised observations and
 # a learning rate decayed to 0 keep the policy at 500 once found; 8 copies and one gradient
-# step of 128 per 4 env steps keep the wall time low. Tuned on seeds 0-2; benchmarks/bench_dqn.py
-# scores it on seeds 10-14, which tuning never saw.
+# step of 128 per 4 env steps keep the wall time low. The seeds tuning looked at are listed in
+# benchmarks/seen_seeds.json; benchmarks/bench_dqn.py scores it only on others.
 PRESETS: dict[str, dict[str, Any]] = {
     "CartPole-v1": {
         "total_steps": 80_000,
@@ -614,7 +615,9 @@ class DQNAgent:
 
 
 # ============================================================================ train, load, register
-def train(config: DQNConfig, env: Any, run: Any, *, remote: EnvRunners | None = None) -> DQNAgent:
+def train(
+    config: DQNConfig, env: Any, run: RunHandle, *, remote: EnvRunners | None = None
+) -> DQNAgent:
     """Train DQN on ``env`` inside an open :class:`rlx.runs.Run` (the off-policy loop of
     :func:`rlx.core.off_policy.train_off_policy` around :class:`DQNLearner`); returns the
     agent. ``remote``: the Ray env runners of ``config.runners`` (built by rlx.train)."""

@@ -34,6 +34,7 @@ from rlx.core.policy_agent import PolicyAgent
 from rlx.core.policy_losses import entropy_bonus, normalize, policy_gradient_loss, value_loss
 from rlx.core.rollout_batch import RolloutBatch, evaluate_rollout, flat_batch, policy_shift
 from rlx.errors import ConfigError
+from rlx.runs.handle import RunHandle
 
 BASELINES = ("learned", "mean", "none")
 
@@ -164,7 +165,7 @@ METHOD = OnPolicyMethod(
 )
 
 
-def train(config: ReinforceConfig, env: Any, run: Any) -> PolicyAgent:
+def train(config: ReinforceConfig, env: Any, run: RunHandle) -> PolicyAgent:
     """Train REINFORCE on ``env`` inside an open :class:`rlx.runs.Run`; returns the agent."""
     return train_on_policy(METHOD, config, env, run)
 

@@ -70,6 +70,7 @@ from rlx.core.off_policy import (
 )
 from rlx.core.optim import Adam, gradient_step
 from rlx.core.sde import check_sde_fields, sample_exploration_matrices, sde_noise
+from rlx.runs.handle import RunHandle
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # keep sigma in [2e-9, 7.4]: finite log-probs
 SDE_CLIP_MEAN = 2.0  # gSDE: mu(s) clipped to [-2, 2] before the tanh (SB3's clip_mean)
@@ -119,8 +120,8 @@ class SACConfig(ReplayFields):
 PRESETS: dict[str, dict[str, Any]] = {
     # the zoo's budget and learning rate; small networks (cheaper per gradient step than
     # SB3's 256x256), a short warm-up, a faster target (tau) and a shorter horizon (gamma)
-    # reach the solved return in a fraction of the budget. Tuned on seeds 0-1;
-    # benchmarks/bench_continuous.py scores it on seeds 10-12, which tuning never saw
+    # reach the solved return in a fraction of the budget. The seeds tuning looked at are
+    # listed in benchmarks/seen_seeds.json; benchmarks/bench_continuous.py scores it on others
     "Pendulum-v1": {
         "total_steps": 20_000,
         "actor_learning_rate": 1e-3,
@@ -360,7 +361,7 @@ class SACLearner(ContinuousLearner):
 METHOD = ContinuousMethod("sac", SACLearner)
 
 
-def train(config: SACConfig, env: Any, run: Any) -> ContinuousAgent:
+def train(config: SACConfig, env: Any, run: RunHandle) -> ContinuousAgent:
     """Train SAC on ``env`` inside an open :class:`rlx.runs.Run` (the shared loop of
     :func:`rlx.core.off_policy.train_off_policy` around :class:`SACLearner`)."""
     return train_off_policy(METHOD, config, env, run)

@@ -30,6 +30,7 @@ from rlx import metrics as M
 from rlx.core.intervals import mean_interval
 from rlx.core.masks import takes_masks
 from rlx.errors import ConfigError, EnvError, RLXError
+from rlx.runs.handle import RunHandle
 
 MAX_EVAL_ENVS = 16
 EVAL_SEED_OFFSET = 10_000
@@ -263,7 +264,9 @@ ACTING_ERRORS = (RuntimeError, ValueError, IndexError, TypeError, KeyError)
 """What an agent raises for observations of another shape than it was trained on."""
 
 
-def final_evaluation(agent: Any, env: Any, run: Any, episodes: int, seed: int) -> dict[str, Any]:
+def final_evaluation(
+    agent: Any, env: Any, run: RunHandle, episodes: int, seed: int
+) -> dict[str, Any]:
     """The figures ``summary.json`` gets from a deep agent's run: ``episodes`` deterministic
     evaluation episodes of the trained ``agent`` on ``env``, seeded from
     ``seed + EVAL_SEED_OFFSET``.

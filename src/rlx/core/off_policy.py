@@ -61,6 +61,7 @@ from rlx.core.transitions import (
     VectorCollector,
 )
 from rlx.errors import CheckpointError, ConfigError, EnvError
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ the algorithm's part
@@ -303,7 +304,7 @@ def with_current_layout(state: dict[str, Any]) -> dict[str, Any]:
 
 # ============================================================================ the training loop
 def train_off_policy(
-    method: OffPolicyMethod, config: Any, env: Any, run: Any, remote: EnvRunners | None = None
+    method: OffPolicyMethod, config: Any, env: Any, run: RunHandle, remote: EnvRunners | None = None
 ) -> Any:
     """The off-policy loop, inside an open :class:`rlx.runs.Run`; returns the trained agent.
 
@@ -348,7 +349,7 @@ def train_off_policy(
         def agent() -> Any:
             return method.agent(learner, layout, run.env_id, config)
 
-        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.heal)
+        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.launch.heal)
             checkpoint()
         next_log = (step // config.log_every + 1) * config.log_every
         while step < config.total_steps and not run.stop_requested and not evaluation.reached:

@@ -57,6 +57,7 @@ from rlx.core.runners import EnvRunners
 from rlx.core.seeding import rng_state, seed_everything, set_rng_state
 from rlx.core.training_evaluation import TrainingEvaluation
 from rlx.errors import CheckpointError
+from rlx.runs.handle import RunHandle
 
 
 def episode_metrics(episodes: Episodes) -> dict[str, float]:
@@ -116,7 +117,7 @@ def restore_on_policy_state(
 
 
 def end_training(
-    algo: str, run: Any, env: Any, config: Any, step: int, policy: ActorCritic, collector: Any
+    algo: str, run: RunHandle, env: Any, config: Any, step: int, policy: ActorCritic, collector: Any
 ) -> PolicyAgent:
     """The common end of an on-policy run: close the envs rlx made, build the agent from the
     final policy, evaluate it (:func:`rlx.core.evaluation.final_evaluation`) and write the
@@ -165,7 +166,11 @@ class OnPolicyMethod(Generic[OptimizerT]):
 
 
 def train_on_policy(
-    method: OnPolicyMethod[Any], config: Any, env: Any, run: Any, remote: EnvRunners | None = None
+    method: OnPolicyMethod[Any],
+    config: Any,
+    env: Any,
+    run: RunHandle,
+    remote: EnvRunners | None = None,
 ) -> PolicyAgent:
     """The on-policy loop, inside an open :class:`rlx.runs.Run`; returns the trained agent.
 
@@ -201,7 +206,7 @@ def train_on_policy(
         def agent() -> PolicyAgent:
             return PolicyAgent(method.name, config, run.env_id, agent_state(policy, collector))
 
-        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.heal)
+        if run.start_checkpoint_due():  # a run that heals rolls back to it (rlx.launch.heal)
             run.save_checkpoint(step, state())
         collect_options = {"until_every_copy_done": True} if method.whole_episodes else {}
         while step < config.total_steps and not run.stop_requested and not evaluation.reached:

@@ -43,6 +43,7 @@ import numpy as np
 
 from rlx import metrics as M
 from rlx.core.evaluation import EVAL_SEED_OFFSET, evaluate
+from rlx.runs.handle import RunHandle
 
 TRAINING_EVAL_SEED_OFFSET = 2 * EVAL_SEED_OFFSET
 """Evaluations during training reset their envs from ``seed + TRAINING_EVAL_SEED_OFFSET``."""
@@ -53,7 +54,7 @@ class TrainingEvaluation:
     ``stop_at_return`` and ``seed``; ``env`` is what the run trains on, ``run`` the open
     :class:`rlx.runs.Run` (best checkpoint, summary fields)."""
 
-    def __init__(self, config: Any, env: Any, run: Any) -> None:
+    def __init__(self, config: Any, env: Any, run: RunHandle) -> None:
         self.every = int(getattr(config, "eval_every", None) or 0)
         self.episodes = int(config.eval_episodes)
         self.target: float | None = getattr(config, "stop_at_return", None)

@@ -165,7 +165,7 @@ MAX_LABEL = 200
 
 
 def healed_lines(summary: Mapping[str, Any]) -> list[str]:
-    """A healed run's lineage from its ``summary.json`` (:mod:`rlx.heal`), one line each: the
+    """A healed run's lineage from its ``summary.json`` (:mod:`rlx.launch.heal`), one line each: the
     parent it was healed from (``healed_from``), and each rollback while it trained
     (``heal``), the first :data:`MAX_HEALS_SHOWN`. Read as data a folder may hold in any
     shape: what is not a mapping (nor a list where one is read) is skipped."""

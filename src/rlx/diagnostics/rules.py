@@ -1210,7 +1210,7 @@ further; a flat return's gain still 0 after a longer run: it did not)."""
 
 def lineage_changes(log: RunLog, rule_id: str) -> list[tuple[Mapping[str, Any], Any]]:
     """``(change, evidence)`` for each change this run's lineage made for ``rule_id``, as its
-    ``summary.json`` records them (:mod:`rlx.heal`): the changes it was healed with from its
+    ``summary.json`` records them (:mod:`rlx.launch.heal`): the changes it was healed with from its
     parent (``healed_from``) and those of its own rollbacks (``heal``), each with the evidence
     of that rule's finding then (None where the record has none). Read as data a folder may
     hold in any shape: what is not a mapping (nor a list where one is read) is skipped."""

@@ -61,7 +61,7 @@ pre.yaml { background: #f6f8fa; padding: .5rem 1rem; font-size: .8rem; overflow-
 
 def is_study(path: str | Path) -> bool:
     """True when ``path`` is the study folder of ``rlx tune``."""
-    from rlx.tune import is_study as holds_a_study
+    from rlx.launch.tune import is_study as holds_a_study
 
     return holds_a_study(path)
 
@@ -71,7 +71,7 @@ def study_report(
 ) -> Path:
     """Write the study's page (default ``STUDY_DIR/report.html``) and each trial's run
     report; returns the page's path."""
-    from rlx.tune import read_study
+    from rlx.launch.tune import read_study
 
     result = read_study(study_dir)
     path = Path(out) if out is not None else result.study_dir / REPORT_FILE
@@ -113,7 +113,7 @@ def _trial_report(run_dir: Path, seed_dirs: Sequence[Path]) -> Path | None:
 
 # ============================================================================ the page
 def render_study(result: Any, title: str, page_dir: Path) -> str:
-    """The whole page of a :class:`rlx.tune.StudyResult` (links relative to ``page_dir``)."""
+    """The whole page of a :class:`rlx.launch.tune.StudyResult` (links relative to ``page_dir``)."""
     sections = [
         _header_html(result, title),
         _best_html(result, page_dir),

@@ -1,7 +1,7 @@
 """``rlx tune --jobs K --ray ADDRESS``: the study's workers as Ray tasks.
 
-Each task runs the same worker as a local ``--jobs`` process (:func:`rlx.tune.work`, handed in
-from above: nothing here imports the tuner): it opens the study from its storage in the study
+Each task runs the same worker as a local ``--jobs`` process (:func:`rlx.launch.tune.work`, handed
+in from above: nothing here imports the tuner): it opens the study from its storage in the study
 folder, starts trials until the study has enough, and writes every trial beside the storage. A
 task runs whole trials, one at a time: a trial's seed group (``trial-NNNN/seed-N/``, one rlx
 run folder per seed) trains one seed after another inside the task, so the median pruner and

@@ -48,6 +48,7 @@ from rlx.games.base import Game
 from rlx.games.evaluators import PolicyValueEvaluator
 from rlx.games.search import SearchConfig
 from rlx.games.selfplay import PlayedGame, ReplayRing, SelfPlayFields, SelfPlayMethod
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ config
@@ -363,7 +364,7 @@ METHOD = SelfPlayMethod(
 def train(
     config: AlphaZeroConfig,
     env: Any,
-    run: Any,
+    run: RunHandle,
     remote: selfplay.RemoteSelfPlayFactory | None = None,
 ) -> SearchAgent:
     """Train AlphaZero on the game ``env`` names inside an open :class:`rlx.runs.Run`: the

@@ -59,6 +59,7 @@ from rlx.games.base import Game, symmetry_permutations
 from rlx.games.evaluators import LatentModel
 from rlx.games.search import SearchConfig
 from rlx.games.selfplay import PlayedGame, ReplayRing, SelfPlayFields, SelfPlayMethod
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ config
@@ -420,7 +421,7 @@ METHOD = SelfPlayMethod(
 def train(
     config: MuZeroConfig,
     env: Any,
-    run: Any,
+    run: RunHandle,
     remote: selfplay.RemoteSelfPlayFactory | None = None,
 ) -> SearchAgent:
     """Train MuZero on the game ``env`` names inside an open :class:`rlx.runs.Run`: the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from rlx.games import make
 from rlx.games.arena import Player
@@ -21,23 +21,23 @@ from rlx.games.base import Game, GameState, check_same_game
 DEFAULT_OPPONENT = "mcts-1000"
 
 
-def load_opponent(game: Game, agent: str | Path | None, seed: int = 0) -> Player:
-    """The agent of a run folder (trained on ``game``), or pure MCTS when none is given."""
+def load_opponent(game: Game, agent: Any = None, seed: int = 0, source: Any = None) -> Player:
+    """The opponent: ``agent`` (a loaded run's agent, from ``source``, a run folder: the
+    caller loads it, as ``rlx play`` does with ``rlx.load``) when it plays ``game``, or pure
+    MCTS when none is given."""
     if agent is None:
         from rlx.games.evaluation import make_opponent
 
         return make_opponent(game, DEFAULT_OPPONENT, seed)
-    import rlx
-
-    player = rlx.load(agent)
-    trained_on = getattr(getattr(player, "game", None), "name", None)
+    where = source if source is not None else "the agent given"
+    trained_on = getattr(getattr(agent, "game", None), "name", None)
     if trained_on is None:
         from rlx.errors import EnvError
 
-        raise EnvError(f"the run in {agent} is not a board-game agent; train one with "
+        raise EnvError(f"the run in {where} is not a board-game agent; train one with "
                        f"`rlx train alphazero --env {game.name}`.")  # fmt: skip
-    check_same_game(game.name, trained_on, f"the agent in {agent}")
-    return player
+    check_same_game(game.name, trained_on, f"the agent in {where}")
+    return agent
 
 
 def read_move(game: Game, state: GameState, ask: Callable[[str], str | None],
@@ -61,15 +61,17 @@ def read_move(game: Game, state: GameState, ask: Callable[[str], str | None],
 
 def play(
     game_name: str,
-    agent: str | Path | None = None,
+    agent: Any = None,
     *,
+    source: str | Path | None = None,
     human_first: bool = True,
     seed: int = 0,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     video: str | Path | None = None,
 ) -> int | None:
-    """Play one game in the terminal; the result from the person's side (+1 won, 0 draw, -1
+    """Play one game in the terminal against ``agent`` (a loaded agent, from the run folder
+    ``source``; None: pure MCTS); the result from the person's side (+1 won, 0 draw, -1
     lost), or None when they quit. ``video``: a ``.gif`` file the game's boards are drawn
     into once it ends."""
     from rlx.core.video import video_target
@@ -77,7 +79,7 @@ def play(
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     target = video_target(video, None)  # a bad file name stops before the game, not after
     game = make(game_name)
-    opponent = load_opponent(game, agent, seed)
+    opponent = load_opponent(game, agent, seed, source)
     # the first board has no move into it
     states: list[GameState] = [game.initial_state()]
     moves: list[int | None] = [None]

@@ -56,6 +56,7 @@ from rlx.games.base import Game, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
 from rlx.games.evaluators import Evaluator
 from rlx.games.search import SearchConfig, choose, search, visit_policy
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ config
@@ -523,7 +524,7 @@ def train(
     method: SelfPlayMethod,
     config: SelfPlayFields,
     env: Any,
-    run: Any,
+    run: RunHandle,
     remote: RemoteSelfPlayFactory | None = None,
 ) -> SearchAgent:
     """Self-play, train and evaluate for ``config.iterations`` iterations inside ``run`` (or

@@ -1,7 +1,7 @@
 """Which per-env preset a new run's config starts from: rlx's own, else rl-baselines3-zoo's.
 
 A new run's config is the algorithm's defaults, then the env's preset, then the user's
-overrides (:func:`rlx.plan.plan`). :func:`choose_preset` picks the preset:
+overrides (:func:`rlx.launch.plan.plan`). :func:`choose_preset` picks the preset:
 
 1. the algorithm's own (``PRESETS`` in its module, :func:`rlx.registry.preset_for`), tuned
    and benchmarked by rlx: it always wins;

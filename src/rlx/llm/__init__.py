@@ -110,7 +110,7 @@ _EXPORTS: dict[str, str] = {
     "dpo": "rlx.align",
     "grpo": "rlx.align",
     "rlhf": "rlx.align",
-    "rlhf_pipeline": "pipeline",
+    "rlhf_pipeline": "rlx.align",
     "sample": "generation",
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",

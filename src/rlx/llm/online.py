@@ -44,9 +44,12 @@ from rlx.llm.training import (
     stage_state,
     trainable_share,
 )
+from rlx.runs.handle import RunHandle
 
 
-def guarded_reward(reward: RewardSet, config: Any, run: Any, rows: Sequence[Any] = ()) -> RewardSet:
+def guarded_reward(
+    reward: RewardSet, config: Any, run: RunHandle, rows: Sequence[Any] = ()
+) -> RewardSet:
     """``reward``'s functions as the run calls them: sandboxed when they run model-written
     code (refused where the sandbox cannot isolate it, unless ``config.allow_unisolated``),
     with the sandbox's protections written into the run's summary. A function that can check
@@ -195,7 +198,7 @@ class OnlineUpdate(Protocol):
 def run_online(
     config: StageConfig,
     data: Any,
-    run: Any,
+    run: RunHandle,
     *,
     rewards: Callable[[Any], RewardSet],
     build: Callable[[OnlineSetup], OnlineUpdate],
@@ -264,7 +267,7 @@ def online_steps(
     train_rows: list[Any],
     held_out: list[Any],
     config: Any,
-    run: Any,
+    run: RunHandle,
     step: int,
     parallel: DataParallel | None = None,
 ) -> tuple[int, dict[str, float]]:

@@ -40,7 +40,8 @@ from rlx.llm.stage_config import (
     resolve_eval_every,
     resolve_steps,
 )
-from rlx.runs import MODEL_DIR, Run
+from rlx.runs import MODEL_DIR
+from rlx.runs.handle import RunHandle
 
 
 # ============================================================================ data
@@ -173,7 +174,7 @@ def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> to
 def train_loop(
     stage: Stage,
     config: StageConfig,
-    run: Run,
+    run: RunHandle,
     *,
     steps: int,
     lr: float,
@@ -214,7 +215,7 @@ def train_loop(
 def _steps(
     stage: Stage,
     config: StageConfig,
-    run: Run,
+    run: RunHandle,
     optimizer: torch.optim.Optimizer,
     sampler: EpochSampler,
     step: int,
@@ -421,7 +422,7 @@ class Prepared(Generic[Config]):
 
 def complete_config(
     config: StageConfig,
-    run: Run,
+    run: RunHandle,
     train_rows: int,
     num_params: int,
     lr_scale: float,
@@ -501,7 +502,7 @@ def resolved(config: Any) -> Any:
 
 def run_stage(
     config: Config,
-    run: Run,
+    run: RunHandle,
     prepare: Callable[[Config, Any], Prepared[Config]],
     *,
     lr_scale: float,

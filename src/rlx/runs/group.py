@@ -10,7 +10,8 @@ GROUP/seed-1/ ...
 GROUP/report.html       `rlx report GROUP`
 ```
 
-``rlx train ALGO --seeds 0 1 2 --run-dir GROUP`` writes it (:func:`rlx.seed_groups.train_seeds`);
+``rlx train ALGO --seeds 0 1 2 --run-dir GROUP`` writes it
+(:func:`rlx.launch.seed_groups.train_seeds`);
 ``rlx report GROUP`` and ``rlx doctor GROUP`` read it. Seed folders hold paths relative to the
 group folder, so a group can be moved or shared whole. Like the run folder's readers, these
 treat the file as data: a malformed one is one sentence (RunError), never a traceback.

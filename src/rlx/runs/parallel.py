@@ -1,8 +1,8 @@
 """Run jobs in child processes, a few at a time, and stop them all cleanly on Ctrl-C.
 
-A seed group trains its seeds here (:func:`rlx.seed_groups.train_seeds`): each job is one process
-started as ``command`` with its payload on stdin (the seed's pickled plan), one torch thread,
-and the parent's working folder, so its run folder is where the parent planned it. Fresh
+A seed group trains its seeds here (:func:`rlx.launch.seed_groups.train_seeds`): each job is one
+process started as ``command`` with its payload on stdin (the seed's pickled plan), one torch
+thread, and the parent's working folder, so its run folder is where the parent planned it. Fresh
 processes rather than :mod:`multiprocessing`: a child imports rlx, never the user's script
 (the spawn start method re-runs a script's top level in every worker unless it is guarded by
 ``if __name__ == "__main__"``), and each child is an ordinary process whose output is read

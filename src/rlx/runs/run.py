@@ -72,7 +72,7 @@ CHECKPOINT_EVERY_S = 30.0
 (:class:`rlx.runs.checkpoints.CheckpointCadence`)."""
 HISTORY_KINDS = ("start", "resume", "overwrite", "heal")
 """How a run was opened, as ``config.json``'s ``history`` records it (``heal``: continued from
-a checkpoint with a doctor's fix applied, :mod:`rlx.heal`)."""
+a checkpoint with a doctor's fix applied, :mod:`rlx.launch.heal`)."""
 RESUME_REWRITES = (CONFIG_FILE, SUMMARY_FILE, METRICS_FILE, EPISODES_FILE)
 """The files a resume rewrites before it trains (kept aside until it has started)."""
 
@@ -148,11 +148,11 @@ class Run:
             says otherwise), with the same metric names.
         wall_offset: the seconds this run has trained before this opening, where the caller
             knows better than the resumed checkpoint's rows (a healing run continued after a
-            rollback, :mod:`rlx.heal`: its earlier stretches count); None: 0 for a new run,
+            rollback, :mod:`rlx.launch.heal`: its earlier stretches count); None: 0 for a new run,
             the wall time of the checkpoint's last row for a resumed one.
         checkpoint_at_start: a new run saves a checkpoint before its first update (the loops
             ask :meth:`start_checkpoint_due`), so that a rollback from a blow-up in the first
-            updates finds one (a run that heals, :mod:`rlx.heal`).
+            updates finds one (a run that heals, :mod:`rlx.launch.heal`).
     """
 
     def __init__(

@@ -19,6 +19,7 @@ from rlx import registry
 from rlx.core.evaluation import final_evaluation
 from rlx.core.fields import CheckpointFields
 from rlx.errors import ConfigError
+from rlx.runs.handle import RunHandle
 from rlx.tabular import TabularConfig, TabularLearner
 
 
@@ -99,7 +100,7 @@ def _agent_state(learner: TabularLearner) -> dict[str, Any]:
     return state
 
 
-def _train(algo: str, config: TabularTrainConfig, env: Any, run: Any) -> TabularAgent:
+def _train(algo: str, config: TabularTrainConfig, env: Any, run: RunHandle) -> TabularAgent:
     learner = TabularLearner(algo, env, config.learner_config())
     if run.resumed_state is not None:
         learner.load_state_dict(run.resumed_state["learner"])

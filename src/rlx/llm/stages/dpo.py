@@ -45,6 +45,7 @@ from rlx.llm.training import (
     stage_rows,
     trains_adapter,
 )
+from rlx.runs.handle import RunHandle
 
 LR_SCALE = 0.1
 """DPO's default step size relative to SFT's: it moves a trained model, and TRL's default is
@@ -172,7 +173,7 @@ class DPOStage:
         save_stage_model(self.model, self.tokenizer, out, self.config.fsdp)
 
 
-def train(config: DPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+def train(config: DPOConfig, data: Any, run: RunHandle, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.parallel.DataParallel`), handed in from above; with ``fsdp`` it also
     shards the model over those processes (:mod:`rlx.llm.sharding`)."""

@@ -54,6 +54,7 @@ from rlx.llm.precision import autocast
 from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
 from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import StageData, StageResult
+from rlx.runs.handle import RunHandle
 
 TARGET_ROWS = 20_000
 """Prompts a run sees when neither steps nor epochs is given (at most 10 passes): GRPO's
@@ -310,7 +311,7 @@ class GRPOUpdate:
         return None
 
 
-def train(config: GRPOConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+def train(config: GRPOConfig, data: Any, run: RunHandle, *, parallel: Any = None) -> StageResult:
     """The registered ``train``: the online loop (:func:`rlx.llm.online.run_online`) with
     the rewards named in the config (or given in ``data``), a reference when ``beta > 0``,
     and :class:`GRPOUpdate`."""

@@ -52,6 +52,7 @@ from rlx.llm.training import (
     split_rows,
     stage_rows,
 )
+from rlx.runs.handle import RunHandle
 
 KINDS = ("lm", "bow")
 BOW_CONFIG = "rlx_reward_model.json"
@@ -336,7 +337,9 @@ def reward_module(config: RewardModelConfig) -> tuple[nn.Module, Any]:
     return ScalarHeadRewardModel(backbone), tokenizer
 
 
-def train(config: RewardModelConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+def train(
+    config: RewardModelConfig, data: Any, run: RunHandle, *, parallel: Any = None
+) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.parallel.DataParallel`), handed in from above."""
     return run_stage(

@@ -72,6 +72,7 @@ from rlx.llm.precision import autocast
 from rlx.llm.rewards import REWARDS, RewardSet, exact_match_reward, reward_set
 from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import StageResult
+from rlx.runs.handle import RunHandle
 
 TARGET_ROWS = 9_600
 """Prompts a run sees when neither steps nor epochs is given: 150 steps of 64."""
@@ -304,7 +305,7 @@ class RLHFUpdate:
         self.controller.beta = float(state.get("beta", self.config.beta))
 
 
-def train(config: RLHFConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+def train(config: RLHFConfig, data: Any, run: RunHandle, *, parallel: Any = None) -> StageResult:
     """The registered ``train``: the online loop (:func:`rlx.llm.online.run_online`) with the
     reward model (or built-in rewards) named by ``reward_model``, the frozen SFT model as the
     reference, and :class:`RLHFUpdate`."""

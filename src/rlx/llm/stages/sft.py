@@ -43,6 +43,7 @@ from rlx.llm.training import (
     stage_rows,
     trains_adapter,
 )
+from rlx.runs.handle import RunHandle
 
 TARGET_ROWS = 20_000
 """Rows (pairs) a run sees when neither steps nor epochs is given."""
@@ -146,7 +147,7 @@ def evaluate_sft(
     return out
 
 
-def train(config: SFTConfig, data: Any, run: Any, *, parallel: Any = None) -> StageResult:
+def train(config: SFTConfig, data: Any, run: RunHandle, *, parallel: Any = None) -> StageResult:
     """The registered ``train``; ``parallel``: this process's part of a data-parallel run
     (:class:`rlx.llm.parallel.DataParallel`), handed in from above; with ``fsdp`` it also
     shards the model over those processes (:mod:`rlx.llm.sharding`)."""

@@ -27,7 +27,7 @@ Whose values are these? A config file given on the command line is the user's ow
 a folder records: a run folder's ``config.json`` (or any file in a run folder) and a study's
 ``best.yaml`` (any file in a study folder) travel with folders other people write, so what
 they say about joining a Ray cluster or running code unisolated is not taken from them
-(:attr:`ConfigFile.recorded`, :data:`rlx.plan.USER_ONLY_FIELDS`): the flag on the command
+(:attr:`ConfigFile.recorded`, :data:`rlx.launch.plan.USER_ONLY_FIELDS`): the flag on the command
 that trains is. Their env, when it is code, needs ``--trust-env-code`` as any file's does.
 YAML is read with its aliases bounded (:data:`MAX_ALIASES`): a file that expands into more
 than that is refused in one sentence instead of filling the memory.
@@ -67,7 +67,7 @@ class ConfigFile:
     recorded: bool = False
     """True for a file a folder records (a run folder's ``config.json``, any file in a run or
     study folder such as ``best.yaml``): its values are data, and what only the user sets
-    (:data:`rlx.plan.USER_ONLY_FIELDS`: joining a Ray cluster, running code unisolated) is
+    (:data:`rlx.launch.plan.USER_ONLY_FIELDS`: joining a Ray cluster, running code unisolated) is
     not taken from it. A config file elsewhere is the user's own."""
 
 
@@ -264,7 +264,7 @@ def checked_fields(spec: Any, config_file: ConfigFile) -> dict[str, Any]:
     renamed fields under their new names, numbers written as text read as numbers, lists as
     tuples; ConfigError naming the file and the first field the config has not, or whose
     value has the wrong type."""
-    from rlx.plan import check_names, check_types
+    from rlx.launch.plan import check_names, check_types
 
     fields = {spec.renamed.get(k, k): v for k, v in config_file.fields.items()}
     hints = typing.get_type_hints(spec.config)

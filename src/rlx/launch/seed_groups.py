@@ -1,7 +1,7 @@
 """Seed groups: one run per seed, trained in parallel processes, listed in ``group.json``.
 
 ``rlx.train(..., seeds=[0, 1, 2])`` and ``rlx train ALGO --seeds 0 1 2`` (:func:`train_seeds`)
-plan every seed first (:func:`rlx.plan.plan`), then train them, each in a process of its own
+plan every seed first (:func:`rlx.launch.plan.plan`), then train them, each in a process of its own
 (:func:`seed_worker`, :mod:`rlx.runs.parallel`) or one after another in this process, and
 return a :class:`SeedGroup`; the group's file is read and written by :mod:`rlx.runs.group`.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from rlx import registry
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.errors import ConfigError, RLXError, RunError
-from rlx.plan import (
+from rlx.launch.plan import (
     Plan,
     default_run_dir,
     env_label,
@@ -33,7 +33,7 @@ from rlx.plan import (
 from rlx.runs import RunRecord
 from rlx.runs.folder import has_checkpoint, inspect_folder
 
-SEED_WORKER = "import sys; from rlx.seed_groups import seed_worker; sys.exit(seed_worker())"
+SEED_WORKER = "import sys; from rlx.launch.seed_groups import seed_worker; sys.exit(seed_worker())"
 """What a seed's process runs (``python -c``): :func:`seed_worker`."""
 FINAL_STATUSES = ("completed", "stopped", "interrupted", "failed")
 
@@ -55,10 +55,10 @@ class SeedGroup:
     """What ``rlx.train(..., seeds=[...])`` returns: the group folder and one run per seed.
 
     The agents trained in other processes, so the group holds folders, not agents:
-    ``group.load(seed)`` loads one (:func:`rlx.plan.load`), ``group.agents()`` every seed that has a
-    checkpoint. ``group.report()`` writes the group's page (mean curve with its 95% bootstrap
-    band, IQM of the final returns), ``group.doctor()`` diagnoses every seed and names those
-    that behave differently. ``SeedGroup.read(path)`` opens a group trained before.
+    ``group.load(seed)`` loads one (:func:`rlx.launch.plan.load`), ``group.agents()`` every seed
+    that has a checkpoint. ``group.report()`` writes the group's page (mean curve with its 95%
+    bootstrap band, IQM of the final returns), ``group.doctor()`` diagnoses every seed and names
+    those that behave differently. ``SeedGroup.read(path)`` opens a group trained before.
     """
 
     path: Path
@@ -172,7 +172,7 @@ def train_seeds(
     ``run_dir/group.json`` (:mod:`rlx.runs.group`); what ``rlx.train(..., seeds=[...])`` and
     ``rlx train ALGO --seeds ...`` do.
 
-    Every seed is planned first (:func:`rlx.plan.plan`, the config being ``overrides`` with
+    Every seed is planned first (:func:`rlx.launch.plan.plan`, the config being ``overrides`` with
     ``seed=<seed>``), so a mistake stops the group before anything trains. The seeds then
     train ``jobs`` at a time (default: one per seed, up to the cores this process may use),
     each in a process of its own with one torch thread (:mod:`rlx.runs.parallel`), or one
@@ -185,7 +185,7 @@ def train_seeds(
     A callback with an ``on_seed_end(seed, status)`` method (besides the hooks of
     :mod:`rlx.callbacks`) hears as each seed ends, with the status ``group.json`` records for
     it; returning False leaves the seeds after it pending, untrained (what a tuner does with a
-    trial it has pruned: :mod:`rlx.tune`).
+    trial it has pruned: :mod:`rlx.launch.tune`).
 
     ``resume`` continues the group in ``run_dir``: each seed from its latest checkpoint
     (``overrides`` may raise the budget), a seed that never started from its beginning, a
@@ -287,7 +287,7 @@ def _checked_jobs(jobs: int | None, consent: Consent) -> int | None:
 
 
 class _GroupPlanner:
-    """Plans every seed of a group (:func:`rlx.plan.plan`) before anything trains."""
+    """Plans every seed of a group (:func:`rlx.launch.plan.plan`) before anything trains."""
 
     def __init__(
         self,
@@ -438,8 +438,8 @@ class _GroupPlanner:
 
     def _recorded_overrides(self, record: Any) -> dict[str, Any]:
         """The config fields ``group.json`` records for every seed, checked as data: the
-        fields only the user sets (:data:`rlx.plan.USER_ONLY_FIELDS`) are dropped with a
-        warning unless given now (:func:`rlx.plan.without_user_only`)."""
+        fields only the user sets (:data:`rlx.launch.plan.USER_ONLY_FIELDS`) are dropped with a
+        warning unless given now (:func:`rlx.launch.plan.without_user_only`)."""
         from rlx.runs.group import GROUP_FILE
 
         where = record.path / GROUP_FILE
@@ -455,7 +455,8 @@ class _GroupPlanner:
 
     def _group_env(self, record: Any) -> tuple[Any, Any]:
         """The env a seed the group never started trains on: the one given now, else the
-        group's recorded recipe (rebuilt as a run folder's is, :func:`rlx.plan.recorded_env`)."""
+        group's recorded recipe (rebuilt as a run folder's is,
+        :func:`rlx.launch.plan.recorded_env`)."""
         if self.env is not None:
             return self.env, self.env_kwargs
         extra = {"env_recipe": record.extra["env_recipe"]} if record.extra.get("env_recipe") else {}
@@ -678,8 +679,8 @@ def _failure_reason(tail: Sequence[str], returncode: int | None) -> str | None:
 def seed_worker() -> int:
     """One seed's process (:mod:`rlx.runs.parallel`): reads ``(algorithm name, plan,
     options)`` pickled on stdin by the group's own process, trains it
-    (:func:`rlx.plan.train_planned`). Exit codes as the CLI's: 2 a user error (its sentence on
-    stderr), 130 aborted."""
+    (:func:`rlx.launch.plan.train_planned`). Exit codes as the CLI's: 2 a user error (its sentence
+    on stderr), 130 aborted."""
     import pickle
 
     try:

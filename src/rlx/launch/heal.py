@@ -28,8 +28,8 @@ unless its config sets a cadence (``checkpoint_every_s``, ``checkpoint_every_ste
 ``summary.json`` counts the whole wall time, every stretch it trained (``wall_s``), and
 gives each stretch (``legs``: the step it went on from, the step it ended at, its seconds).
 
-This module trains through :func:`rlx.plan.plan` and :func:`rlx.plan.train_planned`; a run
-folder's files are read and written by :mod:`rlx.runs`. The parent's files a child continues
+This module trains through :func:`rlx.launch.plan.plan` and :func:`rlx.launch.plan.train_planned`;
+a run folder's files are read and written by :mod:`rlx.runs`. The parent's files a child continues
 from are copied only when they are the parent's own regular files (a link in the parent, or a
 ``checkpoints`` folder that is one, refuses the heal in one sentence), and written into the
 child through descriptors of its real folders (:func:`rlx.runs.files.copy_regular`).
@@ -72,7 +72,7 @@ from rlx.diagnostics.rules import MIN_POINTS, RULES, RULES_BY_ID
 from rlx.diagnostics.series import RunLog
 from rlx.diagnostics.sources import read_run
 from rlx.errors import ConfigError, RLXError, RunError, TrainingError
-from rlx.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
+from rlx.launch.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
 from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
 from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
 from rlx.runs.files import copy_regular

@@ -1,4 +1,4 @@
-"""``rlx.tune``: hyperparameter search on Optuna, with the doctor as a second pruner.
+"""``rlx.launch.tune``: hyperparameter search on Optuna, with the doctor as a second pruner.
 
 ```python
 import rlx
@@ -17,7 +17,7 @@ seeds no trial trained on.
 **A trial is a seed group.** Each trial trains its config on ``seeds_per_trial`` seeds (default
 3): the study's seed and the ones after it (``seed``, ``seed + 1``, ...), the same for every
 trial, so that trials differ by their config alone. They train one after another in the
-worker's process, as a seed group (:func:`rlx.seed_groups.train_seeds`, through
+worker's process, as a seed group (:func:`rlx.launch.seed_groups.train_seeds`, through
 ``rlx.train(..., seeds=[...])``): the trial's folder holds ``group.json`` and one run folder
 per seed (``trial-0003/seed-0/``, ...). Each seed's value is its run's final evaluation
 (``eval_return_mean`` of its ``summary.json``: a deep agent's ``eval_episodes`` deterministic
@@ -509,7 +509,7 @@ class TrialRecord:
 
 @dataclass(frozen=True)
 class StudyResult:
-    """What ``rlx.tune`` returns (and :func:`read_study` reads): the settings, every trial,
+    """What ``rlx.launch.tune`` returns (and :func:`read_study` reads): the settings, every trial,
     the best one and its config file."""
 
     study_dir: Path
@@ -629,7 +629,7 @@ def tune(
             may come from someone else.
         consent: words the refusals for where the user is (Python or the command line).
         **fixed: config fields set for every trial, left out of the search. Those only the
-            user sets (:data:`rlx.plan.USER_ONLY_FIELDS`: ``ray_address``,
+            user sets (:data:`rlx.launch.plan.USER_ONLY_FIELDS`: ``ray_address``,
             ``allow_unisolated``) are this call's alone: the study never records them, and one
             its journal records is dropped with a warning (the folder may be someone else's).
 
@@ -639,7 +639,7 @@ def tune(
     raises KeyboardInterrupt; ``rlx tune`` on the same folder goes on from there.
     """
     from rlx.core.env_recipe import IN_PYTHON
-    from rlx.plan import USER_ONLY_FIELDS
+    from rlx.launch.plan import USER_ONLY_FIELDS
 
     study_dir = Path(study_dir)
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
@@ -863,11 +863,11 @@ def read_settings(
     warn: bool = False,
 ) -> StudySettings:
     """The settings kept in a study's storage, checked as data (names and types). A fixed
-    field only the user sets (:data:`rlx.plan.USER_ONLY_FIELDS`) is dropped, as
-    :func:`rlx.plan.without_user_only` does (``given``, ``consent`` and ``warn`` as there):
+    field only the user sets (:data:`rlx.launch.plan.USER_ONLY_FIELDS`) is dropped, as
+    :func:`rlx.launch.plan.without_user_only` does (``given``, ``consent`` and ``warn`` as there):
     the study's workers take those from the command that runs them, never from its folder."""
     from rlx.core.env_recipe import IN_PYTHON
-    from rlx.plan import without_user_only
+    from rlx.launch.plan import without_user_only
 
     data = _open_study(Path(study_dir)).user_attrs.get(SETTINGS_ATTR)
     where = f"{study_dir}/{STORAGE_FILE}"
@@ -918,7 +918,7 @@ def work(
     completed or pruned ones. Returns ``(status, message)``: ``("done", "")``,
     ``("interrupted", "")`` after Ctrl-C, or ``("error", sentence)`` after an RLXError (raised
     instead with ``raise_errors``). Other exceptions propagate. ``user_fields``: the
-    user-only config fields (:data:`rlx.plan.USER_ONLY_FIELDS`) the user gave the command
+    user-only config fields (:data:`rlx.launch.plan.USER_ONLY_FIELDS`) the user gave the command
     that runs this worker, for every trial (never recorded in the study)."""
     from rlx.core.threads import set_torch_threads
 
@@ -1002,7 +1002,6 @@ def run_trial(
     :func:`trial_value` of the seeds' values, pruned (the seeds after the prune left
     untrained), or failed. ``user_fields``: as :func:`work` takes them (passed to the
     training, never recorded)."""
-    import rlx
     from rlx import registry
 
     optuna = _optuna()
@@ -1026,10 +1025,10 @@ def run_trial(
     )  # fmt: skip
     per_seed = {name: value for name, value in fields.items() if name != "seed"}
     try:
-        group = rlx.train(
+        group = train_group(
             spec.name, settings.env, env_kwargs=settings.env_kwargs or None, run_dir=run_dir,
-            seeds=seeds, jobs=1, overwrite=run_dir.exists(), progress=False,
-            callbacks=[pruner], **per_seed, **extra, **dict(user_fields or {}),
+            seeds=seeds, jobs=1, overrides={**per_seed, **extra, **dict(user_fields or {})},
+            callbacks=[pruner],
         )  # fmt: skip
     except KeyboardInterrupt:
         _tell(study, trial, states.FAIL, error="interrupted (Ctrl-C)")
@@ -1084,6 +1083,35 @@ def run_trial(
     return record
 
 
+def train_group(
+    algo: str,
+    env: Any,
+    *,
+    env_kwargs: dict[str, Any] | None,
+    run_dir: Path,
+    seeds: Sequence[int],
+    jobs: int,
+    overrides: Mapping[str, Any],
+    callbacks: Sequence[Any] = (),
+) -> Any:
+    """Train one seed group of a study (a trial, a side of the held-out check) through the
+    one entry point, as ``rlx.train(algo, env, seeds=..., ...)`` would, started over when its
+    folder exists (a trial retried after a crash)."""
+    from rlx.launch.plan import python_call
+    from rlx.launch.run import TrainRequest, launch
+
+    overwrite = run_dir.exists()
+    call = python_call(algo, env, env_kwargs=env_kwargs, run_dir=run_dir, seeds=list(seeds),
+                       jobs=jobs, overwrite=overwrite, **overrides)  # fmt: skip
+    return launch(
+        TrainRequest(
+            algo, env, env_kwargs=env_kwargs, run_dir=run_dir, overwrite=overwrite,
+            overrides=dict(overrides), seeds=list(seeds), jobs=jobs, command=call,
+            progress=False, callbacks=callbacks,
+        )
+    )  # fmt: skip
+
+
 def trial_value(values: Sequence[float]) -> float:
     """A trial's value from its seeds' values ``x``: their mean minus one standard error,
 
@@ -1116,7 +1144,7 @@ def _tell(study: Any, trial: Any, state: Any, value: float | None = None,
 def _base_config(spec: Any, settings: StudySettings) -> Any:
     """The config every trial starts from: defaults, the env's preset, the fixed fields and
     the budget (the config's own checks run here: a bad fixed field stops the study early)."""
-    from rlx.plan import checked_config
+    from rlx.launch.plan import checked_config
 
     overrides = {**settings.fixed, **_budget_fields(spec, settings)}
     config, _ = checked_config(spec, settings.env, overrides)
@@ -1162,10 +1190,11 @@ def seed_value(run_dir: Path, seed: int, settings: StudySettings) -> float:
     value = read_summary(run_dir).get("eval_return_mean")
     if _number(value) and math.isfinite(value):
         return float(value)
-    import rlx
+    from rlx.core.evaluation import evaluate
+    from rlx.launch.plan import load
 
-    agent = rlx.load(run_dir)
-    return float(rlx.evaluate(agent, episodes=settings.eval_episodes, seed=seed).mean_return)
+    agent = load(run_dir)
+    return float(evaluate(agent, episodes=settings.eval_episodes, seed=seed).mean_return)
 
 
 def _whole_run_finding(run_dir: Path, *, evaluated: bool) -> dict[str, Any] | None:
@@ -1318,7 +1347,8 @@ class TrialPruner:
         return None
 
     def observe_episodes(self, ends: Any, returns: Any, lengths: Any) -> None:
-        """The seed's finished episodes as its run logs them (:class:`rlx.plan.EpisodeCallbacks`):
+        """The seed's finished episodes as its run logs them
+        (:class:`rlx.launch.plan.EpisodeCallbacks`):
         its doctor reads them as ``rlx doctor`` reads the run folder."""
         self.doctor.observe_episodes(ends, returns, lengths)
 
@@ -1343,7 +1373,7 @@ class TrialPruner:
         return None
 
     def on_seed_end(self, seed: int, status: str) -> bool:
-        """The seed group's hook (:func:`rlx.seed_groups.train_seeds`): the seed's value and
+        """The seed group's hook (:func:`rlx.launch.seed_groups.train_seeds`): the seed's value and
         the doctor's whole-run verdict for a seed that completed; False (stop the group) once
         the trial is pruned or a seed did not complete."""
         if self.finding is not None or self.pruned or status != "completed":
@@ -1575,7 +1605,7 @@ def trial_folder(folder: Path, number: int, recorded: Any) -> Path:
 def write_best(result: StudyResult) -> Path | None:
     """``best.yaml``: the best completed trial's config, as ``rlx train --config`` reads it,
     with the held-out check (when there is one) in its comments."""
-    from rlx.config_file import write_config_file
+    from rlx.launch.config_file import write_config_file
 
     best = result.best
     if best is None:
@@ -1848,7 +1878,7 @@ def _same_config(
     spec: Any, settings: StudySettings, best: Mapping[str, Any], defaults: Mapping[str, Any]
 ) -> bool:
     """Whether the best trial's fields and the defaults' make the same config."""
-    from rlx.plan import checked_config
+    from rlx.launch.plan import checked_config
 
     ours, _ = checked_config(spec, settings.env, dict(best))
     theirs, _ = checked_config(spec, settings.env, dict(defaults))
@@ -1865,18 +1895,17 @@ def _train_side(
     user_fields: Mapping[str, Any],
 ) -> HeldOutSide:
     """One side of the check, trained as a seed group into ``heldout/<name>``."""
-    import rlx
-    from rlx.seed_groups import available_cores
+    from rlx.launch.seed_groups import available_cores
 
     s, folder = result.settings, result.study_dir
     run_dir = folder / HELDOUT_DIR / name
     what = "the defaults" if name == "defaults" else f"the best config ({name})"
     print(f"rlx tune: held-out check: training {what} on seeds {_seeds_text(seeds)} into "
           f"{run_dir}", file=sys.stderr, flush=True)  # fmt: skip
-    group = rlx.train(
+    group = train_group(
         spec.name, s.env, env_kwargs=s.env_kwargs or None, run_dir=run_dir, seeds=seeds,
-        jobs=max(1, min(jobs, len(seeds), available_cores())), overwrite=run_dir.exists(),
-        progress=False, **dict(fields), **dict(user_fields),
+        jobs=max(1, min(jobs, len(seeds), available_cores())),
+        overrides={**dict(fields), **dict(user_fields)},
     )  # fmt: skip
     values = []
     for run in group.runs:

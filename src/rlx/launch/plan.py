@@ -5,8 +5,8 @@ the env's preset (rlx's own, else rl-baselines3-zoo's: :mod:`rlx.launch.presets`
 or the resumed run's record (``config.json``, read here once), the env and how to build it
 again, and what to do with the run folder. :func:`train_planned`
 carries the :class:`Plan` out. ``rlx.train`` (:mod:`rlx.api`), the CLI, seed groups
-(:mod:`rlx.seed_groups`) and healing (:mod:`rlx.heal`) all train through these two, so a
-config is resolved in one place.
+(:mod:`rlx.launch.seed_groups`) and healing (:mod:`rlx.launch.heal`) all train through these two,
+so a config is resolved in one place.
 
 A run folder can always be used again: one that holds a run with a checkpoint is continued
 (``resume=True``) or started over (``overwrite=True``); one whose run ended before its first
@@ -43,6 +43,7 @@ from rlx.errors import CheckpointError, ConfigError, RLXError, RunError
 from rlx.launch.presets import NO_PRESET, ChosenPreset, choose_preset
 from rlx.runs import CONFIG_FILE, SUMMARY_FILE, RunRecord, read_record
 from rlx.runs.folder import has_checkpoint, inspect_folder
+from rlx.runs.handle import RunHandle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,14 +70,14 @@ class Plan:
     """with ``resume``: the step checkpoint to continue from instead of the latest (later logs
     and checkpoints are cut, :class:`rlx.runs.Run`)"""
     record: dict[str, Any] | None = None
-    """more fields for config.json (a healed run's lineage, :mod:`rlx.heal`)"""
+    """more fields for config.json (a healed run's lineage, :mod:`rlx.launch.heal`)"""
     history: dict[str, Any] | None = None
     """more fields for this opening's entry in config.json's history"""
     chosen_preset: ChosenPreset | None = None
     """the preset's source, what of it rlx does not follow (config.json and the first lines
     on stderr; :mod:`rlx.launch.presets`)"""
     checkpoint_at_start: bool = False
-    """a new run checkpoints before its first update (a run that heals: :mod:`rlx.heal`)"""
+    """a new run checkpoints before its first update (a run that heals: :mod:`rlx.launch.heal`)"""
     wall_offset: float | None = None
     """the seconds the run trained before this stretch, when the run folder's rows do not
     tell them (a healing run after a rollback; :class:`rlx.runs.Run`)"""
@@ -549,8 +550,8 @@ def train_planned(
 ) -> Any:
     """Carry out a :class:`Plan`: open the run folder, attach the live doctor and the
     ``callbacks`` (:mod:`rlx.callbacks`), train. ``live_doctor``: one built by the caller (a
-    :class:`rlx.diagnostics.doctor.LiveDoctor`, such as :mod:`rlx.heal`'s), attached instead of
-    the one ``doctor`` and ``stop_on`` would make."""
+    :class:`rlx.diagnostics.doctor.LiveDoctor`, such as :mod:`rlx.launch.heal`'s), attached instead
+    of the one ``doctor`` and ``stop_on`` would make."""
     from rlx.core.threads import set_torch_threads
     from rlx.runs import Run
 
@@ -599,7 +600,8 @@ def train_planned(
         ) as run,
         user_words(spec),
     ):
-        agent = _train_function(spec, config)(config, planned.env, run)
+        handle: RunHandle = run  # what the algorithm may use of it (mypy holds Run to it)
+        agent = _train_function(spec, config)(config, planned.env, handle)
     agent.run_dir = planned.run_dir
     if planned.recipe is not None:  # as rlx.load sets it: evaluate(agent) rebuilds this env
         agent.env_recipe = planned.recipe
@@ -608,7 +610,7 @@ def train_planned(
 
 class EpisodeCallbacks:
     """The callbacks that read a run's finished episodes as it logs them
-    (``observe_episodes(ends, returns, lengths)``: :class:`rlx.tune.TrialPruner`'s doctor),
+    (``observe_episodes(ends, returns, lengths)``: :class:`rlx.launch.tune.TrialPruner`'s doctor),
     as a :class:`rlx.runs.RunObserver`; the callbacks' other hooks reach them through
     :class:`rlx.callbacks.CallbackObserver`."""
 
