@@ -22,7 +22,7 @@ each, handed in as ``remote``: the learner sees one rollout of K x N copies.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -31,7 +31,7 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core import manual_grad
-from rlx.core.checks import check_on_policy_fields
+from rlx.core.checks import check_on_policy_fields, one_of
 from rlx.core.fields import RunFields, RunnerFields
 from rlx.core.on_policy import OnPolicyMethod, Rollout, train_on_policy
 from rlx.core.optim import Adam, annealed, gradient_step
@@ -43,6 +43,9 @@ from rlx.core.runners import EnvRunners
 from rlx.core.sde import check_sde_fields
 from rlx.errors import ConfigError
 from rlx.runs.handle import RunHandle
+
+GRADIENTS = ("auto", "autograd", "numpy")
+"""PPOConfig.gradient's values: the backends (:func:`gradient_backend`) and the choice of one."""
 
 
 # ============================================================================ config
@@ -98,11 +101,15 @@ class PPOConfig(RunnerFields, RunFields):
     """with use_sde: new exploration matrices every this many steps per copy (-1: per rollout)"""
     use_expln: bool = False
     """with use_sde: sigma = expln(log_std) (log1p(x) + 1 above 0) instead of exp(log_std)"""
+    gradient: Literal["auto", "autograd", "numpy"] = "auto"
+    """autograd, numpy (the hand-written gradient: a discrete MLP policy on the CPU, no
+    clip_value, no action masks) or auto (numpy where it applies); config.json records which"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_on_policy_fields(self)
         check_sde_fields(self)
+        one_of(self, "gradient", GRADIENTS)
         if self.clip_eps <= 0:
             raise ConfigError(
                 f"PPOConfig: clip_eps={self.clip_eps} must be > 0 (default 0.2; 0.1 is timid, "
@@ -148,6 +155,44 @@ def ppo_loss(
     return loss, {**pg_metrics, **v_metrics, **ent_metrics}
 
 
+# ============================================================================ the gradient
+Backend = Literal["autograd", "numpy"]
+
+
+def gradient_backend(policy: ActorCritic, config: PPOConfig, masked: bool) -> Backend:
+    """How ``config``'s gradients are computed for ``policy``: the one place
+    ``config.gradient`` is decided, ``"numpy"`` or ``"autograd"``.
+
+    ``"numpy"`` is :mod:`rlx.core.manual_grad`'s hand-written gradient: on small networks
+    autograd's graph building is most of a gradient step, and the same arithmetic in numpy
+    skips it; it gives autograd's gradients up to float rounding, but only for a softmax
+    policy over MLPs on the CPU, without value clipping or action masks (``masked``: whether
+    the env gives them). ``"auto"`` takes it where it applies, else autograd; ``"numpy"``
+    asked where it does not apply is refused with the condition that fails, never switched.
+    """
+    if config.gradient == "autograd":
+        return "autograd"
+    reason = manual_grad.unsupported(policy, config)
+    if reason is None and masked:
+        reason = "the env gives action masks, which it does not take"
+    if reason is None:
+        return "numpy"
+    if config.gradient == "auto":
+        return "autograd"
+    raise ConfigError(
+        f"PPOConfig: gradient='numpy' (the hand-written gradient) does not apply here, as "
+        f"{reason}; use gradient='autograd', or 'auto' to take numpy only where it applies."
+    )
+
+
+def configure(policy: ActorCritic, config: PPOConfig, masked: bool) -> PPOConfig:
+    """``config`` with ``gradient`` resolved to the backend the run takes
+    (:func:`gradient_backend`): :func:`rlx.core.on_policy.train_on_policy` calls it once
+    and records the result in the run's ``config.json``, so that the run names the gradient
+    it used and :func:`update` reads it rather than deciding again."""
+    return replace(config, gradient=gradient_backend(policy, config, masked))
+
+
 # ============================================================================ the update
 def update(
     policy: ActorCritic,
@@ -163,11 +208,14 @@ def update(
     With ``target_kl`` the epochs stop once an epoch's mean KL passes it: one read per epoch.
     ``clip_eps`` overrides the config's (when it is annealed). Returns the minibatches' mean
     metrics, still as tensors.
+
+    The gradient is ``config.gradient``'s (:func:`gradient_backend`): a run resolved it once
+    (:func:`configure`), and here it is only checked, so a masked batch under ``"numpy"`` is
+    refused rather than switched to autograd; a direct call with ``"auto"`` resolves it here.
     """
     params = list(policy.parameters())
     clip_eps = config.clip_eps if clip_eps is None else clip_eps
-    # a softmax policy over MLPs takes the hand-written gradient, without autograd's graph
-    manual = manual_grad.supports(policy, config) and batch.masks is None
+    manual = gradient_backend(policy, config, batch.masks is not None) == "numpy"
     weights = manual_grad.weights_of(policy) if manual else None
     # a single minibatch is the whole batch every epoch: prepare it once
     whole: list[RolloutBatch] | list[manual_grad.PreparedBatch] | None = (
@@ -248,7 +296,7 @@ def optimizer(policy: ActorCritic, config: PPOConfig) -> Adam:
     return Adam(policy.parameters(), config.learning_rate)
 
 
-METHOD = OnPolicyMethod(name="ppo", optimizer=optimizer, learn=learn)
+METHOD = OnPolicyMethod(name="ppo", optimizer=optimizer, learn=learn, configure=configure)
 
 
 def train(

@@ -7,8 +7,9 @@ views of the parameters, skips them (the optimizer and the gradient clipping sta
 The gradients equal autograd's up to float rounding (``tests/agents/test_policy_math.py``
 checks it).
 
-:func:`supports` says whether a policy and config can take this path; the others go through
-autograd (the losses of :mod:`rlx.core.policy_losses`).
+:func:`supports` says whether a policy and config can take this path (:func:`unsupported`
+why not); PPO's ``gradient`` field picks it or autograd (the losses of
+:mod:`rlx.core.policy_losses`) once per run, in :func:`rlx.agents.ppo.gradient_backend`.
 """
 
 from __future__ import annotations
@@ -26,16 +27,26 @@ from rlx.core.nets import MLP
 def supports(policy: Any, config: Any) -> bool:
     """A discrete policy with MLP actor and critic (tanh or ReLU) on the CPU (the gradients
     are computed in numpy on the parameters' memory), no image encoder, no value clipping."""
-    return (
-        policy.discrete
-        and policy.encoder is None
-        and policy.device.type == "cpu"
-        and isinstance(policy.actor, MLP)
-        and isinstance(policy.critic, MLP)
-        and policy.actor.activation in _BACKWARD
-        and policy.critic.activation is policy.actor.activation
-        and getattr(config, "clip_value", None) is None
-    )
+    return unsupported(policy, config) is None
+
+
+def unsupported(policy: Any, config: Any) -> str | None:
+    """Why this gradient does not apply to ``policy`` and ``config``, as the first condition
+    of :func:`supports` that fails (a clause for an error message); None where it applies."""
+    actor, critic = policy.actor, policy.critic
+    if not policy.discrete:
+        return "the actions are not discrete (it is written for a softmax policy)"
+    if policy.encoder is not None:
+        return "the observations go through an image encoder (it is written for MLPs only)"
+    if policy.device.type != "cpu":
+        return f"the policy is on {policy.device.type}, not the CPU (it computes in numpy)"
+    if not isinstance(actor, MLP) or not isinstance(critic, MLP):
+        return "the actor or the critic is not an MLP"
+    if actor.activation not in _BACKWARD or critic.activation is not actor.activation:
+        return "the activation is not tanh or relu throughout (it has only their derivatives)"
+    if getattr(config, "clip_value", None) is not None:
+        return f"clip_value={config.clip_value} asks for value clipping, which it does not do"
+    return None
 
 
 class PreparedBatch:

@@ -28,7 +28,8 @@ What the loop is made of lives beside it:
   resumed run needs to continue exactly: networks, optimizer, step, normalisation statistics,
   RNG states, gSDE's exploration matrices, and the envs mid-episode
   (:mod:`rlx.core.env_state`);
-  :class:`OnPolicyMethod` is what an algorithm adds to the loop (its optimizer, its update);
+  :class:`OnPolicyMethod` is what an algorithm adds to the loop (its optimizer, its update,
+  what it completes of the config once the policy is built);
   :func:`train_on_policy` is the loop.
 
 Under Gymnasium's NEXT_STEP autoreset, the step after a done only resets that copy: its row in
@@ -155,6 +156,10 @@ class OnPolicyMethod(Generic[OptimizerT]):
         rollout_steps: the config field giving ``T``, the vector steps of a rollout.
         whole_episodes: collect until every copy has ended an episode (at most ``T`` steps).
         critic: whether the policy learns ``V(s)``, from the config (None: always).
+        configure: ``configure(policy, config, masked)``: the config completed for this run
+            once its policy is built and whether the env gives action masks (``masked``) is
+            known; the loop trains with it and records it in ``config.json`` (PPO resolves
+            its ``gradient`` here). None: the config as given.
     """
 
     name: str
@@ -163,6 +168,26 @@ class OnPolicyMethod(Generic[OptimizerT]):
     rollout_steps: str = "num_steps"
     whole_episodes: bool = False
     critic: Callable[[Any], bool] | None = None
+    configure: Callable[[ActorCritic, Any, bool], Any] | None = None
+
+
+def gives_masks(collector: Any) -> bool | None:
+    """Whether the env gives action masks: a collector in this process knows from the envs'
+    reset; env runners (:class:`~rlx.core.rollouts.RunnerCollector`) say so only in their
+    fragments, so None until the first rollout has come back."""
+    return collector.read_masks is not None if isinstance(collector, Collector) else None
+
+
+def configure_run(
+    method: OnPolicyMethod[Any], policy: ActorCritic, config: Any, masked: bool, run: RunHandle
+) -> Any:
+    """``method.configure``'s config, recorded in the run's ``config.json`` where it differs
+    from the one given (a resumed run's config was completed when it started)."""
+    assert method.configure is not None
+    completed = method.configure(policy, config, masked)
+    if completed != config:
+        run.record_config(completed)
+    return completed
 
 
 def train_on_policy(
@@ -180,6 +205,10 @@ def train_on_policy(
     what the runners report, an evaluation when due); a checkpoint when due. The run ends at
     the budget, at a stop (Ctrl-C, the doctor, a callback) or once an evaluation reaches
     ``stop_at_return``; then the last checkpoint, the final evaluation and the summary.
+
+    ``method.configure`` completes the config once, before the first update: as soon as the
+    policy is built, or with env runners, which say whether the env gives action masks only
+    in their fragments, after the first rollout (the collection does not read what it sets).
     """
     rng = seed_everything(config.seed)
     algo = method.name.upper()
@@ -190,6 +219,10 @@ def train_on_policy(
         policy = build_policy(config, collector, critic=critic, device=device)
         if getattr(config, "use_sde", False):  # gSDE: log sigma becomes a matrix
             policy.enable_sde(config.log_std_init, use_expln=config.use_expln)
+        masked = gives_masks(collector)
+        unconfigured = method.configure is not None
+        if unconfigured and masked is not None:
+            config, unconfigured = configure_run(method, policy, config, masked, run), False
         optimizer = method.optimizer(policy, config)
         buffer = collector.new_buffer(getattr(config, method.rollout_steps))
         step = 0
@@ -218,6 +251,9 @@ def train_on_policy(
                 run.log_episodes(episodes.steps, episodes.returns, episodes.lengths)
             ended = {"episode_returns": episodes.returns, "episode_lengths": episodes.lengths}
             run.notify("on_step", step, ended)
+            if unconfigured:  # env runners: the first rollout's fragments carry their masks
+                masked = buffer.masks is not None
+                config, unconfigured = configure_run(method, policy, config, masked, run), False
             rollout = Rollout(buffer, collector.last_obs, before)
             metrics = method.learn(policy, optimizer, rollout, config, rng)
             row = {**metrics, M.LR: lr, **episode_metrics(episodes), **collector.stats()}
