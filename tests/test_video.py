@@ -26,7 +26,7 @@ from rlx.cli import main
 from rlx.core.video import VideoOptions, write_gif
 from rlx.errors import ConfigError, RenderError
 from rlx.games import make
-from rlx.games.replay import record_replay
+from rlx.games.game_video import record_game_video
 
 pytest.importorskip("pygame", reason="CartPole draws its frames with pygame (extra video)")
 
@@ -173,8 +173,8 @@ def test_eval_video_of_a_game_run_replays_legal_boards(game_run, capsys):
     clips = list((game_run / "videos").glob("eval-step*.gif"))
     assert len(clips) == 1
     agent = rlx.load(game_run)
-    replay = record_replay(agent, clips[0].with_name("again.gif"), VideoOptions(episodes=2,
-                           opponent="random"))  # fmt: skip
+    replay = record_game_video(agent, clips[0].with_name("again.gif"), VideoOptions(episodes=2,
+                               opponent="random"))  # fmt: skip
     assert replay.states[0].moves == 0 and replay.states[-1].is_terminal
     assert_legal_boards(replay.states)
     frames = frames_of(replay.path)
@@ -206,6 +206,6 @@ def test_a_replay_of_connect4_draws_every_move(tmp_path):
     class Random(RandomPlayer):
         run_dir = None
 
-    replay = record_replay(Random(make("connect4"), 0), tmp_path / "c4.gif")
+    replay = record_game_video(Random(make("connect4"), 0), tmp_path / "c4.gif")
     assert_legal_boards(replay.states)
     assert len(frames_of(replay.path)) == len(replay.states)

@@ -44,8 +44,8 @@ _NAMES = {
     "load": "rlx.launch.plan",
     "evaluate": "rlx.core.evaluation",
     "EvalStats": "rlx.core.evaluation",
-    "doctor": "rlx.diagnostics.doctor",
-    "report": "rlx.diagnostics.report",
+    "doctor": "rlx.api",
+    "report": "rlx.api",
     "SeedGroup": "rlx.launch.seed_groups",
 }
 

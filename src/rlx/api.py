@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rlx.core.env_recipe import IN_PYTHON, Consent
+from rlx.diagnostics.references import using
 from rlx.errors import ConfigError
 from rlx.launch.plan import env_and_recipe, load, python_call
+from rlx.launch.references import BOOK
 from rlx.launch.run import TrainRequest, launch
 
 
@@ -111,6 +113,25 @@ def train(
     )  # fmt: skip
 
 
+def doctor(run: Any) -> Any:
+    """``rlx.doctor(run_dir)``: :func:`rlx.diagnostics.doctor.doctor` with rlx's references
+    installed (its presets, rl-baselines3-zoo's presets and published agents:
+    :mod:`rlx.diagnostics.references`), as ``rlx doctor`` has them."""
+    from rlx.diagnostics.doctor import doctor as diagnose_run
+
+    with using(BOOK):
+        return diagnose_run(run)
+
+
+def report(runs: Any, out: str | Path | None = None, *, title: str | None = None) -> Path:
+    """``rlx.report(run_dir)``: :func:`rlx.diagnostics.report.report` with rlx's references
+    installed, as ``rlx report`` has them."""
+    from rlx.diagnostics.report import report as write_report
+
+    with using(BOOK):
+        return write_report(runs, out, title=title)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunEvaluation:
     """What evaluating a run folder gave (:func:`evaluate_run`): one of
@@ -179,7 +200,7 @@ def evaluate_run(
 
     ``video`` (True, or a ``.gif`` file) also records the agent, by
     ``video_options`` (:class:`rlx.core.video.VideoOptions`): episodes drawn by its env, or
-    the boards of a board game's replay (:mod:`rlx.games.replay`); True writes
+    the boards of a board game's games (:mod:`rlx.games.game_video`); True writes
     ``RUN_DIR/videos/eval-step<N>.gif``."""
     from rlx.core.agent import GameAgent, TextAgent
     from rlx.core.evaluation import evaluate
@@ -196,9 +217,9 @@ def evaluate_run(
 
         replay = None
         if video is not None and video is not False:
-            from rlx.games.replay import record_replay
+            from rlx.games.game_video import record_game_video
 
-            replay = record_replay(agent, video, video_options, seed=seed).path
+            replay = record_game_video(agent, video, video_options, seed=seed).path
         games = arena(agent.game, agent, agent.config.eval_opponents, episodes, seed)
         return RunEvaluation(folder, game=agent.game.name, games=games, video=replay)
     if isinstance(agent, TextAgent):

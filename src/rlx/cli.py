@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlx import flags
+from rlx.diagnostics.references import using
 from rlx.errors import ConfigError, RLXError, printable
 
 # Exit codes by the status in summary.json (an early end is complete on disk, but the work
@@ -82,8 +83,10 @@ def terminal() -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        with contextlib.redirect_stdout(PrintableOut(sys.stdout)):
+    from rlx.launch.references import BOOK
+
+    try:  # every command's doctor compares runs with rlx's references (presets, the zoo)
+        with contextlib.redirect_stdout(PrintableOut(sys.stdout)), using(BOOK):
             return _dispatch(argv)
     except RLXError as exc:
         print(f"rlx: error: {printable(str(exc))}", file=sys.stderr)

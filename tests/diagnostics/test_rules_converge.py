@@ -19,6 +19,7 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.diagnostics import rules
 from rlx.diagnostics.doctor import Finding, diagnose
+from rlx.diagnostics.references import using
 from rlx.diagnostics.rules import (
     RULES,
     RULES_BY_ID,
@@ -32,6 +33,7 @@ from rlx.diagnostics.rules import (
     still_climbing,
 )
 from rlx.diagnostics.series import RunLog, Series
+from rlx.launch.references import RlxReferences
 
 N = 60
 STEPS = np.arange(1, N + 1, dtype=float) * 1000
@@ -301,8 +303,19 @@ def test_a_flat_sparse_return_gets_the_zoos_preset_first():
     assert "num_envs=16" in found.fix
 
 
-def test_without_a_zoo_preset_normalised_rewards_then_state_dependent_noise(monkeypatch):
-    monkeypatch.setattr(rules, "zoo_preset_values", lambda algo, env: None)
+class WithoutTheZoo(RlxReferences):
+    """rlx's references with no rl-baselines3-zoo preset anywhere."""
+
+    def zoo_preset(self, algo, env_id):
+        return None
+
+
+def test_without_a_zoo_preset_normalised_rewards_then_state_dependent_noise():
+    with using(WithoutTheZoo()):
+        without_a_zoo_preset()
+
+
+def without_a_zoo_preset():
     config = defaults("ppo", total_steps=100_000)
     found = finding(run_log("ppo", "MountainCarContinuous-v0", config,
                             episode_return=-30 + noise(0.5)), "no-learning")  # fmt: skip
@@ -317,8 +330,12 @@ def test_without_a_zoo_preset_normalised_rewards_then_state_dependent_noise(monk
     assert found.field is None
 
 
-def test_a_return_stuck_on_one_constant_is_sparse_and_a_dense_flat_one_is_not(monkeypatch):
-    monkeypatch.setattr(rules, "zoo_preset_values", lambda algo, env: None)
+def test_a_return_stuck_on_one_constant_is_sparse_and_a_dense_flat_one_is_not():
+    with using(WithoutTheZoo()):
+        stuck_or_dense()
+
+
+def stuck_or_dense():
     config = defaults("ppo", total_steps=100_000)
     stuck = finding(run_log("ppo", "SomeoneElsesMaze-v0", config, episode_return=np.zeros(N)),
                     "no-learning")  # fmt: skip

@@ -11,7 +11,7 @@ import pytest
 from rlx import games
 from rlx.errors import EnvError
 from rlx.games import ConnectFour, Game, IllegalMoveError, RandomPlayer, TicTacToe, play_match
-from rlx.games.evaluators import RandomRollouts
+from rlx.games.leaf_evaluators import RandomRollouts
 from rlx.games.rollout_mcts import MCTSPlayer
 from rlx.games.search import SearchConfig
 from rlx.games.search import search as tree_search

@@ -10,7 +10,7 @@ from rlx.errors import ConfigError, EnvError
 from rlx.games import ConnectFour, Game, GameState, IllegalMoveError, TicTacToe, play_match
 from rlx.games import bitboards as bb
 from rlx.games import search as one_search
-from rlx.games.evaluators import RandomRollouts
+from rlx.games.leaf_evaluators import RandomRollouts
 from rlx.games.rollout_mcts import MCTSPlayer
 from rlx.games.solver import SolverPlayer
 

@@ -10,7 +10,7 @@ import pytest
 from rlx.errors import ConfigError
 from rlx.games import ConnectFour, Game, GameState, TicTacToe
 from rlx.games.base import integer_draw
-from rlx.games.evaluators import (
+from rlx.games.leaf_evaluators import (
     Evaluator,
     Leaf,
     PolicyValueEvaluator,

@@ -3,8 +3,8 @@
 ``rlx eval RUN_DIR --video`` and ``rlx.evaluate(agent, video=True)`` play ``episodes``
 deterministic episodes on the env made with ``render_mode="rgb_array"``, keep every
 ``frame_skip``-th frame scaled by ``scale`` (at most ``max_frames``), and write them as one
-animated GIF (:func:`write_gif`); :mod:`rlx.games.replay` draws a board game's moves into the
-same kind of file.
+animated GIF (:func:`write_gif`); :mod:`rlx.games.game_video` draws a board game's moves into
+the same kind of file.
 
 Why an animated GIF written by Pillow: Pillow comes with matplotlib, which rlx depends on
 already, while Gymnasium's ``RecordVideo`` writes MP4 through moviepy (and ffmpeg), a

@@ -50,6 +50,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rlx import metrics as M
+from rlx.diagnostics import references
 from rlx.diagnostics.series import RunLog, Series
 
 ERROR, WARNING = "error", "warning"
@@ -884,16 +885,11 @@ def below_published(log: RunLog) -> Evidence | None:
 def published_reference(algo: str | None, env_id: str, steps: float) -> Any:
     """The published agent a run of ``algo`` on ``env_id`` that trained ``steps`` is held to:
     ``algo``'s when the zoo has one that trained no more steps; with ``algo`` unknown, the one
-    with the lowest mean among those that trained no more steps; else None. (Read from the
-    file rlx carries, :mod:`rlx.launch.zoo_agents`: data, imported where it is needed.)"""
+    with the lowest mean among those that trained no more steps; else None. (From the
+    references the work in progress installed: :mod:`rlx.diagnostics.references`.)"""
     if algo is not None and algo not in ZOO_ALGOS:
         return None
-    try:
-        from rlx.launch import zoo_agents
-
-        agents = zoo_agents.published_for(env_id)
-    except Exception:  # the carried file unreadable: no reference, no finding
-        return None
+    agents = references.current().published(env_id)
     candidates = [a for name, a in agents.items() if algo is None or name == algo]
     candidates = [a for a in candidates if a.n_timesteps <= steps]
     return min(candidates, key=lambda a: a.mean_reward) if candidates else None
@@ -1478,35 +1474,9 @@ class PresetFix(Fix):
 
 def env_presets(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
     """``(whose, values)`` of the presets for ``algo`` on ``env_id``, in the order a new run
-    takes them: rlx's own, then rl-baselines3-zoo's (:func:`zoo_preset_values`)."""
-    found = []
-    try:
-        from rlx import registry
-
-        name, values = registry.preset_for(registry.get(algo), env_id)
-    except Exception:  # not a registered algorithm (another library's run)
-        name, values = None, {}
-    if name is not None:
-        found.append(("rlx's", dict(values)))
-    zoo_values = zoo_preset_values(algo, env_id)
-    if zoo_values:
-        found.append(("rl-baselines3-zoo's", zoo_values))
-    return found
-
-
-def zoo_preset_values(algo: str | None, env_id: str) -> dict[str, Any] | None:
-    """rl-baselines3-zoo's preset for ``algo`` on ``env_id`` in rlx's fields (None where the zoo
-    has none rlx can use). (:mod:`rlx.launch.zoo` is imported where it is needed: the zoo's
-    settings are data the doctor compares a run with.)"""
-    if algo not in ZOO_ALGOS:
-        return None
-    try:
-        from rlx.launch import zoo
-
-        found = zoo.zoo_preset(algo, env_id)
-    except Exception:  # no usable entry, a file rlx cannot read, an env it cannot look up
-        return None
-    return None if found is None else dict(found.values)
+    takes them: rlx's own, then rl-baselines3-zoo's (from the installed references:
+    :mod:`rlx.diagnostics.references`)."""
+    return references.current().presets(algo, env_id)
 
 
 def preset_differences(
@@ -1559,21 +1529,9 @@ def _back_to_default(name: str) -> Suggest:
 
 
 def _default_of(algo: str | None, name: str) -> float | None:
-    """The default of ``name`` in ``algo``'s config dataclass (None when unknown)."""
-    if algo is None:
-        return None
-    import dataclasses
-
-    from rlx import registry
-
-    try:
-        config = registry.get(algo).config
-    except Exception:  # not a registered algorithm (another library's run)
-        return None
-    for option in dataclasses.fields(config):
-        if option.name == name and isinstance(option.default, (int, float)):
-            return float(option.default)
-    return None
+    """The default of ``name`` in ``algo``'s config (None when unknown; from the installed
+    references: :mod:`rlx.diagnostics.references`)."""
+    return None if algo is None else references.current().default(algo, name)
 
 
 TABULAR = frozenset({"q-learning", "sarsa", "expected-sarsa", "double-q", "mc", "mc-prediction",

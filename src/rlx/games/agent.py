@@ -16,7 +16,7 @@ import numpy as np
 
 from rlx.errors import ConfigError
 from rlx.games.base import Game, GameState
-from rlx.games.evaluators import Evaluator
+from rlx.games.leaf_evaluators import Evaluator
 from rlx.games.search import choose, search
 
 

@@ -45,7 +45,7 @@ from rlx.errors import ConfigError
 from rlx.games import ConnectFour, make, selfplay
 from rlx.games.agent import SearchAgent
 from rlx.games.base import Game
-from rlx.games.evaluators import PolicyValueEvaluator
+from rlx.games.leaf_evaluators import PolicyValueEvaluator
 from rlx.games.search import SearchConfig
 from rlx.games.selfplay import PlayedGame, ReplayRing, SelfPlayFields, SelfPlayMethod
 from rlx.runs.handle import RunHandle

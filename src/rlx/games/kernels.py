@@ -5,10 +5,10 @@
 arithmetic are those of the search's Python tree, which stays the reference (a test checks that
 both give the same visit counts, move by move):
 
-- **random rollouts** (:class:`~rlx.games.evaluators.RandomRollouts`): the whole UCT search in
+- **random rollouts** (:class:`~rlx.games.leaf_evaluators.RandomRollouts`): the whole UCT search in
   :func:`uct_search`, one call per position, over preallocated arrays with one slot per node
   (first child, number of children, action, N, W);
-- **a policy-value network** (:class:`~rlx.games.evaluators.PolicyValueEvaluator`): the PUCT
+- **a policy-value network** (:class:`~rlx.games.leaf_evaluators.PolicyValueEvaluator`): the PUCT
   walks of every tree in :func:`puct_descend`, which stops at the positions outside the trees
   for the network to evaluate in one batch, and their expansion and backup in
   :func:`puct_expand_and_backup`. The trees are :class:`ArrayTrees`: one row per node (a

@@ -15,7 +15,7 @@ and to play the chosen move; the search below the root runs in the learned model
 every action.
 
 **Search.** AlphaZero's search (:func:`rlx.games.search.search`) in the model
-(:class:`rlx.games.evaluators.LatentModel`): PUCT on ``Qn = (Q - min Q) / (max Q - min Q)``
+(:class:`rlx.games.leaf_evaluators.LatentModel`): PUCT on ``Qn = (Q - min Q) / (max Q - min Q)``
 over the values seen in the tree (the range starting from a board game's bounds [-1, 1]),
 ``Q = fpu`` for an action not tried yet, each leaf expanded by one call of ``g`` and ``f``,
 and the backup ``G <- r(s, a) + gamma * (-G)`` (``gamma = 1`` for board games).
@@ -56,7 +56,7 @@ from rlx.errors import ConfigError
 from rlx.games import make, selfplay
 from rlx.games.agent import SearchAgent
 from rlx.games.base import Game, symmetry_permutations
-from rlx.games.evaluators import LatentModel
+from rlx.games.leaf_evaluators import LatentModel
 from rlx.games.search import SearchConfig
 from rlx.games.selfplay import PlayedGame, ReplayRing, SelfPlayFields, SelfPlayMethod
 from rlx.runs.handle import RunHandle

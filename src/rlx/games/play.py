@@ -4,7 +4,7 @@ The board is drawn after every move; a move that is not a number or not legal is
 with the legal moves, and the person is asked again. ``q`` (or the end of input) gives up on
 purpose: :func:`play` returns None, and ``rlx play`` exits 0 as after a game played to its end.
 Only Ctrl-C ends ``rlx play`` with 130. ``video=`` (``rlx play --video PATH``) draws the
-boards of the game, played to its end or given up, into a GIF (:mod:`rlx.games.replay`).
+boards of the game, played to its end or given up, into a GIF (:mod:`rlx.games.game_video`).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _write_video(
 ) -> None:  # fmt: skip
     if target is None:
         return
-    from rlx.games.replay import write_replay
+    from rlx.games.game_video import write_game_video
 
     names = ("you", "the agent") if human == 1 else ("the agent", "you")
-    say(f"the game's boards: {write_replay(game, states, moves, target, names).path}")
+    say(f"the game's boards: {write_game_video(game, states, moves, target, names).path}")

@@ -1,7 +1,7 @@
 """Pure Monte Carlo tree search, the classic ``mcts-k`` baseline: UCT with random rollouts.
 
 :class:`MCTSPlayer` plays the most visited move of :func:`rlx.games.search.search` with
-:class:`~rlx.games.evaluators.RandomRollouts` as its evaluator: ``k`` simulations per move,
+:class:`~rlx.games.leaf_evaluators.RandomRollouts` as its evaluator: ``k`` simulations per move,
 each selecting by ``W/N + c sqrt(ln N(s) / N)``, expanding a node at its second visit and
 valuing the new position by one game of random moves (the formulas are in
 :mod:`rlx.games.search`). Tic-tac-toe and Connect Four run wholly in one numba kernel per move;
@@ -18,7 +18,7 @@ import numpy as np
 from rlx.errors import ConfigError, EnvError
 from rlx.games.base import Game, GameState
 from rlx.games.bitboards import kind_of
-from rlx.games.evaluators import RandomRollouts
+from rlx.games.leaf_evaluators import RandomRollouts
 from rlx.games.search import SearchConfig, search
 
 #: the exploration constant; OpenSpiel's examples use 2 for results in [-1, 1]

@@ -2,12 +2,13 @@
 
 Each simulation walks from the root, choosing at every node of the tree the move with the
 highest score, down to a move whose position is not in the tree yet. An evaluator
-(:mod:`rlx.games.evaluators`) says what lies there, a :class:`~rlx.games.evaluators.Leaf`: the
-position, its value ``v`` for its player to move and, when the evaluator has them, the priors
-``P`` of its moves; it joins the tree (unless the game is over there) and the value is backed
-up the path. Each node keeps, per move ``a``, the visits ``N(s, a)``, the sum ``W(s, a)`` of
-the values backed up through it, from the point of view of the player to move at ``s``, and
-the reward ``r(s, a)`` of the move (0 unless a learned model predicts one). From the leaf up,
+(:mod:`rlx.games.leaf_evaluators`) says what lies there, a
+:class:`~rlx.games.leaf_evaluators.Leaf`: the position, its value ``v`` for its player to move
+and, when the evaluator has them, the priors ``P`` of its moves; it joins the tree (unless
+the game is over there) and the value is backed up the path. Each node keeps, per move ``a``,
+the visits ``N(s, a)``, the sum ``W(s, a)`` of the values backed up through it, from the point
+of view of the player to move at ``s``, and the reward ``r(s, a)`` of the move (0 unless a
+learned model predicts one). From the leaf up,
 
     G <- r(s, a) + gamma * sigma * G,   N(s, a) <- N(s, a) + 1,   W(s, a) <- W(s, a) + G
 
@@ -54,7 +55,7 @@ import numpy as np
 from rlx.errors import ConfigError, EnvError
 from rlx.games import bitboards, kernels
 from rlx.games.base import Game, GameState, IllegalMoveError
-from rlx.games.evaluators import (
+from rlx.games.leaf_evaluators import (
     Evaluator,
     Leaf,
     PolicyValue,
@@ -349,9 +350,9 @@ def search(
     """Search every (non-terminal) position in ``states`` together.
 
     Args:
-        evaluator: what values the leaves (:mod:`rlx.games.evaluators`); a bare policy-value
-            function ``(planes, legal) -> (priors, values)`` is a
-            :class:`~rlx.games.evaluators.PolicyValueEvaluator`.
+        evaluator: what values the leaves (:mod:`rlx.games.leaf_evaluators`); a bare
+            policy-value function ``(planes, legal) -> (priors, values)`` is a
+            :class:`~rlx.games.leaf_evaluators.PolicyValueEvaluator`.
         rng: the root noise, UCT's move orders and the rollouts (numba's generator, in the
             kernels, is seeded from it).
         kept: the previous move's trees passed through their ``after(rows, actions,
@@ -439,8 +440,8 @@ def _grow_by_rollouts(
     config: SearchConfig,
     rng: np.random.Generator,
 ) -> None:
-    """:func:`_grow_by_evaluator` for :class:`~rlx.games.evaluators.RandomRollouts`, one leaf
-    after the other: the same leaves, values and draws of ``rng`` as its ``leaves``."""
+    """:func:`_grow_by_evaluator` for :class:`~rlx.games.leaf_evaluators.RandomRollouts`, one
+    leaf after the other: the same leaves, values and draws of ``rng`` as its ``leaves``."""
     for path, (_, tree_stats, _) in zip(paths, trees, strict=True):
         parent, action = path[-1]
         assert parent.reward is not None and parent.children is not None  # the walk opened it

@@ -54,7 +54,7 @@ from rlx.errors import CheckpointError, ConfigError
 from rlx.games.agent import SearchAgent
 from rlx.games.base import Game, check_same_game
 from rlx.games.evaluation import arena, arena_metrics, check_opponents
-from rlx.games.evaluators import Evaluator
+from rlx.games.leaf_evaluators import Evaluator
 from rlx.games.search import SearchConfig, choose, search, visit_policy
 from rlx.runs.handle import RunHandle
 
@@ -200,7 +200,7 @@ class SelfPlayMethod:
             asks.
         make_net: ``make_net(game, config)``: a fresh network, on the CPU.
         evaluator: ``evaluator(net)``: what the search values its leaves with
-            (:mod:`rlx.games.evaluators`).
+            (:mod:`rlx.games.leaf_evaluators`).
         make_buffer: ``make_buffer(game, config)``: an empty :class:`ReplayRing` of its targets.
         store: ``store(buffer, game, games, config, rng)``: the targets of the played games
             into the buffer.

@@ -73,6 +73,7 @@ from rlx.diagnostics.series import RunLog
 from rlx.diagnostics.sources import read_run
 from rlx.errors import ConfigError, RLXError, RunError, TrainingError
 from rlx.launch.plan import Plan, plan, recorded_config, recorded_env, train_planned, user_words
+from rlx.launch.references import with_references
 from rlx.runs import CONFIG_FILE, EPISODES_FILE, METRICS_FILE, SUMMARY_FILE, read_record
 from rlx.runs.checkpoints import DEFAULT_KEPT, checkpoints_after, list_checkpoints
 from rlx.runs.files import copy_regular
@@ -278,7 +279,7 @@ class HealingDoctor(LiveDoctor):
 
 # ============================================================================ rlx.heal(run_dir)
 @dataclasses.dataclass(frozen=True)
-class Outcome:
+class FindingOutcome:
     """One finding of the parent, before and after: its metric's median over the steps its
     evidence covered, in the parent and in the child, and whether the child still has it."""
 
@@ -314,7 +315,7 @@ class HealResult:
     from scratch"""
     checkpoint_step: int = 0
     changes: tuple[Change, ...] = ()
-    outcomes: tuple[Outcome, ...] = ()
+    outcomes: tuple[FindingOutcome, ...] = ()
     new_findings: tuple[str, ...] = ()
     """rules that fire on the child and did not on the parent"""
     skipped: tuple[str, ...] = ()
@@ -398,6 +399,7 @@ class HealResult:
         return "\n".join(lines)
 
 
+@with_references
 def heal(
     run_dir: str | Path,
     child_dir: str | Path | None = None,
@@ -595,7 +597,7 @@ def compare(
     for f in before.findings:
         metric, steps = f.evidence.metric, (f.evidence.step_start, f.evidence.step_end)
         outcomes.append(
-            Outcome(
+            FindingOutcome(
                 f.rule.id,
                 f.rule.symptom,
                 metric,
@@ -921,9 +923,9 @@ __all__ = [
     "CHILD_SUFFIX",
     "HEAL_CHECKPOINTS",
     "Change",
+    "FindingOutcome",
     "HealResult",
     "HealingDoctor",
-    "Outcome",
     "compare",
     "default_child",
     "fixable_rules",

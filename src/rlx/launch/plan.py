@@ -41,6 +41,7 @@ from rlx.core.env_recipe import (
 )
 from rlx.errors import CheckpointError, ConfigError, RLXError, RunError
 from rlx.launch.presets import NO_PRESET, ChosenPreset, choose_preset
+from rlx.launch.references import with_references
 from rlx.runs import CONFIG_FILE, SUMMARY_FILE, RunRecord, read_record
 from rlx.runs.folder import has_checkpoint, inspect_folder
 from rlx.runs.handle import RunHandle
@@ -537,6 +538,7 @@ def python_call(algo: str, env: Any = None, **arguments: Any) -> str:
     return f"rlx.train({', '.join(parts)})"
 
 
+@with_references  # the live doctor compares the run with rlx's references
 def train_planned(
     planned: Plan,
     *,

@@ -23,6 +23,7 @@ from typing import Any
 
 from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.errors import ConfigError
+from rlx.launch.references import with_references
 
 DEFAULT_HEAL_MAX = 3
 """The most rollbacks of a healing run when none is given."""
@@ -90,6 +91,7 @@ def check_request(request: TrainRequest) -> None:
         )
 
 
+@with_references
 def launch(request: TrainRequest) -> Any:
     """Train what ``request`` asks for: the trained agent, or a
     :class:`rlx.launch.seed_groups.SeedGroup` for a seed group."""

@@ -30,6 +30,7 @@ from rlx.launch.plan import (
     train_planned,
     without_user_only,
 )
+from rlx.launch.references import with_references
 from rlx.runs import RunRecord
 from rlx.runs.folder import has_checkpoint, inspect_folder
 
@@ -100,6 +101,7 @@ class SeedGroup:
         """Seed -> agent, for every seed whose run has a checkpoint."""
         return {run.seed: load(run.run_dir) for run in self.runs if has_checkpoint(run.run_dir)}
 
+    @with_references
     def doctor(self) -> Any:
         """Every seed diagnosed, and the seeds that behave differently
         (:func:`rlx.diagnostics.group_doctor.doctor_group`)."""
@@ -107,6 +109,7 @@ class SeedGroup:
 
         return doctor_group(self.path)
 
+    @with_references
     def report(self, out: str | Path | None = None, *, title: str | None = None) -> Path:
         """Write the group's HTML page (default ``GROUP/report.html``) and return its path
         (:func:`rlx.diagnostics.group_report.report_groups`)."""

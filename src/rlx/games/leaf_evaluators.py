@@ -1,4 +1,4 @@
-"""What the search asks at the edge of its tree: evaluators, as OpenSpiel's MCTS has them.
+"""What the search asks at the edge of its tree: leaf evaluators, as OpenSpiel's MCTS has them.
 
 The search (:func:`rlx.games.search.search`) walks its tree and, where a walk leaves it, hands
 the position and the move to an evaluator, which says what lies beyond: a :class:`Leaf`, with

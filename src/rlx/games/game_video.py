@@ -1,11 +1,11 @@
-"""A board game, replayed: one game of an agent against itself or a baseline, as the sequence
+"""A board game's video: one game of an agent against itself or a baseline, as the sequence
 of its boards drawn into an animated GIF (``rlx eval GAME_RUN --video``, ``rlx play --video``).
 
 A board game has no ``render_mode``: its :class:`~rlx.games.base.GameState` is a small array
 of +1, -1 and 0, so the boards are drawn here with Pillow (the GIF writer of
 :mod:`rlx.core.video`), one frame per position from the empty board to the end, the last move
 outlined and a caption saying who played what. Tic-tac-toe is drawn as X and O; every other
-game as discs (connect4's red and yellow). :class:`Replay` keeps the states, so what the clip
+game as discs (connect4's red and yellow). :class:`GameVideo` keeps the states, so what the clip
 shows can be checked move by move.
 """
 
@@ -44,8 +44,8 @@ COLORS = {
 
 
 @dataclass(frozen=True)
-class Replay:
-    """A recorded game (or games): every position from the first to the last, the moves
+class GameVideo:
+    """A played game (or games), drawn: every position from the first to the last, the moves
     between them, and the clip they were drawn into."""
 
     states: tuple[GameState, ...]
@@ -58,9 +58,9 @@ class Replay:
         return self.clip.path
 
 
-def record_replay(
+def record_game_video(
     agent: Any, video: Any, options: VideoOptions | None = None, *, seed: int = 0
-) -> Replay:
+) -> GameVideo:
     """Play ``options.episodes`` games of a board-game ``agent`` (it moves first) against
     ``options.opponent`` (``self``: the agent plays both sides) and draw them into the GIF
     ``video`` names (True: ``RUN_DIR/videos/eval-step<N>.gif`` of the agent's run folder)."""
@@ -72,7 +72,7 @@ def record_replay(
     default = None if run_dir is None else video_file(run_dir, step)
     path = video_target(video, default)
     if path is None:
-        raise ConfigError("record_replay needs video=True or a .gif file to write.")
+        raise ConfigError("record_game_video needs video=True or a .gif file to write.")
     game: Game = agent.game
     opponent = _opponent(game, agent, options.opponent, seed)
     states: list[GameState] = []
@@ -88,10 +88,10 @@ def record_replay(
         for s, m in zip(states, moves, strict=True)
     ]
     clip = write_gif(frames, path, MOVE_MS, episodes=options.episodes)
-    return Replay(tuple(states), tuple(moves), clip)
+    return GameVideo(tuple(states), tuple(moves), clip)
 
 
-def write_replay(
+def write_game_video(
     game: Game, states: Sequence[GameState], moves: Sequence[int | None], path: str | Path,
     names: tuple[str, str] = ("X", "O"),
 ) -> Clip:  # fmt: skip
@@ -113,7 +113,7 @@ def play_recorded(
     players = {1: first, -1: second}
     while not state.is_terminal:
         move = int(players[state.to_play](state))
-        state = game.apply(state, move)  # checked: a replay shows legal moves only
+        state = game.apply(state, move)  # checked: a video shows legal moves only
         states.append(state)
         moves.append(move)
     return states, moves
@@ -209,4 +209,11 @@ def _cell_of(board: np.ndarray, move: int | None, game: Game) -> tuple[int, int]
     return None
 
 
-__all__ = ["Replay", "caption", "draw_board", "play_recorded", "record_replay", "write_replay"]
+__all__ = [
+    "GameVideo",
+    "caption",
+    "draw_board",
+    "play_recorded",
+    "record_game_video",
+    "write_game_video",
+]
