@@ -6,8 +6,13 @@ Each is :func:`rlx.train` with the stage's registered name, the data as the run'
 the model folder as a config field, so a stage gets what every run gets (its run folder,
 ``resume``, progress, TensorBoard, the live doctor and ``stop_on``). They are faces, beside
 :mod:`rlx.api`: they call the stages (:mod:`rlx.llm.stages`) through the registry, and no
-stage calls back up. In-memory data (a ``datasets.Dataset``, a list of dicts) and GRPO's
-Python reward functions reach the run's ``train`` in a :class:`~rlx.llm.training.StageData`.
+stage calls back up.
+
+The data is named once, as the run's env (:func:`stage_env`): a file reaches the run as its
+name, which ``config.json`` records (``env``, and the config's ``data``); in-memory data (a
+``datasets.Dataset``, a list of dicts) and GRPO's reward functions given in Python reach the
+run's ``train`` in a :class:`~rlx.llm.training.StageData` (:func:`reward_env`), the data
+described by :func:`rlx.llm.data.describe` as the run's env.
 
 :func:`rlhf_pipeline` chains three of them in one call (``rlx align rlhf --task``):
 RLHF in three stages as one call: SFT -> reward model -> PPO, each a run folder inside one.
@@ -38,11 +43,18 @@ from pathlib import Path
 from typing import Any
 
 from rlx.api import train
-from rlx.errors import ConfigError
+from rlx.core.env_recipe import IN_PYTHON, Consent
+from rlx.errors import ConfigError, RLXError
 from rlx.llm.data import describe
 from rlx.llm.lora import lora_fields
-from rlx.llm.rewards import RewardFunction, reward_name
-from rlx.llm.stages.grpo import CALLABLE_REWARD
+from rlx.llm.rewards import (
+    RewardFunction,
+    get_reward,
+    is_not_importable,
+    is_reward_reference,
+    load_reward,
+    reward_reference,
+)
 from rlx.llm.training import StageData, StageResult
 
 
@@ -126,6 +138,7 @@ def grpo(
     reward: str | RewardFunction | Sequence[str | RewardFunction] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
+    trust_env_code: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
     **overrides: Any,
@@ -133,22 +146,30 @@ def grpo(
     """Improve the causal LM in ``model`` on the prompt rows in ``data`` with GRPO.
 
     ``reward`` is a name in :data:`rlx.llm.rewards.REWARDS`, a callable
-    ``fn(prompts, completions, **columns) -> list[float | None]`` (TRL's), or a list of
-    them, weighted by ``reward_weights=``; None: ``"exact-match"``, or, with ``resume``, the
-    run's own. A callable is not recorded in ``config.json``, so a run trained with one
-    resumes with ``reward=`` given again.
+    ``fn(prompts, completions, **columns) -> list[float | None]`` (TRL's), a reference
+    ``"package.module:function"`` to one, or a list of them, weighted by ``reward_weights=``;
+    None: ``"exact-match"``, or, with ``resume``, the run's own. ``config.json`` records a
+    callable by its reference when it has one (a function at a module's top level), so the
+    run resumes from its folder; a lambda or a local function has none, so a run trained with
+    one resumes with ``reward=`` given again.
+
+    A reference given here is imported here (it is your code). One that the run folder
+    names, resuming without ``reward=``, is data from whoever wrote the folder: it is imported
+    only with ``trust_env_code=True``, as the run folder's env code is.
     """
-    env = None
-    rewards = list(reward) if isinstance(reward, (list, tuple)) else [reward]
-    if any(callable(r) for r in rewards):
-        overrides["reward"] = ",".join(
-            f"{CALLABLE_REWARD}{reward_name(r)}" if callable(r) else str(r) for r in rewards
-        )
-        env = StageData(str(data), reward=[r for r in rewards if callable(r)])
-    elif reward is not None or not resume:
-        overrides["reward"] = ",".join(str(r) for r in rewards) if reward else "exact-match"
+    functions: list[RewardFunction] = []
+    if reward is not None:
+        items = _reward_items(reward)
+        found = [_reward_given(item) for item in items]  # a bad one stops the call here
+        if any(not isinstance(item, str) or is_reward_reference(item) for item in items):
+            functions = found  # code given with this call: it reaches this run alone
+        overrides["reward"] = ",".join(reward_reference(item) for item in items)
     if isinstance(overrides.get("reward_weights"), list):
         overrides["reward_weights"] = tuple(overrides["reward_weights"])
+    env = reward_env(
+        data, functions=functions, reward=overrides.get("reward"), resume=resume,
+        run_dir=run_dir, trust_env_code=trust_env_code, consent=IN_PYTHON,
+    )  # fmt: skip
     return train_stage(
         "grpo",
         model,
@@ -159,7 +180,95 @@ def grpo(
         tensorboard=tensorboard,
         overrides=overrides,
         env=env,
+        trust_env_code=trust_env_code,
     )
+
+
+def _reward_items(reward: Any) -> list[str | RewardFunction]:
+    """``reward=`` as one item per function: a list's items, names joined by commas apart."""
+    given = list(reward) if isinstance(reward, (list, tuple)) else [reward]
+    items: list[str | RewardFunction] = []
+    for one in given:
+        if isinstance(one, str):
+            items.extend(part.strip() for part in one.split(",") if part.strip())
+        else:
+            items.append(one)
+    return items
+
+
+def _reward_given(item: str | RewardFunction) -> RewardFunction:
+    """A reward given in Python as the function it is: a callable itself, a built-in by its
+    name, a reference imported (the caller's own code); ConfigError for anything else."""
+    if isinstance(item, str) and is_reward_reference(item):
+        return load_reward(item)
+    return get_reward(item)
+
+
+def reward_env(
+    data: Any,
+    *,
+    functions: Sequence[RewardFunction] = (),
+    reward: str | None = None,
+    resume: bool = False,
+    run_dir: str | Path | None = None,
+    trust_env_code: bool = False,
+    consent: Consent = IN_PYTHON,
+) -> Any:
+    """The env of a GRPO run (``rlx.llm.grpo``, ``rlx align grpo``): its data as
+    :func:`stage_env` names it, in a :class:`~rlx.llm.training.StageData` where the run's
+    ``train`` must know more of its rewards than ``config.json`` holds.
+
+    That is where ``functions`` are given (every reward of this call, in the order of
+    ``config.reward``), or where the rewards named (``reward``, else, resuming, those the run
+    folder records) include code: a ``package.module:function`` reference, which the run
+    imports only with ``trust_env_code``, or the mark of a function without one. ``consent``
+    words the refusals for where the user is. Resumed without ``data``, the run's data is the
+    one its folder records. Other runs get their data as it is, so a file stays the run's env
+    id and its recipe, and the run folder resumes without the data given again."""
+    recorded = _recorded(run_dir) if resume and run_dir is not None else None
+    if reward is None and recorded is not None:
+        reward = recorded.config.get("reward")
+    if not functions and not _names_code(reward):
+        return stage_env(data)
+    if data is None and recorded is not None:
+        data = recorded.env  # the run's own data, as its folder names it
+    if data is None:
+        return None  # the run's own env, or the refusal of a folder that has none
+    name = describe(data)
+    source = str(data) if isinstance(data, Path) else data
+    return StageData(name, source, tuple(functions), trust_env_code, consent)
+
+
+def _names_code(reward: Any) -> bool:
+    """Whether a run's ``reward`` text names code: a reference, or the mark of a Python
+    function without one."""
+    if not isinstance(reward, str):
+        return False
+    items = [item.strip() for item in reward.split(",")]
+    return any(is_reward_reference(item) or is_not_importable(item) for item in items)
+
+
+def _recorded(run_dir: str | Path) -> Any:
+    """The record of the run folder a resume continues (:func:`rlx.runs.read_record`); None
+    when there is none to read, which planning the run then reports."""
+    from rlx.runs import read_record
+
+    try:
+        return read_record(run_dir)
+    except (RLXError, OSError, ValueError):
+        return None
+
+
+def stage_env(data: Any) -> Any:
+    """The run's env of a stage's ``data``, named once: a file or a saved data set as its
+    name (``config.json`` records it as the env and the config's ``data``), in-memory data
+    in a :class:`~rlx.llm.training.StageData` described by :func:`rlx.llm.data.describe`,
+    None as None (a resumed run's own)."""
+    if data is None or isinstance(data, str):
+        return data
+    if isinstance(data, Path):
+        return str(data)
+    return StageData(describe(data), data)
 
 
 def rlhf(
@@ -205,31 +314,27 @@ def train_stage(
     overrides: Mapping[str, Any],
     stop_on: tuple[str, ...] | list[str] = (),
     env: Any = None,
+    trust_env_code: bool = False,
 ) -> StageResult:
     """``sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's name,
-    the data file as the run's "env", and the model folder as a config field.
+    the data as the run's "env" (:func:`stage_env`, or ``env`` when the face built it, as
+    :func:`grpo` does), and the model folder as a config field. The data is named there only:
+    ``rlx.train`` records a file as the config's ``data`` too.
 
-    ``data`` may be in memory (a ``datasets.Dataset``, a list of dicts): it then reaches the
-    stage in a :class:`StageData`, as does ``env.reward`` (GRPO's Python reward functions).
     ``lora`` may be a dict of ``LoraConfig`` fields or a ``peft.LoraConfig``
     (:func:`rlx.llm.lora.lora_fields`)."""
     fields = lora_fields(dict(overrides))
     if not resume or model:
         fields["model"] = str(model)
-    in_memory = data is not None and not isinstance(data, (str, Path))
-    name_of_data = describe(data) if in_memory else str(data)
-    if in_memory or env is not None:
-        reward = getattr(env, "reward", None)
-        env = StageData(name_of_data, reward, data if in_memory else None)
     return train(
         name,
-        name_of_data if env is None else env,
+        stage_env(data) if env is None else env,
         run_dir=run_dir,
         resume=resume,
         progress=progress,
         tensorboard=tensorboard,
         stop_on=tuple(stop_on),
-        data=name_of_data,
+        trust_env_code=trust_env_code,
         **fields,
     )
 
@@ -308,9 +413,11 @@ __all__ = [
     "PipelineResult",
     "dpo",
     "grpo",
+    "reward_env",
     "reward_model",
     "rlhf",
     "rlhf_pipeline",
     "sft",
+    "stage_env",
     "train_stage",
 ]

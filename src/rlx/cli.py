@@ -374,6 +374,8 @@ def _run_parser(spec: Any, prog: str, *, data_file: bool) -> flags.FlagParser:
         helps = {"env": GAME_ENV_HELP} if games else None
         flags.add_fields(parser.add_argument_group("the env"), EnvOptions, helps=helps)
     flags.add_fields(parser.add_argument_group("the run"), RunOptions)
+    if data_file and _takes_rewards(spec):
+        flags.add_fields(parser.add_argument_group("your code"), RewardCodeOptions)
     flags.add_fields(parser.add_argument_group(f"{spec.name} config"), spec.config)
     return parser
 
@@ -409,7 +411,7 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
     stop_on = options.get("stop_on", ())
     request = TrainRequest(
         spec.name,
-        given.get("data") if data_file else options.get("env"),
+        _align_env(spec, given, options) if data_file else options.get("env"),
         env_kwargs=key_values(options.get("env_kwargs", ()), "--env-kwargs"),
         run_dir=options.get("run_dir"),
         resume=resume,
@@ -618,6 +620,40 @@ class AlignEvalArgs:
     """JSONL rows {prompt, answer}"""
     device: str = "cpu"
     """cpu, cuda or mps"""
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardCodeOptions:
+    """Code of yours that a GRPO run imports."""
+
+    trust_env_code: bool = False
+    """import the reward functions named as package.module:function, by --reward or by the
+    run folder --resume continues (a folder is data: without this flag its code is refused):
+    only code you trust"""
+
+
+def _takes_rewards(spec: Any) -> bool:
+    """Whether a language-model stage names reward functions (GRPO's ``--reward``)."""
+    return any(f.name == "reward" for f in dataclasses.fields(spec.config))
+
+
+def _align_env(spec: Any, given: dict[str, Any], options: dict[str, Any]) -> Any:
+    """The run's env of an ``rlx align`` stage: its data, named once by ``--data`` (taken out
+    of the config fields here: planning records the file as the config's ``data``); for GRPO,
+    with the consent of ``--trust-env-code`` to import the reward functions that ``--reward``
+    or the resumed run folder names (:func:`rlx.align.reward_env`)."""
+    from rlx.core.env_recipe import ON_THE_COMMAND_LINE
+
+    data = given.pop("data", None)
+    if not _takes_rewards(spec):
+        return data
+    from rlx.align import reward_env
+
+    return reward_env(
+        data, reward=given.get("reward"), resume=options.get("resume", False),
+        run_dir=options.get("run_dir"), trust_env_code=options.get("trust_env_code", False),
+        consent=ON_THE_COMMAND_LINE,
+    )  # fmt: skip
 
 
 def _align_commands() -> dict[str, tuple[Callable[[list[str]], int], str]]:

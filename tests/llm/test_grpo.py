@@ -235,7 +235,7 @@ def test_resume_keeps_the_runs_reward_and_never_reuses_an_old_callable(tiny, tmp
         return [1.0] * len(completions)
 
     llm.grpo(model, data, reward=always_one, run_dir=tmp_path / "c", steps=1, **common)
-    with pytest.raises(ConfigError, match="pass reward= again"):
+    with pytest.raises(ConfigError, match=r"pass it again \(reward=\.\.\.\)"):
         llm.grpo("", data, run_dir=tmp_path / "c", resume=True, steps=2, progress=False)
     llm.grpo(model, data, reward="numeric", run_dir=tmp_path / "n", steps=1, **common)
     llm.grpo("", data, run_dir=tmp_path / "n", resume=True, steps=2, progress=False)
@@ -245,7 +245,8 @@ def test_resume_keeps_the_runs_reward_and_never_reuses_an_old_callable(tiny, tmp
 
 def test_a_callable_reward_reaches_its_own_run_only_and_resumes_when_given_again(tiny, tmp_path):
     """The callable travels with its run (no module state): it scores that run's samples, not
-    a later run's, is recorded by name only, and a resumed run takes it again."""
+    a later run's, is recorded as not importable (a local function), and a resumed run takes
+    it again."""
     root, model = tiny
     data = root / "prompts.jsonl"
     common = dict(batch_size=2, group_size=2, max_new_tokens=3, eval_exact_match=False,
@@ -259,16 +260,17 @@ def test_a_callable_reward_reaches_its_own_run_only_and_resumes_when_given_again
     llm.grpo(model, data, reward=counting, run_dir=tmp_path / "c", steps=1, **common)
     assert calls == [4]
     config = json.loads((tmp_path / "c" / "config.json").read_text())["config"]
-    assert config["reward"] == "callable:counting"
+    assert config["reward"] == "<python callable counting: not importable>"
     llm.grpo(model, data, reward="numeric", run_dir=tmp_path / "n", steps=1, **common)
     assert calls == [4]  # the next run never sees it
     llm.grpo("", data, reward=counting, run_dir=tmp_path / "c", resume=True, steps=2,
              progress=False)  # fmt: skip
     assert calls == [4, 4]
     assert not any(value is counting for value in vars(G).values())
-    with pytest.raises(ConfigError, match="pass reward= again"):
-        G.reward_function("callable:counting")
-    assert G.reward_function("callable:x", StageData(str(data), counting)) is counting
+    with pytest.raises(ConfigError, match="pass it again"):
+        G.reward_function(config["reward"])
+    given = StageData(str(data), str(data), rewards=(counting,))
+    assert G.run_rewards(G.GRPOConfig(reward=config["reward"]), given).functions == [counting]
 
 
 def test_packed_groups_score_exactly_as_separate_rows(tiny):

@@ -35,6 +35,7 @@ from rlx.llm.training import (
     EpochSampler,
     StageResult,
     complete_config,
+    data_name,
     make_optimizer,
     resolved,
     restore_state,
@@ -107,8 +108,11 @@ def row_columns(rows: Sequence[Any], repeat: int = 1) -> dict[str, list[Any]]:
             for name in sorted(names)}  # fmt: skip
 
 
-def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: Any) -> None:
-    """Every prompt plus ``config.max_new_tokens`` must fit the model's context."""
+def check_prompt_lengths(
+    tokenizer: Any, model: Any, rows: list[Any], config: Any, data: str | None = None
+) -> None:
+    """Every prompt plus ``config.max_new_tokens`` must fit the model's context; ``data``
+    names the rows in the error (None: ``config.data``)."""
     context = getattr(model.config, "max_position_embeddings", None) or getattr(
         model.config, "n_positions", None
     )
@@ -118,7 +122,7 @@ def check_prompt_lengths(tokenizer: Any, model: Any, rows: list[Any], config: An
         n = len(encode_prompt(tokenizer, row.prompt))
         if n + config.max_new_tokens > context:
             raise ConfigError(
-                f"{config.data}: a prompt of {n} tokens (row {row.prompt[:40]!r}...) plus "
+                f"{data or config.data}: a prompt of {n} tokens (row {row.prompt[:40]!r}...) plus "
                 f"max_new_tokens={config.max_new_tokens} exceeds the model's context of "
                 f"{context} tokens; shorten the prompt or lower max_new_tokens."
             )
@@ -207,8 +211,9 @@ def run_online(
     reference: Callable[[Any], bool] = lambda config: True,
     parallel: DataParallel | None = None,
 ) -> StageResult:
-    """The registered ``train`` of an online stage: load and split the prompts, guard the
-    ``rewards(config)``, load the policy, complete the config (written into ``config.json``),
+    """The registered ``train`` of an online stage: load and split the prompts (``data``, the
+    run's env: :func:`rlx.llm.training.stage_rows`), guard the ``rewards(config)``, load the
+    policy, complete the config (:func:`rlx.llm.training.complete_config`),
     freeze the reference when ``reference(config)``, ``build`` the algorithm's update, then
     the steps; the model is saved at the end.
 
@@ -223,14 +228,15 @@ def run_online(
     set_torch_threads(config.num_threads)
     # each process samples its own completions: its own random stream
     torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
+    opened = config
     config = resolved(config)
     rows = prompt_rows(stage_rows(config, data))
     train_rows, held_out = split_rows(rows, config.eval_fraction, config.seed)
     reward = guarded_reward(rewards(config), config, run, train_rows + held_out)
     model, tokenizer = load_for_training(config)
-    check_prompt_lengths(tokenizer, model, train_rows + held_out, config)
+    check_prompt_lengths(tokenizer, model, train_rows + held_out, config, data_name(config, data))
     config = complete_config(
-        config, run, len(train_rows), count_parameters(model), lr_scale, target_rows
+        config, run, len(train_rows), count_parameters(model), lr_scale, target_rows, opened
     )
     run.add_to_summary(**trainable_share(model))
     # LoRA: the reference is the policy with its adapter off, no second copy of the weights

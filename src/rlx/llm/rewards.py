@@ -15,6 +15,13 @@ A function that takes no ``**kwargs`` gets only the columns it names. Several fu
 combine as a weighted sum (:class:`RewardSet`), ``r = sum_k w_k r_k`` over the functions with
 an opinion of the sample, each logged under its own name (``reward/<name>``).
 
+A run names its rewards in ``config.json`` (:func:`reward_reference`): a built-in by its name,
+a function of your own by its reference ``package.module:function`` (``--reward
+package.module:function`` on the command line), so its folder can be resumed; a lambda or a
+local function has no reference, and is recorded as such. Importing a reference runs its
+module's code: :func:`load_reward` does it, for a reference the user gives or consents to
+(:mod:`rlx.core.env_recipe`'s rule for env code, which a run folder cannot give).
+
 Built-ins (:data:`REWARDS`): ``exact-match``, ``numeric``, ``math`` (``math-verify``: LaTeX
 and ``\\boxed{}`` answers judged equivalent, not string-equal), ``format`` (a regular
 expression the whole completion must match), ``python-tests`` (the completion's program
@@ -36,7 +43,8 @@ import torch
 from torch import Tensor
 
 from rlx import metrics as M
-from rlx.errors import ConfigError, RLXError
+from rlx.core.env_recipe import import_path, is_entry_point, load_entry_point
+from rlx.errors import ConfigError, EnvError, RLXError
 from rlx.llm.chat import completion_text
 from rlx.llm.tasks import gold_reward
 
@@ -205,16 +213,79 @@ REWARDS: dict[str, RewardFunction] = {
 """Reward functions by name, as the CLI (``--reward math,format``) and ``reward=`` take them."""
 
 
+VALID_REWARDS = (
+    f"a reward is a built-in ({', '.join(sorted(REWARDS))}) or package.module:function naming "
+    "a function (prompts, completions, **columns) -> list[float | None]"
+)
+"""What a reward may be, as the errors about one say it."""
+
+NOT_IMPORTABLE = "<python callable {}: not importable>"
+"""How ``config.json`` records a reward function that has no ``package.module:function``
+reference (a lambda, a local function, a ``functools.partial``, an object): its name in this
+mark, which no resumed run can import, so resuming such a run asks for the function again."""
+
+
 def get_reward(name_or_callable: str | RewardFunction) -> RewardFunction:
-    """The reward function named in :data:`REWARDS`, or the callable itself."""
+    """The reward function named in :data:`REWARDS`, or the callable itself (a reference
+    ``package.module:function`` is :func:`load_reward`'s: importing it runs code)."""
     if callable(name_or_callable):
         return name_or_callable
     if isinstance(name_or_callable, str) and name_or_callable in REWARDS:
         return REWARDS[name_or_callable]
-    raise ConfigError(
-        f"reward={name_or_callable!r} is not a known reward; use one of {sorted(REWARDS)} or a "
-        "callable (prompts, completions, **columns) -> list[float | None]."
-    )
+    raise ConfigError(f"reward={name_or_callable!r} is not a known reward; {VALID_REWARDS}.")
+
+
+def is_reward_reference(text: Any) -> bool:
+    """Whether ``text`` names a reward function by ``package.module:function``."""
+    return isinstance(text, str) and is_entry_point(text)
+
+
+def is_not_importable(text: Any) -> bool:
+    """Whether ``text`` is the :data:`NOT_IMPORTABLE` mark of a reward function."""
+    prefix, _, suffix = NOT_IMPORTABLE.partition("{}")
+    return isinstance(text, str) and text.startswith(prefix) and text.endswith(suffix)
+
+
+def reward_reference(reward: str | RewardFunction) -> str:
+    """How ``config.json`` records a reward: a name or reference as given; a callable by its
+    built-in name, else by ``package.module:function`` when importing that gives the very
+    function back (a function at a module's top level), else by the :data:`NOT_IMPORTABLE`
+    mark (a lambda, a local function, a ``functools.partial``, an object)."""
+    if not callable(reward):
+        return str(reward)
+    builtin = next((name for name, known in REWARDS.items() if known is reward), None)
+    if builtin is not None:
+        return builtin
+    path = import_path(reward)
+    if path is not None:
+        return path
+    lambda_ = getattr(reward, "__name__", None) == "<lambda>"
+    return NOT_IMPORTABLE.format("lambda" if lambda_ else reward_name(reward))
+
+
+def load_reward(reference: str) -> RewardFunction:
+    """The function a reference ``package.module:function`` names, imported with
+    :func:`rlx.core.env_recipe.load_entry_point` (the importer of env entry points).
+
+    Importing runs the module's code: call it for a reference the user gives, or one a run
+    folder names once the user consents (``trust_env_code``, ``--trust-env-code``). A
+    reference that does not import, names nothing, or names something that is not callable is
+    one ConfigError sentence naming it."""
+    module, _, attribute = reference.partition(":")
+    if not is_reward_reference(reference):
+        raise ConfigError(f"reward {reference!r} is not a known reward; {VALID_REWARDS}.")
+    try:
+        return load_entry_point(reference)
+    except EnvError as exc:
+        if isinstance(exc.__cause__, ImportError):
+            why = f"its module {module!r} does not import ({exc.__cause__})"
+        elif "not callable" in str(exc):
+            why = "it names something that is not callable"
+        else:
+            why = f"the module {module!r} has no {attribute!r}"
+    except Exception as exc:  # the module's own code raised as it was imported
+        why = f"importing its module {module!r} raised {type(exc).__name__}: {exc}"
+    raise ConfigError(f"reward {reference!r} cannot be used: {why}; {VALID_REWARDS}.")
 
 
 def reward_name(reward: RewardFunction) -> str:
@@ -222,7 +293,8 @@ def reward_name(reward: RewardFunction) -> str:
     for candidate in (reward, getattr(reward, "func", None)):  # functools.partial: the function
         name = getattr(candidate, "__name__", None)
         if isinstance(name, str) and name != "<lambda>":
-            return {v: k for k, v in REWARDS.items()}.get(reward, name)
+            builtin = next((key for key, known in REWARDS.items() if known is reward), None)
+            return builtin or name
     return type(reward).__name__
 
 
@@ -378,6 +450,7 @@ def _numbers_equal(completion: str, answer: str) -> bool:
 
 __all__ = [
     "FORMAT_PATTERN",
+    "NOT_IMPORTABLE",
     "REWARDS",
     "REWARD_PREFIX",
     "RewardFunction",
@@ -387,10 +460,14 @@ __all__ = [
     "exact_match_reward",
     "format_reward",
     "get_reward",
+    "is_not_importable",
+    "is_reward_reference",
+    "load_reward",
     "math_reward",
     "numeric_reward",
     "python_tests_reward",
     "reward_name",
+    "reward_reference",
     "reward_set",
     "stdio_tests_reward",
 ]

@@ -23,7 +23,9 @@ class _StageBasics(CheckedFields):
     """the model folder to start from: a local Hugging Face causal LM (nothing is downloaded)"""
     data: str = ""
     """the data: a file (JSONL, JSON, Parquet, CSV) or a folder saved by datasets, with TRL's
-    columns (rlx.llm.data); from Python also a datasets.Dataset or a list of dicts"""
+    columns (rlx.llm.data); from Python also a datasets.Dataset or a list of dicts. It is the
+    run's env (rlx.train(stage, FILE), --data FILE), which config.json records as the env; a
+    file named that way is recorded here too"""
     split: str | None = None
     """the split of a DatasetDict or of a saved one (None: train)"""
     seed: int = 0

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from rlx import metrics as M
+from rlx.core.env_recipe import IN_PYTHON, Consent
 from rlx.core.threads import set_torch_threads
 from rlx.errors import ConfigError
 from rlx.llm.parallel import DataParallel, sum_gradients
@@ -427,15 +428,26 @@ def complete_config(
     num_params: int,
     lr_scale: float,
     target_rows: int,
+    opened: StageConfig | None = None,
 ) -> Any:
     """Fill ``epochs``, ``steps`` and ``learning_rate`` left at None (from the data size and
-    the model size, and whether an adapter trains: :func:`trains_adapter`) and write the
-    completed config into the run's ``config.json``."""
+    the model size, and whether an adapter trains: :func:`trains_adapter`), and record the
+    completed config in the run's ``config.json`` when it differs from ``opened``, the config
+    the run was opened with (None: record it).
+
+    ``config.json`` is written once, as the run opens, unless a field is decided here, inside
+    the run: ``epochs`` and ``steps`` need the number of training rows and ``learning_rate``
+    the model's parameter count, known only once the stage has read its data and loaded its
+    model; ``device`` and ``precision`` left at ``"auto"`` are decided on the machine that
+    trains (:func:`resolved`). The second write then records what the run trains with, so a
+    resumed run and ``rlx doctor`` read the values it used. A run that sets them all
+    (``steps``, ``learning_rate``, ``device``, ``precision``) keeps its first write."""
     if config.steps is None:
         config = dataclasses.replace(config, epochs=resolve_epochs(config, train_rows, target_rows))
     lr = config.learning_rate or default_learning_rate(num_params, lr_scale, trains_adapter(config))
     config = dataclasses.replace(config, steps=resolve_steps(config, train_rows), learning_rate=lr)
-    run.record_config(config, total=config.steps)
+    if config != opened:
+        run.record_config(config, total=config.steps)
     return config
 
 
@@ -449,33 +461,60 @@ def trains_adapter(config: StageConfig) -> bool:
 
 @dataclass(frozen=True)
 class StageData:
-    """What a run trains on when it cannot be a config field: in-memory data (a
-    ``datasets.Dataset``, a list of dicts) and GRPO's Python reward functions.
+    """A run's data when it is more than a file name: in-memory data (a ``datasets.Dataset``,
+    a list of dicts), or data with what GRPO's ``train`` must know of its rewards that
+    ``config.json`` cannot hold.
 
-    ``llm.sft(model, data)`` and its siblings hand this to ``rlx.train`` as the run's "env",
-    so the objects reach that run's ``train`` and no other; ``name``, a short description of
-    the data, is what the run records (``config.json`` cannot hold the rows or a function, so
-    a resumed run needs them given again)."""
+    ``llm.sft(model, data)`` and its siblings (and ``rlx align grpo``) hand this to
+    ``rlx.train`` as the run's "env", so the objects reach that run's ``train`` and no other.
+    ``name`` describes the data (:func:`rlx.llm.data.describe`): it is the run's env id, which
+    ``config.json`` and ``summary.json`` record; the rows themselves cannot be recorded, so a
+    run on in-memory data resumes with the data given again.
+
+    The reward fields (:func:`rlx.llm.stages.grpo.run_rewards`): ``rewards`` are the functions
+    given with this call, in the order of ``config.reward`` (a Python function that cannot be
+    imported reaches the run only this way); ``trust_code`` is the user's consent to import
+    the ``package.module:function`` references ``config.reward`` names (a resumed run folder's
+    are data until then), and ``consent`` words a refusal for where the user is."""
 
     name: str
-    reward: Any = None
     source: Any = None
+    """the rows, or a file or saved data set; None: ``config.data``"""
+    rewards: tuple[Callable[..., Any], ...] = ()
+    trust_code: bool = False
+    consent: Consent = IN_PYTHON
 
 
 def stage_rows(config: StageConfig, data: Any) -> list[dict[str, Any]]:
-    """The run's rows as dicts: from the :class:`StageData` its ``train`` received, else from
-    ``config.data`` (a file or a saved data set)."""
+    """The run's rows as dicts, read from its data: the env its ``train`` received (a file or
+    a saved data set, or a :class:`StageData`), else, for a stage called without one,
+    ``config.data``."""
     from rlx.llm.data import read_rows
 
-    if isinstance(data, StageData) and data.source is not None:
-        return read_rows(data.source, config.split)
-    if not config.data:
+    source = data.source if isinstance(data, StageData) else data
+    if source is None or (isinstance(source, (str, Path)) and not str(source)):
+        source = config.data
+    if isinstance(source, Path):
+        source = str(source)
+    if not isinstance(source, str):
+        return read_rows(source, config.split)
+    if not source:
         raise ConfigError("no data: give data= (a file, a datasets.Dataset or a list of dicts).")
-    if config.data.startswith("<"):
+    if source.startswith("<"):  # the description of in-memory data, as its run records it
         raise ConfigError(
-            f"this run trained on in-memory data {config.data}: pass the data again to resume."
+            f"this run trained on in-memory data {source}: pass the data again to resume."
         )
-    return read_rows(config.data, config.split)
+    return read_rows(source, config.split)
+
+
+def data_name(config: StageConfig, data: Any) -> str:
+    """The name of the run's data for messages: the :class:`StageData`'s, the file's, or
+    ``config.data``."""
+    if isinstance(data, StageData):
+        return data.name
+    if isinstance(data, (str, Path)) and str(data):
+        return str(data)
+    return config.data
 
 
 def trainable_share(model: torch.nn.Module) -> dict[str, float]:
@@ -510,8 +549,9 @@ def run_stage(
     data: Any = None,
     parallel: DataParallel | None = None,
 ) -> StageResult:
-    """The registered ``train(config, data, run)`` of every stage: load and split the data,
-    load the model, complete the config (written back into ``config.json``), train, save.
+    """The registered ``train(config, data, run)`` of every stage: load and split the data
+    (``data``, the run's env: :func:`stage_rows`), load the model, complete the config
+    (:func:`complete_config`), train, save.
 
     ``lr_scale`` scales :func:`default_learning_rate`; ``target_rows`` sizes the default
     number of passes (:func:`resolve_epochs`)."""
@@ -519,10 +559,11 @@ def run_stage(
     # dropout (LoRA's lora_dropout, a model's own) draws from torch's stream: seeded, a run
     # is reproducible, and a resumed one, which restores the stream, continues it exactly
     torch.manual_seed(config.seed + (parallel.rank if parallel is not None else 0))
+    opened = config
     config = resolved(config)
     prepared = prepare(config, data)
     config = complete_config(
-        config, run, prepared.train_rows, prepared.num_params, lr_scale, target_rows
+        config, run, prepared.train_rows, prepared.num_params, lr_scale, target_rows, opened
     )
     stage = prepared.build(config)
     run.add_to_summary(**trainable_share(stage.model))

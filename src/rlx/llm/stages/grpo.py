@@ -32,6 +32,7 @@ from torch import Tensor
 from rlx import metrics as M
 from rlx import registry
 from rlx.core.checks import at_least, in_range, one_of, positive
+from rlx.core.env_recipe import IN_PYTHON
 from rlx.core.policy_losses import AGGREGATIONS, clipped_surrogate, k3, masked_mean
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
@@ -51,7 +52,16 @@ from rlx.llm.online import (
 )
 from rlx.llm.parallel import DataParallel, average_gradients, mean_over_processes
 from rlx.llm.precision import autocast
-from rlx.llm.rewards import RewardFunction, RewardSet, get_reward, reward_name, reward_set
+from rlx.llm.rewards import (
+    REWARDS,
+    VALID_REWARDS,
+    RewardFunction,
+    RewardSet,
+    is_not_importable,
+    is_reward_reference,
+    load_reward,
+    reward_set,
+)
 from rlx.llm.stage_config import StageConfig
 from rlx.llm.training import StageData, StageResult
 from rlx.runs.handle import RunHandle
@@ -62,9 +72,6 @@ accuracy keeps rising well past one pass over a small data set, so a small one i
 LR_SCALE = 0.2
 """GRPO's default step size relative to SFT's (it moves a trained model): 2e-4 for a tiny
 model. A much smaller one barely moves the model within a run, a larger one collapses it."""
-CALLABLE_REWARD = "callable:"
-"""How ``config.json`` records a Python reward function: this prefix and its name (the
-function itself cannot be recorded, so a resumed run needs ``reward=`` again)."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,10 @@ class GRPOConfig(StageConfig):
     so a short run at full size from its first step unlearns what SFT taught before the
     reward teaches anything"""
     reward: str = "exact-match"
-    """the reward functions: names of rlx.llm.REWARDS (exact-match, numeric, math, format,
-    python-tests, ...), several joined by commas"""
+    """the reward functions, several joined by commas: names of rlx.llm.REWARDS (exact-match,
+    numeric, math, format, python-tests, ...) or package.module:function references to your
+    own, imported only with --trust-env-code (trust_env_code=True in Python to resume a run
+    that names one)"""
     reward_weights: tuple[float, ...] | None = None
     """one weight per reward function, r = sum_k w_k r_k (None: 1 each)"""
     group_size: int = 8
@@ -134,23 +143,50 @@ class GRPOConfig(StageConfig):
         at_least(self, "num_epochs", 1)
 
 
-def reward_function(name: str, data: Any = None) -> RewardFunction:
-    """One reward function of a run: the one named in :data:`rlx.llm.rewards.REWARDS`, or,
-    for a recorded callable, the one ``data`` (a :class:`~rlx.llm.training.StageData`)
-    carries under that name."""
-    if name.startswith(CALLABLE_REWARD):
-        given = getattr(data, "reward", None) if isinstance(data, StageData) else None
-        if given is None:
-            raise ConfigError(f"reward {name!r} was a Python callable: pass reward= again.")
-        given = given if isinstance(given, list) else [given]
-        wanted = name[len(CALLABLE_REWARD) :]
-        matching = [f for f in given if callable(f) and reward_name(f) == wanted]
-        return matching[0] if matching else given[0]
-    return get_reward(name)
+def reward_function(item: str, data: Any = None) -> RewardFunction:
+    """The reward function ``config.reward`` names as ``item``: a built-in of
+    :data:`rlx.llm.rewards.REWARDS`, or the function a ``package.module:function`` reference
+    names, imported only with the consent ``data`` (a :class:`~rlx.llm.training.StageData`)
+    carries.
+
+    A run folder is data, so a reference its ``config.json`` names imports nothing until the
+    user consents (``trust_env_code=True``, ``--trust-env-code``) or gives the reward again; the
+    mark of a Python function that had no reference (a lambda, a local function) asks for the
+    function again. Each refusal is one ConfigError sentence, worded by the data's consent."""
+    if item in REWARDS:
+        return REWARDS[item]
+    stage = data if isinstance(data, StageData) else None
+    consent = stage.consent if stage is not None else IN_PYTHON
+    again = consent.arg("reward", "NAME")
+    if is_reward_reference(item):
+        if stage is not None and stage.trust_code:
+            return load_reward(item)
+        if stage is None:  # rlx.train itself, a heal, a tuning trial: none of them consents
+            raise ConfigError(
+                f"reward {item!r} is code that rlx imports only when you give it to "
+                "rlx.llm.grpo (reward=..., or trust_env_code=True to resume a run that names "
+                "it) or to rlx align grpo with --trust-env-code."
+            )
+        raise ConfigError(
+            f"reward {item!r} is code that rlx imports only with your consent: pass "
+            f"{consent.allow} if you trust it, or give the reward yourself ({again})."
+        )
+    if is_not_importable(item):
+        raise ConfigError(
+            f"this run's reward {item} was a Python function without a package.module:function "
+            f"reference (a lambda or a local function), so its run folder cannot name it: pass "
+            f"it again ({again})."
+        )
+    raise ConfigError(f"reward {item!r} is not a known reward; {VALID_REWARDS}.")
 
 
 def run_rewards(config: Any, data: Any = None) -> RewardSet:
-    """The run's reward functions (``config.reward``, names joined by commas) and weights."""
+    """The run's reward functions and weights: those ``data`` (a
+    :class:`~rlx.llm.training.StageData`) carries, given with this call in the order of
+    ``config.reward``, else each that ``config.reward`` names (:func:`reward_function`)."""
+    given = data.rewards if isinstance(data, StageData) else ()
+    if given:
+        return reward_set(list(given), config.reward_weights)
     names = [n.strip() for n in config.reward.split(",") if n.strip()]
     return reward_set([reward_function(n, data) for n in names], config.reward_weights)
 
@@ -313,10 +349,11 @@ class GRPOUpdate:
 
 def train(config: GRPOConfig, data: Any, run: RunHandle, *, parallel: Any = None) -> StageResult:
     """The registered ``train``: the online loop (:func:`rlx.llm.online.run_online`) with
-    the rewards named in the config (or given in ``data``), a reference when ``beta > 0``,
-    and :class:`GRPOUpdate`."""
+    the rewards of :func:`run_rewards` (decided first, so a reward refused reads no data and
+    loads no model), a reference when ``beta > 0``, and :class:`GRPOUpdate`."""
+    rewards = run_rewards(config, data)
     return run_online(
-        config, data, run, rewards=lambda config: run_rewards(config, data),
+        config, data, run, rewards=lambda config: rewards,
         build=GRPOUpdate.build, lr_scale=LR_SCALE, target_rows=TARGET_ROWS,
         reference=lambda config: config.beta > 0, parallel=parallel,
     )  # fmt: skip
