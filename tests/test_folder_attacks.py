@@ -757,15 +757,18 @@ class StoppedError(RLXError):
 
 
 def spy_train(monkeypatch) -> list[dict]:
-    """``rlx.train`` replaced by a spy that records its keywords and stops the trial (no
+    """The one way a study trains (``rlx.launch.tune.train_group``) replaced by a spy that
+    records its keywords and the config fields it would train with, and stops the trial (no
     training, no Ray: what reaches it is the verdict)."""
+    import rlx.launch.tune as tune_module
+
     calls: list[dict] = []
 
     def spy(*args, **kwargs):
-        calls.append(kwargs)
+        calls.append({**kwargs, **kwargs.get("overrides", {})})
         raise StoppedError("stopped by the test.")
 
-    monkeypatch.setattr(rlx, "train", spy)
+    monkeypatch.setattr(tune_module, "train_group", spy)
     return calls
 
 

@@ -176,6 +176,8 @@ def reaches(name: str) -> set[str]:
         ("rlx.llm.", "llm/ sits below the faces: rlx.llm.sft is a face (rlx.align) that only "
                      "the package's public namespace, rlx/llm/__init__.py, names"),
         ("rlx.sandbox", "the sandbox sits at the bottom"),
+        ("rlx.diagnostics", "the doctor sits below the methods: its references are handed in "
+                            "(rlx.diagnostics.references)"),
         ("rlx.games", "games/ sits below the faces"),
         ("rlx.agents", "agents/ sit below the faces"),
         ("rlx.core", "core/ sits at the bottom"),

@@ -552,7 +552,8 @@ ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "ppo": "CartPole-v1", "a2c":
 @pytest.mark.parametrize("budget", [5_000, 1_000_000])
 def test_every_space_gives_configs_its_algorithm_takes(algo, budget):
     from rlx import registry
-    from rlx.launch.tune import StudySettings, Suggest, _base_config, base_budget, space_for
+    from rlx.launch.search_space import TrialSampler, base_budget, space_for
+    from rlx.launch.tune import StudySettings, _base_config
 
     spec = registry.get(algo)
     env = ENVS.get(algo, "FrozenLake-v1")
@@ -564,26 +565,27 @@ def test_every_space_gives_configs_its_algorithm_takes(algo, budget):
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     for _ in range(25):
         trial = study.ask()
-        suggest = Suggest(trial, base.__dict__, (), base_budget(base))
-        space_for(algo).sample(suggest)
-        assert suggest.fields and set(suggest.fields) <= fields
-        config, _ = registry.make_config(spec, env, {**settings.fixed, **suggest.fields})
+        sampler = TrialSampler(trial, base.__dict__, (), base_budget(base))
+        space_for(algo).sample(sampler)
+        assert sampler.fields and set(sampler.fields) <= fields
+        config, _ = registry.make_config(spec, env, {**settings.fixed, **sampler.fields})
         assert config is not None
         study.tell(trial, 0.0)
 
 
 def test_a_field_given_is_fixed_for_every_trial_and_left_out_of_the_search():
     from rlx import registry
-    from rlx.launch.tune import StudySettings, Suggest, _base_config, base_budget, space_for
+    from rlx.launch.search_space import TrialSampler, base_budget, space_for
+    from rlx.launch.tune import StudySettings, _base_config
 
     settings = StudySettings("ppo", "CartPole-v1", trials=1, total_steps=10_000,
                              fixed={"learning_rate": 1e-3, "hidden_sizes": (32,)})  # fmt: skip
     base = _base_config(registry.get("ppo"), settings)
     trial = optuna.create_study().ask()
-    suggest = Suggest(trial, base.__dict__, settings.fixed, base_budget(base))
-    space_for("ppo").sample(suggest)
+    sampler = TrialSampler(trial, base.__dict__, settings.fixed, base_budget(base))
+    space_for("ppo").sample(sampler)
     assert "learning_rate" not in trial.params and "net_arch" not in trial.params
-    assert "learning_rate" not in suggest.fields and "hidden_sizes" not in suggest.fields
+    assert "learning_rate" not in sampler.fields and "hidden_sizes" not in sampler.fields
 
 
 def test_an_algorithm_without_a_space_names_those_with_one(tmp_path):

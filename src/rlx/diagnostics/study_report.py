@@ -21,6 +21,10 @@ Each trial's report (``STUDY_DIR/trial-NNNN/report.html``: its seed group's page
 one seed per trial) is written as well, so that the links lead somewhere; one newer than what
 the trial's runs logged is kept. The page needs no network, as the run reports.
 
+The study is read as the folder's format says (:func:`rlx.runs.study.read_study`), not through
+the tuner: the page shows the held-out check that ``heldout.json`` records when it is of the
+best trial, its config and the study's held-out seeds.
+
 Hooks the tests rely on: ``<section id="trials">`` holds one ``<tr class="trial
 state-<state>" data-trial="<number>">`` per trial, with ``data-rule="<rule id>"`` where the
 doctor pruned it; ``<section id="best">`` holds the best trial's curve; ``<section
@@ -47,6 +51,8 @@ from rlx.diagnostics.report import (
 )
 from rlx.errors import RunError
 from rlx.runs.files import read_regular, write_atomic
+from rlx.runs.study import StudyResult, read_study
+from rlx.runs.study import is_study as holds_a_study
 
 MAX_YAML_BYTES = 1 << 20
 """The largest ``best.yaml`` the page shows (rlx writes a few hundred bytes)."""
@@ -60,9 +66,7 @@ pre.yaml { background: #f6f8fa; padding: .5rem 1rem; font-size: .8rem; overflow-
 
 
 def is_study(path: str | Path) -> bool:
-    """True when ``path`` is the study folder of ``rlx tune``."""
-    from rlx.launch.tune import is_study as holds_a_study
-
+    """True when ``path`` is the study folder of ``rlx tune`` (:func:`rlx.runs.study.is_study`)."""
     return holds_a_study(path)
 
 
@@ -71,8 +75,6 @@ def study_report(
 ) -> Path:
     """Write the study's page (default ``STUDY_DIR/report.html``) and each trial's run
     report; returns the page's path."""
-    from rlx.launch.tune import read_study
-
     result = read_study(study_dir)
     path = Path(out) if out is not None else result.study_dir / REPORT_FILE
     for trial in result.trials:
@@ -112,8 +114,8 @@ def _trial_report(run_dir: Path, seed_dirs: Sequence[Path]) -> Path | None:
 
 
 # ============================================================================ the page
-def render_study(result: Any, title: str, page_dir: Path) -> str:
-    """The whole page of a :class:`rlx.launch.tune.StudyResult` (links relative to ``page_dir``)."""
+def render_study(result: StudyResult, title: str, page_dir: Path) -> str:
+    """The whole page of a :class:`rlx.runs.study.StudyResult` (links relative to ``page_dir``)."""
     sections = [
         _header_html(result, title),
         _best_html(result, page_dir),

@@ -9,6 +9,9 @@
 - :mod:`rlx.launch.seed_groups`: one run per seed, in parallel processes;
 - :mod:`rlx.launch.heal`: a child run from the last good checkpoint with a finding's fix;
 - :mod:`rlx.launch.tune`: Optuna studies, the doctor as pruner, the held-out check of the best;
+  :mod:`rlx.launch.search_space`: what each algorithm's trials sample (the study folder's
+  format is :mod:`rlx.runs.study`'s);
+- :mod:`rlx.launch.references`: what the doctor compares runs with, installed for the work;
 - :mod:`rlx.launch.config_file`: YAML config files (``rlx train --config``, ``best.yaml``);
 - :mod:`rlx.launch.presets`: which per-env preset a new run's config starts from, rlx's own
   or else rl-baselines3-zoo's, and how a run says which;

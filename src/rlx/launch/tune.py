@@ -83,53 +83,31 @@ defaults' own, that is what it says and the defaults train once. The check is in
 resumed study that has its trials does not train it again; a study extended to more trials
 checks its new best (the defaults' runs are kept when their seeds and config are unchanged).
 
-The study folder:
-
-```
-STUDY_DIR/study.journal   Optuna's JournalStorage on a file: JSON lines appended under a
-                          file lock, safe for several processes (and on NFS); resumable
-STUDY_DIR/trial-0000/     one seed group per trial: group.json, seed-0/, seed-1/, ... (each an
-                          rlx run folder: config.json, metrics, summary, ...)
-STUDY_DIR/best.yaml       the best trial's config, and the held-out check as comments:
-                          rlx train --config STUDY_DIR/best.yaml
-STUDY_DIR/heldout.json    the held-out check: seeds, configs, each seed's value
-STUDY_DIR/heldout/        its runs: defaults/ and trial-NNNN/ (the best), seed groups
-STUDY_DIR/report.html     rlx report STUDY_DIR: the trials, the best one's curves, the check
-```
-
-The journal is a file of a folder that may have come from someone else. Before Optuna opens
-it, rlx opens it itself without following a link and without waiting on it (made when
-missing), refuses anything but a regular file of at most :data:`rlx.runs.files.MAX_LOG_BYTES`
-in one sentence, and checks that the name still opens that same file
-(:func:`rlx.runs.files.check_regular`). What remains: Optuna opens the journal (and makes its
-``.lock`` link) by name each time it reads or appends, so a link swapped in at that name after
-the check, by someone writing in the study folder while the study runs, is followed by Optuna;
-nothing in the folder as it was handed over is.
-
 Running ``rlx tune`` again on the same folder resumes the study: a trial that Ctrl-C
 interrupted is marked failed (its seed group keeps what it wrote), and the study goes on until
 ``trials`` trials have completed or been pruned; a larger ``trials`` extends it. A trial left
 running by a process that was killed outright is marked failed when the next ``rlx tune`` on
 the machine starts. ``jobs=K`` starts K worker processes on the same study (through its
-storage); ``ray="local"`` (or a cluster's address) runs them as Ray tasks instead, on
-machines that share STUDY_DIR (:mod:`rlx.distributed.tune_ray`). Either way a worker runs
-whole trials, every seed of one in its own process; the held-out check runs once, after the
-trials, in the process that called :func:`tune` (its seeds ``jobs`` at a time).
+storage), as a seed group starts its seeds' processes (:mod:`rlx.runs.parallel`: each a fresh
+``python`` given its work on stdin, all stopped alike by Ctrl-C); ``ray="local"`` (or a
+cluster's address) runs them as Ray tasks instead, on machines that share STUDY_DIR
+(:mod:`rlx.distributed.tune_ray`). Either way a worker runs whole trials, every seed of one in
+its own process; the held-out check runs once, after the trials, in the process that called
+:func:`tune` (its seeds ``jobs`` at a time).
 
-**Where the search spaces come from.**
-The deep agents' spaces are rl-baselines3-zoo's (``rl_zoo3/hyperparams_opt.py``:
-``sample_ppo_params``, ``sample_a2c_params``, ``sample_dqn_params``, ``sample_sac_params``,
-``sample_td3_params``), written in rlx's field names and restricted to the fields rlx's configs
-have; each :class:`Space` names what it took and what it changed. Two changes apply to every
-space: choices that would leave fewer than :data:`MIN_UPDATES` updates in the study's budget
-(rollouts, target syncs, train intervals and warm-ups longer than that share of it) are left
-out, so that a small budget is not spent on configs that cannot learn in it or that the doctor
-cannot judge; and a sampled minibatch or
-warm-up that the config would refuse is cut to the largest valid value (the zoo's "batch_size
-<= n_steps"). The zoo has no tabular spaces: theirs borrows its DQN space's exploration and
-discount ranges and takes the step size alpha over Sutton and Barto's sweep (Figure 6.3 of
-*Reinforcement Learning: An Introduction*, alpha from 0.1 to 1), extended log-uniformly down to
-0.01 for noisy envs.
+**Where the parts live.** The study folder's format (its files, the journal's checks, the
+records :class:`StudySettings`, :class:`TrialRecord`, :class:`StudyResult` and
+:class:`HeldOutCheck`, and their readers) is :mod:`rlx.runs.study`'s; the search spaces
+(:data:`SPACES`, :class:`Space`, :class:`TrialSampler`, where their ranges come from) are
+:mod:`rlx.launch.search_space`'s. This module re-exports the names it documents, so
+``rlx.tune.read_study`` and ``rlx.tune.SPACES`` read as before. What is left here is the
+study's one flow: setting it up, the workers and their trials, the pruners, and the held-out
+check. It runs past rlx's 800 lines on purpose: a trial's training, the pruner that watches it
+and the held-out check that follows share the settings, the base config, the one way a study
+trains a seed group (:func:`train_group`) and the doctor's fatal rules, and each step reads
+the one before it; the study folder (``study.journal``, ``trial-NNNN/``, ``best.yaml``,
+``heldout.json``, ``heldout/``) and how a folder from someone else is read are described
+there, in :mod:`rlx.runs.study`.
 """
 
 from __future__ import annotations
@@ -139,52 +117,55 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import socket
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from rlx.callable_module import make_callable
-from rlx.diagnostics.rules import MIN_POINTS
 from rlx.errors import ConfigError, RLXError
-from rlx.runs.files import (
-    MAX_INT_DIGITS,
-    MAX_JSON_DEPTH,
-    bounded_lines,
-    check_regular,
-    json_depth,
-    open_text,
+from rlx.launch.references import with_references
+from rlx.launch.search_space import SPACES, Space, TrialSampler, base_budget, space_for
+from rlx.runs.study import (
+    HELDOUT_DIR,
+    HELDOUT_FILE,
+    HELDOUT_OFFSET,
+    LOCK_FILE,
+    SETTINGS_ATTR,
+    STORAGE_FILE,
+    STUDY_NAME,
+    TRIAL_DIR,
+    HeldOutCheck,
+    HeldOutSide,
+    StudyResult,
+    StudySettings,
+    TrialRecord,
+    as_json,
+    check_journal,
+    check_seed_counts,
+    import_optuna,
+    is_number,
+    is_study,
+    journal_storage,
+    open_study,
+    read_heldout,
+    recorded_settings,
+    same_json,
+    seeds_text,
+    trial_attrs,
+    trial_record,
+    values_text,
+    welch_interval,
 )
-from rlx.runs.folder import STUDY_JOURNAL
+from rlx.runs.study import read_study as read_study_folder
 
 if TYPE_CHECKING:
     from rlx.core.env_recipe import Consent
+    from rlx.runs.parallel import Outcome
 
-STORAGE_FILE = STUDY_JOURNAL
-"""Optuna's journal of the study, in the study folder (its name is :mod:`rlx.runs.folder`'s)."""
-LOCK_FILE = ".rlx-tune.lock"
-"""Held while a worker decides whether to start a trial (so K workers start N, not N + K - 1)."""
-BEST_FILE = "best.yaml"
-TRIAL_DIR = "trial-{number:04d}"
-HELDOUT_FILE = "heldout.json"
-"""The held-out check's record, in the study folder (:class:`HeldOutCheck`)."""
-HELDOUT_DIR = "heldout"
-"""The held-out check's seed groups, in the study folder: ``defaults/`` and ``trial-NNNN/``."""
-HELDOUT_KIND = "rlx tune held-out check"
-"""``heldout.json``'s ``kind``: what tells the record from any other JSON."""
-HELDOUT_OFFSET = 10_000
-"""Held-out seeds start at the study's seed plus this; a trial's seeds are the study's seed and
-the ``seeds_per_trial - 1`` after it, and ``seeds_per_trial`` may not exceed this, so the two
-ranges never meet."""
-CONFIDENCE = 0.95
-"""The coverage of the held-out check's interval."""
-STUDY_NAME = "rlx"
-SETTINGS_ATTR = "rlx"
-"""The study's user attribute that holds its :class:`StudySettings`."""
 FATAL_RULES = ("non-finite", "dqn-diverges", "q-diverges", "entropy-collapse", "no-learning")
 """Doctor rules (:mod:`rlx.diagnostics.rules`) whose finding prunes a trial: the run cannot
 become good by training on. All but ``no-learning`` are checked as the run trains; that one
@@ -193,390 +174,14 @@ that never rose above its start (:func:`rlx.diagnostics.rules.flat_return`), con
 trial's evaluations (its final one no higher than its first): its other test, a return stopped
 far short of solving the env, says at a tuning budget more about the budget than about the
 config."""
-MIN_UPDATES = 2 * MIN_POINTS
-"""Choices of a space that leave fewer updates (logged rows) than this in the study's budget
-are left out: the doctor's rules on the return need as many points to judge a run (the others
-half as many)."""
-
-
-# ============================================================================ search spaces
-class Suggest:
-    """What a space samples with: Optuna's ``trial.suggest_*`` under the zoo's parameter
-    names, the values set under rlx's field names (:attr:`fields`), and what the space needs
-    to size its choices: the base config (defaults, the env's preset, the fields the user
-    fixed) and the budget. A field the user fixed is never sampled."""
-
-    def __init__(
-        self, trial: Any, base: Mapping[str, Any], fixed: Iterable[str], budget: int
-    ) -> None:
-        self.trial, self.base, self.fixed, self.budget = trial, dict(base), set(fixed), budget
-        self.fields: dict[str, Any] = {}
-
-    def value(self, name: str) -> Any:
-        """A field's value so far: set by the space, else the base config's."""
-        return self.fields.get(name, self.base.get(name))
-
-    def set(self, name: str, value: Any) -> None:
-        """Set a field (unless the user fixed it)."""
-        if name not in self.fixed and name in self.base:
-            self.fields[name] = value
-
-    def categorical(
-        self, name: str, choices: Sequence[Any], *, param: str | None = None, to: Any = None
-    ) -> None:
-        """``name`` from ``choices`` (Optuna parameter ``param``, default ``name``); ``to``
-        maps a choice to the field's value (``"small"`` -> ``(64, 64)``)."""
-        if name in self.fixed or name not in self.base:
-            return
-        choice = self.trial.suggest_categorical(param or name, list(choices))
-        self.set(name, to(choice) if to is not None else choice)
-
-    def uniform(
-        self, name: str, low: float, high: float, *, log: bool = False, param: str | None = None,
-        to: Callable[[float], Any] | None = None,
-    ) -> None:  # fmt: skip
-        """``name`` uniform (or log-uniform) in ``[low, high]``."""
-        if name in self.fixed or name not in self.base:
-            return
-        sampled = self.trial.suggest_float(param or name, low, high, log=log)
-        self.set(name, to(sampled) if to is not None else sampled)
-
-    def within_budget(self, choices: Sequence[int], per_choice: int = 1) -> list[int]:
-        """The choices ``c`` with ``c * per_choice`` at most the budget over
-        :data:`MIN_UPDATES` (the smallest is always kept)."""
-        limit = self.budget / MIN_UPDATES
-        kept = [c for c in choices if c * per_choice <= limit]
-        return kept or [min(choices)]
-
-
-@dataclass(frozen=True)
-class Space:
-    """The search space of one family of algorithms: ``sample(suggest)`` sets the fields,
-    ``source`` says where its ranges come from."""
-
-    algos: tuple[str, ...]
-    sample: Callable[[Suggest], None]
-    source: str
-
-
-NET_ARCH = {"tiny": (64,), "small": (64, 64), "medium": (256, 256), "big": (400, 300)}
-"""The zoo's ``net_arch`` names as rlx's ``hidden_sizes`` (one network per role in rlx)."""
-ZOO_GAMMAS = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999)
-"""The zoo's discount choices for DQN, SAC and TD3."""
-
-
-def _one_minus(x: float) -> float:
-    return 1.0 - x
-
-
-def _policy_gradient(s: Suggest, batch_sizes: Sequence[int] | None, epochs: bool) -> None:
-    """PPO's and A2C's common part: rollout length, discount, GAE, step size, entropy bonus,
-    gradient clip, networks."""
-    envs = int(s.value("num_envs") or 1) * int(s.value("runners") or 1)
-    s.categorical(
-        "num_steps", s.within_budget((32, 64, 128, 256, 512, 1024, 2048), envs), param="n_steps"
-    )
-    s.uniform("gamma", 1e-4, 0.03, log=True, param="one_minus_gamma", to=_one_minus)
-    s.uniform("gae_lambda", 1e-4, 0.1, log=True, param="one_minus_gae_lambda", to=_one_minus)
-    s.uniform("learning_rate", 1e-5, 2e-3, log=True)
-    s.uniform("ent_coef", 1e-8, 0.1, log=True)
-    if batch_sizes is not None:
-        s.categorical("minibatch_size", batch_sizes, param="batch_size")
-        s.categorical("clip_eps", (0.1, 0.2, 0.3, 0.4), param="clip_range")
-    if epochs:
-        s.categorical("num_epochs", (1, 5, 10, 20), param="n_epochs")
-    s.uniform("max_grad_norm", 0.3, 2.0)
-    arches = ("tiny", "small", "medium") if batch_sizes is not None else ("small", "medium")
-    s.categorical("hidden_sizes", arches, param="net_arch", to=NET_ARCH.get)
-    s.categorical("activation", ("tanh", "relu"), param="activation_fn")
-    if "minibatch_size" in s.base:  # the zoo's "batch_size <= n_steps", for a rollout of N x T
-        rollout = envs * int(s.value("num_steps"))
-        size = min(int(s.value("minibatch_size")), rollout)
-        while rollout % size:
-            size //= 2
-        s.set("minibatch_size", max(size, 1))
-
-
-def _ppo(s: Suggest) -> None:
-    _policy_gradient(s, (32, 64, 128, 256, 512), epochs=True)
-
-
-def _a2c(s: Suggest) -> None:
-    _policy_gradient(s, None, epochs=False)
-
-
-def _dqn(s: Suggest) -> None:
-    s.categorical("gamma", ZOO_GAMMAS)
-    s.uniform("learning_rate", 1e-5, 2e-3, log=True)
-    s.categorical("batch_size", (16, 32, 64, 100, 128, 256, 512))
-    s.categorical("buffer_size", (10_000, 50_000, 100_000, 1_000_000))
-    s.uniform("epsilon_end", 0.0, 0.2, param="exploration_final_eps")
-    s.uniform("exploration_fraction", 0.0, 0.5)
-    s.categorical(
-        "sync_every",
-        s.within_budget((1, 1_000, 5_000, 10_000, 15_000, 20_000)),
-        param="target_update_interval",
-    )
-    _warm_up(s, (0, 1_000, 5_000, 10_000, 20_000))
-    s.categorical("train_freq", s.within_budget((1, 4, 8, 16, 128, 256, 1_000)))
-    if "gradient_steps" not in s.fixed:
-        subsample = s.trial.suggest_categorical("subsample_steps", [1, 2, 4, 8])
-        s.set("gradient_steps", max(int(s.value("train_freq")) // subsample, 1))
-    s.categorical("hidden_sizes", ("tiny", "small", "medium"), param="net_arch", to=NET_ARCH.get)
-
-
-def _warm_up(s: Suggest, choices: Sequence[int]) -> None:
-    """``learning_starts`` from ``choices`` (those within the budget), at most the buffer."""
-    s.categorical("learning_starts", s.within_budget(choices))
-    buffer = s.value("buffer_size")
-    if buffer is not None and int(s.value("learning_starts")) > int(buffer):
-        s.set("learning_starts", int(buffer))
-
-
-def _actor_critic(s: Suggest, batch_sizes: Sequence[int]) -> None:
-    """SAC's and TD3's common part (the zoo's one learning rate for both networks)."""
-    s.categorical("gamma", ZOO_GAMMAS)
-    rates = [name for name in ("actor_learning_rate", "critic_learning_rate")
-             if name not in s.fixed]  # fmt: skip
-    if rates:
-        rate = s.trial.suggest_float("learning_rate", 1e-5, 1.0, log=True)
-        for name in rates:
-            s.set(name, rate)
-    s.categorical("batch_size", batch_sizes)
-    s.categorical("buffer_size", (10_000, 100_000, 1_000_000))
-    s.categorical("tau", (0.001, 0.005, 0.01, 0.02, 0.05, 0.08))
-    s.categorical("train_freq", s.within_budget((1, 4, 8, 16, 32, 64, 128, 256, 512)))
-    s.set("gradient_steps", s.value("train_freq"))  # the zoo's gradient_steps = train_freq
-    s.categorical("hidden_sizes", ("small", "medium", "big"), param="net_arch", to=NET_ARCH.get)
-
-
-def _sac(s: Suggest) -> None:
-    _actor_critic(s, (16, 32, 64, 128, 256, 512, 1024, 2048))
-    _warm_up(s, (0, 1_000, 10_000, 20_000))
-
-
-def _td3(s: Suggest) -> None:
-    _actor_critic(s, (16, 32, 64, 100, 128, 256, 512, 1024, 2048))
-    s.uniform("exploration_noise", 0.0, 1.0, param="noise_std")
-
-
-def _tabular(s: Suggest) -> None:
-    s.uniform("alpha", 0.01, 1.0, log=True)
-    s.set("epsilon_schedule", "linear")
-    s.uniform("exploration_fraction", 0.01, 0.5)
-    s.uniform("epsilon_end", 0.0, 0.2, param="exploration_final_eps")
-    s.categorical("gamma", ZOO_GAMMAS)
-
-
-ZOO = "rl-baselines3-zoo, rl_zoo3/hyperparams_opt.py"
-SPACES: dict[str, Space] = {
-    space_algo: space
-    for space in (
-        Space(
-            ("ppo",),
-            _ppo,
-            f"{ZOO}, sample_ppo_params: n_steps -> num_steps, batch_size -> minibatch_size, "
-            "1 - gamma and 1 - gae_lambda log-uniform, learning_rate log-uniform in [1e-5, "
-            "2e-3] (the zoo's range today; [1e-5, 1] before), ent_coef log-uniform in [1e-8, "
-            "0.1], clip_range -> clip_eps, n_epochs -> num_epochs, max_grad_norm in [0.3, 2], "
-            "net_arch -> hidden_sizes, activation_fn -> activation",
-        ),
-        Space(
-            ("a2c",),
-            _a2c,
-            f"{ZOO}, sample_a2c_params: as PPO's without minibatches, clip and epochs; "
-            "net_arch small or medium",
-        ),
-        Space(
-            ("dqn",),
-            _dqn,
-            f"{ZOO}, sample_dqn_params: gamma from the zoo's choices, learning_rate "
-            "log-uniform in [1e-5, 1], batch_size, buffer_size, exploration_final_eps -> "
-            "epsilon_end in [0, 0.2], exploration_fraction in [0, 0.5], "
-            "target_update_interval -> sync_every, learning_starts, train_freq, "
-            "gradient_steps = train_freq // subsample_steps, net_arch -> hidden_sizes",
-        ),
-        Space(
-            ("sac",),
-            _sac,
-            f"{ZOO}, sample_sac_params: gamma, one learning_rate (log-uniform in [1e-5, 1]) "
-            "for actor_learning_rate and critic_learning_rate, batch_size, buffer_size, "
-            "learning_starts, train_freq = gradient_steps, tau, net_arch -> hidden_sizes "
-            "(log_std_init left out: it acts only with use_sde, which the space leaves off)",
-        ),
-        Space(
-            ("td3",),
-            _td3,
-            f"{ZOO}, sample_td3_params: as SAC's without learning_starts; noise_std -> "
-            "exploration_noise in [0, 1] (Gaussian noise: rlx's TD3 has no "
-            "Ornstein-Uhlenbeck noise)",
-        ),
-        Space(
-            ("q-learning", "sarsa", "expected-sarsa", "double-q", "mc"),
-            _tabular,
-            "no zoo space: alpha log-uniform in [0.01, 1] (Sutton and Barto's Figure 6.3 "
-            "sweeps 0.1 to 1); the zoo's DQN exploration (a linear epsilon schedule, "
-            "exploration_final_eps -> epsilon_end in [0, 0.2], exploration_fraction in [0.01, "
-            "0.5]) and gamma choices",
-        ),
-    )
-    for space_algo in space.algos
-}
-"""Algorithm name -> its :class:`Space`."""
-
-
-def space_for(algo: str) -> Space:
-    """The search space of ``algo``; ConfigError naming the algorithms that have one."""
-    from rlx import registry
-
-    name = registry.get(algo).name
-    if name not in SPACES:
-        raise ConfigError(
-            f"rlx tune has no search space for {name}; spaces exist for {', '.join(SPACES)}."
-        )
-    return SPACES[name]
-
-
-# ============================================================================ settings, results
-@dataclass(frozen=True)
-class StudySettings:
-    """What a study tunes, kept in its storage so that a rerun resumes the same study."""
-
-    algo: str
-    env: str
-    trials: int
-    total_steps: int | None = None
-    seed: int = 0
-    evaluations: int = 5
-    eval_episodes: int = 10
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    fixed: dict[str, Any] = field(default_factory=dict)
-    """config fields the user set for every trial (the space leaves them alone)"""
-    seeds_per_trial: int = 3
-    """the seeds each trial trains on (:meth:`trial_seeds`)"""
-    heldout_seeds: int = 5
-    """the seeds of the held-out check (:meth:`held_out_seeds`; 0: no check)"""
-
-    def trial_seeds(self) -> list[int]:
-        """Every trial's seeds: the study's seed and the ``seeds_per_trial - 1`` after it."""
-        return [self.seed + i for i in range(self.seeds_per_trial)]
-
-    def held_out_seeds(self) -> list[int]:
-        """The held-out check's seeds, from ``seed + HELDOUT_OFFSET`` on: none a trial uses."""
-        return [self.seed + HELDOUT_OFFSET + i for i in range(self.heldout_seeds)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self), default=_plain))
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as the study keeps it."""
-
-    number: int
-    state: str
-    """complete, pruned, failed, running or waiting"""
-    value: float | None
-    params: dict[str, Any]
-    """Optuna's parameters (the zoo's names)"""
-    config: dict[str, Any]
-    """the config fields the trial trained with (rlx's names), as best.yaml writes them"""
-    run_dir: Path
-    """the trial's folder: a seed group (``group.json``, ``seed-N/``), or, in a study of an
-    rlx that trained one seed per trial, the run folder itself"""
-    pruned_by: str | None = None
-    """``"doctor"`` or ``"median"`` for a pruned trial"""
-    finding: dict[str, Any] | None = None
-    """the doctor's finding that pruned it (:meth:`rlx.diagnostics.doctor.Finding.to_dict`
-    with its one-line text as ``line``)"""
-    error: str | None = None
-    intermediate: dict[int, float] = field(default_factory=dict)
-    seeds: list[int] = field(default_factory=list)
-    """the seeds it trained on (in order)"""
-    seed_values: list[float | None] = field(default_factory=list)
-    """each seed's value (its final evaluation), None for a seed not trained or pruned"""
-
-    def seed_runs(self) -> list[tuple[int, Path]]:
-        """``(seed, run folder)`` of each seed that has a folder, in order (the trial folder
-        itself for a study that trained one seed per trial)."""
-        from rlx.runs.group import seed_folder_name
-
-        if (self.run_dir / "config.json").is_file():
-            return [(self.seeds[0] if self.seeds else 0, self.run_dir)]
-        runs = [(seed, self.run_dir / seed_folder_name(seed)) for seed in self.seeds]
-        return [(seed, path) for seed, path in runs if path.is_dir() and not path.is_symlink()]
-
-
-@dataclass(frozen=True)
-class StudyResult:
-    """What ``rlx.launch.tune`` returns (and :func:`read_study` reads): the settings, every trial,
-    the best one and its config file."""
-
-    study_dir: Path
-    settings: StudySettings
-    trials: list[TrialRecord]
-    heldout: HeldOutCheck | None = None
-    """the held-out check of the best trial (None until the study has its trials, with
-    ``heldout_seeds=0``, or while ``heldout.json`` is of a trial no longer the best)"""
-
-    @property
-    def best(self) -> TrialRecord | None:
-        """The completed trial with the highest value (the first one on a tie)."""
-        done = [t for t in self.trials if t.state == "complete" and t.value is not None]
-        return max(done, key=lambda t: (t.value, -t.number)) if done else None
-
-    @property
-    def best_file(self) -> Path:
-        return self.study_dir / BEST_FILE
-
-    def count(self, state: str) -> int:
-        return sum(t.state == state for t in self.trials)
-
-    @property
-    def finished(self) -> bool:
-        """Whether the study has its ``trials`` completed or pruned."""
-        return self.count("complete") + self.count("pruned") >= self.settings.trials
-
-    def __str__(self) -> str:
-        s = self.settings
-        by_doctor = sum(t.pruned_by == "doctor" for t in self.trials)
-        lines = [
-            f"study {self.study_dir}: {s.algo} on {s.env}, {len(self.trials)} trials "
-            f"({self.count('complete')} complete, {self.count('pruned')} pruned, "
-            f"{by_doctor} of them by the doctor, {self.count('failed')} failed)"
-        ]
-        for t in self.trials:
-            value = "-" if t.value is None else f"{t.value:.4g}"
-            why = f" by {_pruned_text(t)}" if t.state == "pruned" else ""
-            seeds = f" (seeds: {_values_text(t.seed_values)})" if t.seed_values else ""
-            lines.append(f"  trial {t.number}: {t.state}{why}, value {value}{seeds}")
-        best = self.best
-        if best is not None:
-            lines.append(
-                f"best: trial {best.number}, value {best.value:.4g} (mean minus one standard "
-                f"error of its seeds: {_values_text(best.seed_values)}); train it again with "
-                f"rlx train --config {self.best_file}"
-            )
-        if self.heldout is not None:
-            lines.append(f"held out: {self.heldout.sentence()}")
-        elif s.heldout_seeds == 0:
-            lines.append("held out: no check (heldout_seeds=0)")
-        elif best is None and self.finished:
-            lines.append("held out: no check (no trial completed)")
-        return "\n".join(lines)
-
-
-def _values_text(values: Sequence[float | None]) -> str:
-    return " ".join("-" if v is None else f"{v:.4g}" for v in values)
-
-
-def _pruned_text(trial: TrialRecord) -> str:
-    if trial.pruned_by == "doctor" and trial.finding:
-        return f"the doctor ({trial.finding.get('rule')})"
-    return "the median pruner" if trial.pruned_by == "median" else "Optuna"
+TUNE_WORKER = "import sys; from rlx.launch.tune import worker_main; sys.exit(worker_main())"
+"""What a ``jobs=K`` worker's process runs (``python -c``): :func:`worker_main`."""
+INTERRUPTED_EXIT = 130
+"""A worker process's exit code after Ctrl-C (or the parent's SIGTERM), as the CLI's."""
 
 
 # ============================================================================ the entry point
+@with_references  # the doctor judging trials compares them with rlx's references
 def tune(
     algo: str | None = None,
     env: str | None = None,
@@ -731,7 +336,7 @@ def prepare_study(
                 from rlx import registry
 
                 value = registry.get(value).name
-            if json.loads(json.dumps(value, default=_plain)) != current[name]:
+            if as_json(value) != current[name]:
                 raise ConfigError(
                     f"{study_dir} holds a study of {settings.algo} on {settings.env} with "
                     f"{name}={current[name]!r}, not {value!r}; resume it as it is (leave "
@@ -739,7 +344,7 @@ def prepare_study(
                 )
         if any(getattr(settings, k) != v for k, v in changed.items()):
             settings = dataclasses.replace(settings, **changed)
-            _open_study(study_dir).set_user_attr(SETTINGS_ATTR, settings.to_dict())
+            open_study(study_dir).set_user_attr(SETTINGS_ATTR, settings.to_dict())
         return settings
     if algo is None or env is None:
         raise ConfigError(
@@ -755,10 +360,10 @@ def prepare_study(
         raise ConfigError(f"study folder {study_dir} is a file; choose a folder.")
     settings = _new_settings(algo, env, trials, total_steps, seed, evaluations, eval_episodes,
                              env_kwargs, fixed, seeds_per_trial, heldout_seeds)  # fmt: skip
-    optuna = _optuna()
+    optuna = import_optuna()
     study_dir.mkdir(parents=True, exist_ok=True)
     study = optuna.create_study(
-        study_name=STUDY_NAME, storage=_storage(study_dir), direction="maximize",
+        study_name=STUDY_NAME, storage=journal_storage(study_dir), direction="maximize",
         load_if_exists=True,
     )  # fmt: skip
     study.set_user_attr(SETTINGS_ATTR, settings.to_dict())
@@ -813,33 +418,6 @@ def _check_whole(name: str, value: Any, minimum: int) -> None:
         raise ConfigError(f"{name}={value!r} must be a whole number >= {minimum}.")
 
 
-def check_seed_counts(seeds_per_trial: Any, heldout_seeds: Any) -> None:
-    """``seeds_per_trial`` a whole number in 1 to :data:`HELDOUT_OFFSET`, ``heldout_seeds`` 0
-    or a whole number >= 2 (None: not given); a ConfigError in one sentence otherwise."""
-    whole = (int,)
-    if seeds_per_trial is not None and (
-        not isinstance(seeds_per_trial, whole) or isinstance(seeds_per_trial, bool)
-        or not 1 <= seeds_per_trial <= HELDOUT_OFFSET
-    ):  # fmt: skip
-        raise ConfigError(
-            f"seeds_per_trial={seeds_per_trial!r}: each trial trains on a seed group, so give a "
-            f"whole number from 1 to {HELDOUT_OFFSET} (default 3)."
-        )
-    if heldout_seeds is not None and (
-        not isinstance(heldout_seeds, whole) or isinstance(heldout_seeds, bool)
-        or heldout_seeds < 0
-    ):  # fmt: skip
-        raise ConfigError(
-            f"heldout_seeds={heldout_seeds!r} must be a whole number >= 0 (0 skips the held-out "
-            "check; default 5)."
-        )
-    if heldout_seeds == 1:
-        raise ConfigError(
-            "heldout_seeds=1 gives no interval (a spread needs two seeds a side); give 0 to "
-            "skip the held-out check, or 2 or more (default 5)."
-        )
-
-
 def create_study(study_dir: str | Path, algo: str | None = None, env: str | None = None,
                  **settings: Any) -> Any:  # fmt: skip
     """The Optuna study in ``study_dir``, created with the settings :func:`tune` takes (or,
@@ -848,7 +426,7 @@ def create_study(study_dir: str | Path, algo: str | None = None, env: str | None
     :func:`tune` on the same folder."""
     fixed = {k: settings.pop(k) for k in list(settings) if k not in _SETTING_NAMES}
     prepare_study(Path(study_dir), algo, env, fixed=fixed, **settings)
-    return _open_study(Path(study_dir))
+    return open_study(Path(study_dir))
 
 
 _SETTING_NAMES = ("trials", "total_steps", "seed", "evaluations", "eval_episodes", "env_kwargs",
@@ -862,48 +440,36 @@ def read_settings(
     consent: Consent | None = None,
     warn: bool = False,
 ) -> StudySettings:
-    """The settings kept in a study's storage, checked as data (names and types). A fixed
-    field only the user sets (:data:`rlx.launch.plan.USER_ONLY_FIELDS`) is dropped, as
-    :func:`rlx.launch.plan.without_user_only` does (``given``, ``consent`` and ``warn`` as there):
-    the study's workers take those from the command that runs them, never from its folder."""
+    """The settings kept in a study's storage, checked as data
+    (:func:`rlx.runs.study.recorded_settings`). A fixed field only the user sets
+    (:data:`rlx.launch.plan.USER_ONLY_FIELDS`) is dropped, as
+    :func:`rlx.launch.plan.without_user_only` does (``given``, ``consent`` and ``warn`` as
+    there): the study's workers take those from the command that runs them, never from its
+    folder."""
     from rlx.core.env_recipe import IN_PYTHON
     from rlx.launch.plan import without_user_only
 
-    data = _open_study(Path(study_dir)).user_attrs.get(SETTINGS_ATTR)
-    where = f"{study_dir}/{STORAGE_FILE}"
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} is not a study written by rlx tune.")
-    kinds: dict[str, Any] = {
-        "algo": str, "env": str, "trials": int, "total_steps": (int, type(None)), "seed": int,
-        "evaluations": int, "eval_episodes": int, "env_kwargs": dict, "fixed": dict,
-        "seeds_per_trial": int, "heldout_seeds": int,
-    }  # fmt: skip
-    for name, value in data.items():
-        if name not in kinds or not isinstance(value, kinds[name]) or isinstance(value, bool):
-            raise ConfigError(
-                f"{where} records the study setting {name}={value!r}, which is not one rlx tune "
-                "writes; the study folder is damaged or was written by another program."
-            )
-    missing = sorted({"algo", "env", "trials"} - set(data))
-    if missing:
-        raise ConfigError(
-            f"{where} records no study setting {missing[0]}, which rlx tune always writes; the "
-            "study folder is damaged or was written by another program."
-        )
-    data = {"seeds_per_trial": 1, **data}  # a study of an rlx that trained one seed per trial
-    try:
-        check_seed_counts(data["seeds_per_trial"], data.get("heldout_seeds"))
-    except ConfigError:
-        raise ConfigError(
-            f"{where} records the study settings seeds_per_trial={data['seeds_per_trial']!r} and "
-            f"heldout_seeds={data.get('heldout_seeds')!r}, which rlx tune does not write; the "
-            "study folder is damaged or was written by another program."
-        ) from None
+    settings = recorded_settings(study_dir)
     fixed = without_user_only(
-        data.get("fixed", {}), f"{where} (the study's fixed fields)", given=given,
+        settings.fixed, f"{study_dir}/{STORAGE_FILE} (the study's fixed fields)", given=given,
         consent=consent or IN_PYTHON, warn=warn,
     )  # fmt: skip
-    return StudySettings(**{**data, "fixed": fixed})
+    return dataclasses.replace(settings, fixed=fixed)
+
+
+def read_study(study_dir: str | Path) -> StudyResult:
+    """Every trial of the study in ``study_dir``, as :class:`StudyResult`
+    (:func:`rlx.runs.study.read_study`), with the settings as the tuner reads them
+    (:func:`read_settings`) and the held-out check only when it is of the study as it is now:
+    its best trial, config, held-out seeds and defaults (:func:`defaults_fields`)."""
+    from rlx import registry
+
+    def defaults(settings: StudySettings) -> dict[str, Any]:
+        return defaults_fields(registry.get(settings.algo), settings)
+
+    folder = Path(study_dir)
+    settings = read_settings(folder)
+    return read_study_folder(folder, settings=settings, defaults=defaults)
 
 
 # ============================================================================ the workers
@@ -926,7 +492,7 @@ def work(
     folder = Path(study_dir)
     try:
         settings = read_settings(folder)
-        study = _open_study(folder, worker=worker, settings=settings)
+        study = _worker_study(folder, worker, settings)
         while True:
             trial = _next_trial(folder, study, settings)
             if trial is None:
@@ -942,10 +508,33 @@ def work(
         return "error", str(exc)
 
 
+def _worker_study(folder: Path, worker: int, settings: StudySettings) -> Any:
+    """The study in ``folder`` with rlx's sampler and pruners: TPE (the zoo's multivariate
+    TPE, with the constant liar for parallel workers) and the median pruner (after
+    ``startup`` trials and a third of the evaluations, as the zoo). The sampler's seed
+    depends on the study's seed, the worker and the trials so far, so that a resumed or
+    parallel worker does not propose what another already tried."""
+    import numpy as np
+
+    optuna = import_optuna()
+    trials_so_far = len(open_study(folder).trials)
+    startup = max(1, min(10, settings.trials // 3))
+    seed = int(np.random.SeedSequence([settings.seed, worker, trials_so_far]).generate_state(1)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.TPESampler(
+            n_startup_trials=startup, seed=seed, multivariate=True, constant_liar=True
+        )
+    pruner = optuna.pruners.MedianPruner(
+        n_startup_trials=startup, n_warmup_steps=settings.evaluations // 3
+    )
+    return open_study(folder, sampler=sampler, pruner=pruner)
+
+
 def _next_trial(folder: Path, study: Any, settings: StudySettings) -> Any:
     """A new trial, or None when the study has enough: under the study's lock, counting the
     completed, pruned and running trials (stale running ones marked failed first)."""
-    optuna = _optuna()
+    optuna = import_optuna()
     states = optuna.trial.TrialState
     with _locked(folder / LOCK_FILE):
         _fail_stale_trials(folder, study)
@@ -960,14 +549,14 @@ def _next_trial(folder: Path, study: Any, settings: StudySettings) -> Any:
 
 def _fail_stale_trials(folder: Path, study: Any) -> None:
     """Running trials whose worker process on this machine is gone (killed outright): failed."""
-    optuna = _optuna()
+    optuna = import_optuna()
     host = socket.gethostname()
     storage = None
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         worker = trial_attrs(trial, folder)["worker"] or {}
         if worker.get("host") != host or _alive(worker.get("pid", 0)):
             continue
-        storage = storage or _storage(folder)
+        storage = storage or journal_storage(folder)
         study_id = storage.get_study_id_from_name(STUDY_NAME)
         trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
         storage.set_trial_user_attr(
@@ -988,6 +577,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` between processes (``flock``; none where there is none)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: one worker at a time is the user's to keep
+        yield
+        return
+    from rlx.runs.files import append_file
+
+    with append_file(path) as handle:  # never through a link planted at its name
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def run_trial(
     folder: Path,
     study: Any,
@@ -1004,16 +611,16 @@ def run_trial(
     training, never recorded)."""
     from rlx import registry
 
-    optuna = _optuna()
+    optuna = import_optuna()
     states = optuna.trial.TrialState
     spec = registry.get(settings.algo)
     base = _base_config(spec, settings)
-    suggest = Suggest(trial, dataclasses.asdict(base), settings.fixed, base_budget(base))
-    space_for(spec.name).sample(suggest)
-    fields = _trial_fields(spec, settings, suggest.fields)
+    sampler = TrialSampler(trial, dataclasses.asdict(base), settings.fixed, base_budget(base))
+    space_for(spec.name).sample(sampler)
+    fields = _trial_fields(spec, settings, sampler.fields)
     run_dir = folder / TRIAL_DIR.format(number=trial.number)
     seeds = settings.trial_seeds()
-    trial.set_user_attr("config", json.loads(json.dumps(fields, default=_plain)))
+    trial.set_user_attr("config", as_json(fields))
     trial.set_user_attr("run_dir", run_dir.name)
     trial.set_user_attr("seeds", seeds)
     evaluates = "eval_every" in base.__dataclass_fields__ and settings.evaluations > 0
@@ -1066,7 +673,7 @@ def run_trial(
     else:
         state, value = states.COMPLETE, trial_value([v for v in values if v is not None])
     _tell(study, trial, state, value)
-    record = _record(study.get_trials(deepcopy=False)[trial.number], folder)
+    record = trial_record(study.get_trials(deepcopy=False)[trial.number], folder)
     _note_seeds(
         folder,
         run_dir,
@@ -1134,7 +741,7 @@ def _tell(study: Any, trial: Any, state: Any, value: float | None = None,
           error: str | None = None) -> None:  # fmt: skip
     if error is not None:
         trial.set_user_attr("error", error)
-    optuna = _optuna()
+    optuna = import_optuna()
     if state == optuna.trial.TrialState.COMPLETE:
         study.tell(trial, value)
     else:
@@ -1161,13 +768,6 @@ def _budget_fields(spec: Any, settings: StudySettings) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k in names}
 
 
-def base_budget(config: Any) -> int:
-    """A config's budget in env steps, to size a space's choices by (for a tabular learner
-    without a step budget: its episodes, each at least a step)."""
-    steps = getattr(config, "total_steps", None)
-    return int(steps) if steps else int(getattr(config, "episodes", 0) or 0)
-
-
 def _trial_fields(spec: Any, settings: StudySettings, sampled: Mapping[str, Any]) -> dict:
     """What a trial trains with besides the preset: the budget, the fixed fields, the sampled
     ones (what best.yaml records)."""
@@ -1188,7 +788,7 @@ def seed_value(run_dir: Path, seed: int, settings: StudySettings) -> float:
     from rlx.runs import read_summary
 
     value = read_summary(run_dir).get("eval_return_mean")
-    if _number(value) and math.isfinite(value):
+    if is_number(value) and math.isfinite(value):
         return float(value)
     from rlx.core.evaluation import evaluate
     from rlx.launch.plan import load
@@ -1220,7 +820,7 @@ def _whole_run_finding(run_dir: Path, *, evaluated: bool) -> dict[str, Any] | No
 
 def finding_record(finding: Any) -> dict[str, Any]:
     """A finding as a trial keeps it: :meth:`Finding.to_dict` and its one line."""
-    return json.loads(json.dumps({**finding.to_dict(), "line": finding.line()}, default=_plain))
+    return dict(as_json({**finding.to_dict(), "line": finding.line()}))
 
 
 def _note_seeds(
@@ -1263,10 +863,10 @@ def _get(values: Sequence[float | None], index: int) -> float | None:
 def _print_trial(record: TrialRecord) -> None:
     value = "" if record.value is None else f", value {record.value:.4g}"
     if record.seed_values:
-        value += f" (seeds: {_values_text(record.seed_values)})"
+        value += f" (seeds: {values_text(record.seed_values)})"
     why = ""
     if record.state == "pruned":
-        why = f" by {_pruned_text(record)}"
+        why = f" by {record.pruned_text()}"
         if record.finding:
             why += f": {record.finding.get('line')}"
     changed = ", ".join(f"{k}={_short(v)}" for k, v in record.config.items()
@@ -1423,185 +1023,86 @@ def _quiet(message: str) -> None:
 def _run_processes(
     study_dir: Path, jobs: int, user_fields: Mapping[str, Any]
 ) -> list[tuple[str, str]]:
-    """``jobs`` worker processes on the study; Ctrl-C reaches them (the terminal's, or
-    forwarded), each stops after its trial's checkpoint, and this waits for them all."""
-    import multiprocessing
-    import signal
+    """``jobs`` worker processes on the study, through :func:`rlx.runs.parallel.run_jobs` as a
+    seed group's seeds: each a fresh ``python`` (:data:`TUNE_WORKER`) given its study folder,
+    number and the user's fields as JSON on stdin, its output shown line by line as
+    ``[worker N] ...``. Ctrl-C (or SIGTERM) sent to this process is passed on to every worker
+    as SIGTERM, which stops each after its trial's checkpoint (the trial marked failed); a
+    second Ctrl-C aborts them. Returns each worker's ``(status, message)``, and
+    ``("interrupted", "")`` when a stop was asked."""
+    from rlx.runs.parallel import Job, child_environment, run_jobs
 
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    processes = [
-        context.Process(
-            target=_process_main,
-            args=(str(study_dir), i, results, dict(user_fields)),
-            daemon=False,
-        )
+    payloads = [
+        json.dumps({"study_dir": str(study_dir), "worker": i, "user_fields": dict(user_fields)},
+                   default=str).encode()
         for i in range(jobs)
-    ]
-    for process in processes:
-        process.start()
-    interrupted = False
-    while any(p.is_alive() for p in processes):
-        try:
-            for process in processes:
-                process.join(timeout=0.2)
-        except KeyboardInterrupt:
-            interrupted = True
-            for process in processes:
-                if process.is_alive() and process.pid is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(process.pid, signal.SIGINT)
-    outcomes = []
-    while not results.empty():
-        outcomes.append(results.get())
-    for process in processes:
-        if process.exitcode not in (0, None) and not any(o[0] != "done" for o in outcomes):
-            outcomes.append(("error", f"a tune worker ended with exit code {process.exitcode}"))
-    if interrupted:
-        outcomes.append(("interrupted", ""))
-    return outcomes
+    ]  # fmt: skip
+    work_jobs = [Job(f"worker {i}", payload, key=i) for i, payload in enumerate(payloads)]
+    outcomes, aborted = run_jobs(
+        work_jobs,
+        [sys.executable, "-c", TUNE_WORKER],
+        jobs,
+        env=child_environment(),
+        stop_line="rlx tune: stopping every worker, each after its trial's checkpoint (Ctrl-C "
+        "again to abort now).",
+    )
+    results = [_worker_outcome(outcome) for outcome in outcomes]
+    if aborted or any(outcome.stopped for outcome in outcomes):
+        results.append(("interrupted", ""))
+    return results
 
 
-def _process_main(
-    study_dir: str, worker: int, results: Any, user_fields: Mapping[str, Any]
-) -> None:
+def _worker_outcome(outcome: Outcome) -> tuple[str, str]:
+    """A worker process's ``(status, message)`` from how it ended: ``done`` for exit code 0,
+    ``interrupted`` for :data:`INTERRUPTED_EXIT` (or any end after a stop was asked, a worker
+    stopped before it could say so), else ``error`` with the sentence it wrote
+    (``rlx: error: ...``) or its last line (a traceback's exception)."""
+    code = outcome.returncode
+    if code == 0:
+        return "done", ""
+    # None: never started, a stop came first; below 0: ended by a signal after the stop
+    if code is None or code == INTERRUPTED_EXIT or (outcome.stopped and code < 0):
+        return "interrupted", ""
+    lines = [line.strip() for line in outcome.tail if line.strip()]
+    sentence = next((line.removeprefix("rlx: error: ") for line in reversed(lines)
+                     if line.startswith("rlx: error: ")), None)  # fmt: skip
+    last = next((line for line in reversed(lines) if not line.startswith("rlx")), None)
+    return "error", sentence or last or f"a tune worker ended with exit code {code}"
+
+
+def worker_main() -> int:
+    """One ``jobs=K`` worker's process (:data:`TUNE_WORKER`): reads its study folder, number
+    and user fields as JSON on stdin, and runs :func:`work` until the study has its trials.
+    The study's process stops it with SIGTERM, which a run in progress reads itself (it saves
+    a checkpoint and stops) and which is a Ctrl-C anywhere else (:func:`_stop`). Exit codes as
+    the CLI's: 0 done, 2 an error (its sentence on stderr), :data:`INTERRUPTED_EXIT` stopped."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop)
     try:
-        results.put(work(study_dir, worker, user_fields=user_fields))
-    except BaseException as exc:
-        results.put(("error", f"{type(exc).__name__}: {exc}"))
-        raise
+        payload = json.loads(sys.stdin.read())  # from the study's own process
+        work(payload["study_dir"], int(payload["worker"]), raise_errors=True,
+             user_fields=payload["user_fields"])  # fmt: skip
+    except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # stopping already: leave without a traceback
+            signal.signal(sig, signal.SIG_IGN)
+        print("rlx tune: worker stopped", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    except RLXError as exc:
+        print(f"rlx: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
 
 
-# ============================================================================ reading a study
-def read_study(study_dir: str | Path) -> StudyResult:
-    """Every trial of the study in ``study_dir``, as :class:`StudyResult`."""
-    folder = Path(study_dir)
-    if not (folder / STORAGE_FILE).is_file():
-        raise ConfigError(f"{folder} holds no study ({STORAGE_FILE} is missing).")
-    study = _open_study(folder)
-    settings = read_settings(folder)
-    trials = [_record(t, folder) for t in study.get_trials(deepcopy=False)]
-    result = StudyResult(folder, settings, trials)
-    check = read_heldout(folder)
-    if check is not None and _is_current(check, result):
-        result = dataclasses.replace(result, heldout=check)
-    return result
+def _stop(signum: int, frame: Any) -> None:
+    """A worker's stop outside a run: KeyboardInterrupt, as Ctrl-C. A Ctrl-C at a terminal
+    sends the worker SIGINT and the study's process, which passes it on, sends SIGTERM: the
+    SIGTERM after the first stop is ignored, so the worker stops once (a second SIGINT, the
+    user's second Ctrl-C, still raises)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
-def is_study(path: str | Path) -> bool:
-    """True when ``path`` is a study folder of ``rlx tune``."""
-    return (Path(path) / STORAGE_FILE).is_file()
-
-
-_STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed",
-           "RUNNING": "running", "WAITING": "waiting"}  # fmt: skip
-
-
-MAX_PID = 2**31 - 1
-"""The largest process id a trial's ``worker`` may record (a pid is a C int)."""
-_ATTR_KINDS: dict[str, tuple[type, str]] = {
-    "config": (dict, "an object of config fields"),
-    "finding": (dict, "a doctor's finding (an object with its rule)"),
-    "pruned_by": (str, "text"),
-    "error": (str, "text"),
-    "worker": (dict, "an object of a host and a process id"),
-    "seeds": (list, "a list of whole-number seeds"),
-    "seed_values": (list, "a list of numbers (or null), one per seed"),
-}
-
-
-def trial_attrs(trial: Any, folder: Path) -> dict[str, Any]:
-    """The user attrs rlx reads of a trial (``config``, ``finding``, ``pruned_by``, ``error``,
-    ``worker``, ``seeds``, ``seed_values``; ``run_dir`` is :func:`trial_folder`'s), each
-    checked as data, the one place they are: a ConfigError naming the journal, the trial and
-    the value when one has another type (a finding without its ``rule``, a worker whose
-    ``host`` is not text or whose ``pid`` is not a whole number in 0 to :data:`MAX_PID`, a
-    seed that is not a whole number >= 0, a seed's value that is not a number); None for one
-    not recorded."""
-    import reprlib
-
-    attrs = trial.user_attrs
-    checked: dict[str, Any] = {}
-    for name, (kind, what) in _ATTR_KINDS.items():
-        value = attrs.get(name)
-        valid = value is None or isinstance(value, kind)
-        if valid and name == "finding" and value is not None:
-            valid = isinstance(value.get("rule"), str) and isinstance(
-                value.get("evidence") or {}, dict
-            )
-        if valid and name == "seeds" and value is not None:
-            valid = all(_whole(v) and v >= 0 for v in value)
-        if valid and name == "seed_values" and value is not None:
-            valid = all(v is None or _number(v) for v in value)
-        if valid and name == "worker" and value is not None:
-            pid = value.get("pid", 0)
-            valid = (
-                isinstance(value.get("host"), (str, type(None)))
-                and isinstance(pid, int)
-                and not isinstance(pid, bool)
-                and 0 <= pid <= MAX_PID
-            )
-        if not valid:
-            raise ConfigError(
-                f"{folder / STORAGE_FILE} records {name}={reprlib.repr(value)} for trial "
-                f"{trial.number}, which is not {what} as rlx tune writes it; the study folder is "
-                "damaged or was written by another program."
-            )
-        checked[name] = value
-    return checked
-
-
-def _whole(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _record(trial: Any, folder: Path) -> TrialRecord:
-    attrs = {**trial.user_attrs, **trial_attrs(trial, folder)}
-    run_dir = trial_folder(folder, trial.number, attrs.get("run_dir"))
-    seeds = list(attrs.get("seeds") or [])
-    values = list(attrs.get("seed_values") or [])
-    return TrialRecord(
-        number=trial.number,
-        state=_STATES.get(trial.state.name, trial.state.name.lower()),
-        value=trial.value,
-        params=dict(trial.params),
-        config=dict(attrs.get("config") or {}),
-        run_dir=run_dir,
-        pruned_by=attrs.get("pruned_by"),
-        finding=attrs.get("finding"),
-        error=attrs.get("error"),
-        intermediate=dict(trial.intermediate_values),
-        seeds=seeds,
-        seed_values=[None if v is None else float(v) for v in values[: len(seeds)]],
-    )
-
-
-def trial_folder(folder: Path, number: int, recorded: Any) -> Path:
-    """The run folder of trial ``number``, as the study's journal records it (``trial-NNNN``
-    when it records none): a ConfigError unless it is a folder's name inside the study
-    (relative, no ``..``, no link out of it), so a journal never points rlx elsewhere."""
-    name = TRIAL_DIR.format(number=number) if recorded is None else recorded
-    parts = Path(name).parts if isinstance(name, str) else ()
-    run_dir = folder / name if parts else folder
-    inside = (
-        len(parts) == 1
-        and not Path(name).is_absolute()
-        and parts[0] not in ("..", ".")
-        and not run_dir.is_symlink()
-        and run_dir.resolve().parent == folder.resolve()
-    )
-    if not inside:
-        raise ConfigError(
-            f"{folder / STORAGE_FILE} records {name!r} as trial {number}'s run folder, which is "
-            f"not a folder inside the study (a name such as {TRIAL_DIR.format(number=number)!r})."
-        )
-    return run_dir
-
-
+# ============================================================================ best.yaml
 def write_best(result: StudyResult) -> Path | None:
     """``best.yaml``: the best completed trial's config, as ``rlx train --config`` reads it,
     with the held-out check (when there is one) in its comments."""
@@ -1615,7 +1116,7 @@ def write_best(result: StudyResult) -> Path | None:
         f"The best trial of the rlx tune study in {result.study_dir}: trial {best.number} of "
         f"{len(result.trials)}\n(its seed group: {best.run_dir}). Its value, {best.value:.6g}, "
         "is the mean minus one\nstandard error of its final evaluations on seeds "
-        f"{_seeds_text(best.seeds)}: {_values_text(best.seed_values)}.\n"
+        f"{seeds_text(best.seeds)}: {values_text(best.seed_values)}.\n"
         f"Train it again: rlx train --config {result.best_file} --run-dir DIR\n"
         "Fields not listed are the algorithm's defaults and the env's preset."
     )
@@ -1630,193 +1131,11 @@ def write_best(result: StudyResult) -> Path | None:
 
 
 # ============================================================================ the held-out check
-@dataclass(frozen=True)
-class HeldOutSide:
-    """One side of the held-out check: the config fields it trained with (as ``best.yaml``
-    writes them, without the seed), its seed group, and each held-out seed's value."""
-
-    config: dict[str, Any]
-    run_dir: Path
-    values: list[float]
-
-    @property
-    def mean(self) -> float:
-        return sum(self.values) / len(self.values)
-
-
-@dataclass(frozen=True)
-class HeldOutCheck:
-    """The best trial's config against the defaults on seeds no trial trained on
-    (``heldout.json``): the difference of their means, best minus defaults, with Welch's t
-    interval (:func:`welch_interval`) and a verdict in words (:attr:`verdict`)."""
-
-    seeds: list[int]
-    """the held-out seeds"""
-    trial_seeds: list[int]
-    """every seed a trial of the study trained on (none of :attr:`seeds`)"""
-    best_trial: int
-    best: HeldOutSide
-    defaults: HeldOutSide
-    same_config: bool
-    """the best trial's config is the defaults' (then the defaults trained once)"""
-
-    @property
-    def difference(self) -> float:
-        """mean(best) - mean(defaults)"""
-        return self.best.mean - self.defaults.mean
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """Welch's t interval of :attr:`difference` at :data:`CONFIDENCE`."""
-        return welch_interval(self.best.values, self.defaults.values)
-
-    @property
-    def verdict(self) -> str:
-        """``"beats the defaults"`` (the interval above 0), ``"worse than the defaults"``
-        (below 0), ``"no better than the defaults (interval includes 0)"``, or, when the best
-        config is the defaults', ``"is the defaults' config"``."""
-        if self.same_config:
-            return "is the defaults' config"
-        low, high = self.interval
-        if low > 0:
-            return "beats the defaults"
-        if high < 0:
-            return "worse than the defaults"
-        return "no better than the defaults (interval includes 0)"
-
-    def sentence(self) -> str:
-        """The check in one sentence (``str(result)``'s line)."""
-        seeds = f"{len(self.seeds)} seeds no trial trained on ({_seeds_text(self.seeds)})"
-        if self.same_config:
-            return (
-                f"the best config (trial {self.best_trial}) is the defaults' config, so there "
-                f"is nothing to compare; on {seeds} it scored a mean of {self.defaults.mean:.4g}."
-            )
-        low, high = self.interval
-        return (
-            f"on {seeds}, the best config (trial {self.best_trial}) scored a mean of "
-            f"{self.best.mean:.4g} and the defaults {self.defaults.mean:.4g}: difference "
-            f"{self.difference:+.4g}, {CONFIDENCE:.0%} interval [{low:.4g}, {high:.4g}] "
-            f"(Welch's t); verdict: {self.verdict}."
-        )
-
-    def lines(self) -> list[str]:
-        """The check as ``best.yaml``'s comment lines."""
-        head = (
-            f"Held-out check: {len(self.seeds)} seeds no trial trained on "
-            f"({_seeds_text(self.seeds)}; the trials used {_seeds_text(self.trial_seeds)}),"
-        )
-        if self.same_config:
-            return [
-                head,
-                "this config is the defaults' config (nothing to compare); its final "
-                f"evaluations: {_values_text(self.defaults.values)} (mean "
-                f"{self.defaults.mean:.6g}).",
-            ]
-        low, high = self.interval
-        return [
-            head,
-            "final evaluations (the mean return of eval_episodes episodes at each run's end):",
-            f"  this config:  {_values_text(self.best.values)}  (mean {self.best.mean:.6g})",
-            f"  the defaults: {_values_text(self.defaults.values)}  (mean "
-            f"{self.defaults.mean:.6g})",
-            f"difference of the means {self.difference:+.6g}, {CONFIDENCE:.0%} interval "
-            f"[{low:.6g}, {high:.6g}] (Welch's t):",
-            f"verdict: {self.verdict}.",
-        ]
-
-    def to_dict(self, study_dir: Path) -> dict[str, Any]:
-        """``heldout.json``: what :func:`read_heldout` reads back, and the difference, interval
-        and verdict for a reader (recomputed from the values when read)."""
-
-        def side(s: HeldOutSide) -> dict[str, Any]:
-            return {"config": json.loads(json.dumps(s.config, default=_plain)),
-                    "run_dir": s.run_dir.relative_to(study_dir).as_posix(),
-                    "values": list(s.values)}  # fmt: skip
-
-        low, high = self.interval
-        return {
-            "kind": HELDOUT_KIND,
-            "seeds": list(self.seeds),
-            "trial_seeds": list(self.trial_seeds),
-            "best_trial": self.best_trial,
-            "same_config": self.same_config,
-            "best": side(self.best),
-            "defaults": side(self.defaults),
-            "difference": self.difference,
-            "interval": [low, high],
-            "confidence": CONFIDENCE,
-            "interval_method": "Welch's t",
-            "verdict": self.verdict,
-        }
-
-
-def welch_interval(
-    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
-) -> tuple[float, float]:
-    """Welch's t interval ``(low, high)`` of ``mean(a) - mean(b)``:
-
-        d = mean(a) - mean(b),   se^2 = s_a^2 / n_a + s_b^2 / n_b   (s^2 with n - 1)
-        nu = se^4 / ((s_a^2 / n_a)^2 / (n_a - 1) + (s_b^2 / n_b)^2 / (n_b - 1))
-        d -/+ t_{(1 + confidence) / 2, nu} * se
-
-    (Welch-Satterthwaite degrees of freedom); the point ``(d, d)`` when neither side varies.
-    Each side needs two values or more."""
-    from scipy.stats import t
-
-    n_a, n_b = len(a), len(b)
-    if n_a < 2 or n_b < 2:
-        raise ValueError("Welch's interval needs two values or more on each side")
-    mean_a, mean_b = sum(a) / n_a, sum(b) / n_b
-    var_a = sum((x - mean_a) ** 2 for x in a) / (n_a - 1) / n_a
-    var_b = sum((x - mean_b) ** 2 for x in b) / (n_b - 1) / n_b
-    d = mean_a - mean_b
-    se2 = var_a + var_b
-    if se2 == 0:
-        return d, d
-    nu = se2**2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-    half = float(t.ppf((1 + confidence) / 2, nu)) * math.sqrt(se2)
-    return d - half, d + half
-
-
-def _seeds_text(seeds: Sequence[int]) -> str:
-    """``10000-10004`` for a run of seeds, else the seeds one by one."""
-    seeds = list(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ", ".join(str(seed) for seed in seeds) or "none"
-
-
 def defaults_fields(spec: Any, settings: StudySettings) -> dict[str, Any]:
     """The defaults' side of the held-out check: what ``rlx train ALGO --env ENV --total-steps
     S`` trains besides the preset (the study's budget and fixed fields), without the seed."""
     fields = {**_budget_fields(spec, settings), **settings.fixed}
     return {name: value for name, value in fields.items() if name != "seed"}
-
-
-def _best_fields(best: TrialRecord) -> dict[str, Any]:
-    return {name: value for name, value in best.config.items() if name != "seed"}
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON (tuples and lists alike)."""
-    return json.dumps(a, sort_keys=True, default=_plain) == json.dumps(
-        b, sort_keys=True, default=_plain
-    )
-
-
-def _is_current(check: HeldOutCheck, result: StudyResult) -> bool:
-    """Whether ``check`` is of the study's best trial, its config and held-out seeds now."""
-    from rlx import registry
-
-    best, s = result.best, result.settings
-    return (
-        best is not None
-        and check.best_trial == best.number
-        and check.seeds == s.held_out_seeds()
-        and _same(check.best.config, _best_fields(best))
-        and _same(check.defaults.config, defaults_fields(registry.get(s.algo), s))
-    )
 
 
 def check_heldout(
@@ -1847,12 +1166,12 @@ def check_heldout(
             "held-out seeds; the study folder is damaged or was written by another program."
         )
     defaults = defaults_fields(spec, s)
-    best_config = _best_fields(best)
+    best_config = best.heldout_fields()
     same = _same_config(spec, s, best_config, defaults)
     real_folder(folder / HELDOUT_DIR, root=folder)  # a real folder of the study, not a link
     user = dict(user_fields or {})
     reuse = previous is not None and previous.seeds == seeds
-    if reuse and previous is not None and _same(previous.defaults.config, defaults):
+    if reuse and previous is not None and same_json(previous.defaults.config, defaults):
         defaults_side = previous.defaults
     else:
         defaults_side = _train_side(result, spec, "defaults", defaults, seeds, jobs, user)
@@ -1860,7 +1179,7 @@ def check_heldout(
         best_side = HeldOutSide(best_config, defaults_side.run_dir, defaults_side.values)
     elif (
         reuse and previous is not None and previous.best_trial == best.number
-        and _same(previous.best.config, best_config)
+        and same_json(previous.best.config, best_config)
     ):  # fmt: skip
         best_side = previous.best
     else:
@@ -1900,7 +1219,7 @@ def _train_side(
     s, folder = result.settings, result.study_dir
     run_dir = folder / HELDOUT_DIR / name
     what = "the defaults" if name == "defaults" else f"the best config ({name})"
-    print(f"rlx tune: held-out check: training {what} on seeds {_seeds_text(seeds)} into "
+    print(f"rlx tune: held-out check: training {what} on seeds {seeds_text(seeds)} into "
           f"{run_dir}", file=sys.stderr, flush=True)  # fmt: skip
     group = train_group(
         spec.name, s.env, env_kwargs=s.env_kwargs or None, run_dir=run_dir, seeds=seeds,
@@ -1921,214 +1240,6 @@ def _train_side(
     return HeldOutSide(dict(fields), run_dir, values)
 
 
-def read_heldout(study_dir: str | Path) -> HeldOutCheck | None:
-    """The study's ``heldout.json`` (None when there is none), read as data from a folder that
-    may be someone else's: without following a link, bounded (:func:`rlx.runs.files.
-    load_json_file`), every field checked; a ConfigError in one sentence for anything rlx tune
-    does not write. The difference, interval and verdict it records are recomputed from the
-    values, never taken from it."""
-    from rlx.runs.files import load_json_file
-
-    folder = Path(study_dir)
-    path = folder / HELDOUT_FILE
-    if not path.exists() and not path.is_symlink():
-        return None
-
-    def refused(why: str) -> ConfigError:
-        return ConfigError(
-            f"{path} is not a held-out record rlx tune writes ({why}); remove it, and rlx tune "
-            "on the study checks the best trial again."
-        )
-
-    try:
-        data = load_json_file(path, root=folder)
-    except RLXError as exc:  # its sentence names the file: said once here
-        raise refused("it " + str(exc).rstrip(".").removeprefix(f"{path} ")) from None
-    if not isinstance(data, dict) or data.get("kind") != HELDOUT_KIND:
-        raise refused(f"no kind {HELDOUT_KIND!r}")
-    seeds, trial_seeds = data.get("seeds"), data.get("trial_seeds")
-    for name, value in (("seeds", seeds), ("trial_seeds", trial_seeds)):
-        if not isinstance(value, list) or not all(_whole(v) and v >= 0 for v in value):
-            raise refused(f"{name} is not a list of whole numbers >= 0")
-    seeds, trial_seeds = list(seeds or []), list(trial_seeds or [])
-    if len(seeds) < 2 or len(set(seeds)) < len(seeds):
-        raise refused("seeds are not two or more distinct seeds")
-    if set(seeds) & set(trial_seeds):
-        raise refused("its held-out seeds include a seed the trials trained on")
-    best_trial, same = data.get("best_trial"), data.get("same_config")
-    if not _whole(best_trial) or best_trial < 0:
-        raise refused("best_trial is not a trial number")
-    if not isinstance(same, bool):
-        raise refused("same_config is not true or false")
-    sides = [_side(data.get(name), name, folder, len(seeds), refused)
-             for name in ("best", "defaults")]  # fmt: skip
-    return HeldOutCheck(list(seeds), list(trial_seeds), best_trial, sides[0], sides[1], same)
-
-
-def _side(
-    data: Any, name: str, folder: Path, count: int, refused: Callable[[str], ConfigError]
-) -> HeldOutSide:
-    if not isinstance(data, dict):
-        raise refused(f"{name} is not an object")
-    config, run_dir, values = data.get("config"), data.get("run_dir"), data.get("values")
-    if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
-        raise refused(f"{name}.config is not config fields by name")
-    parts = Path(run_dir).parts if isinstance(run_dir, str) else ()
-    if (
-        len(parts) != 2 or parts[0] != HELDOUT_DIR or parts[1] in ("..", ".")
-        or Path(str(run_dir)).is_absolute()
-    ):  # fmt: skip
-        raise refused(f"{name}.run_dir is not a folder in {HELDOUT_DIR}/")
-    if (
-        not isinstance(values, list) or len(values) != count
-        or not all(_number(v) and math.isfinite(v) for v in values)
-    ):  # fmt: skip
-        raise refused(f"{name}.values is not {count} finite numbers, one per seed")
-    return HeldOutSide(dict(config), folder / str(run_dir), [float(v) for v in values])
-
-
-# ============================================================================ Optuna
-def _optuna() -> ModuleType:
-    """Optuna (extra ``tune``), or a ConfigError saying how to install it."""
-    try:
-        import optuna
-    except ImportError as exc:
-        raise ConfigError(
-            "rlx tune needs Optuna, which is not installed; install it with pip install "
-            "'rlx[tune]'."
-        ) from exc
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
-
-
-def _storage(folder: Path) -> Any:
-    optuna = _optuna()
-    from optuna.storages.journal import JournalFileBackend
-
-    journal = folder / STORAGE_FILE  # Optuna appends to what it names (its lock is a link)
-    if journal.is_symlink() or journal.is_dir():
-        raise ConfigError(
-            f"{journal} is a link or a folder, not the study's own file; rlx tune writes a "
-            "study only into a real file: remove it, or use another study folder."
-        )
-    # opened here without a link and without waiting (a pipe, a device or a journal too large
-    # is one sentence, not a hang), made when missing, and the file its name opens now
-    check_regular(journal, create=True)
-    check_journal(journal)
-    return optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
-
-
-JOURNAL_OPS = frozenset(range(11))
-"""The op codes of Optuna's journal (``JournalOperation``: create study 0 to discard trials 10)."""
-
-
-def _journal_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
-    return int(text)
-
-
-def check_journal(journal: Path) -> None:
-    """Refuse, in one ConfigError sentence naming the line, a journal Optuna would choke on
-    (its errors are tracebacks): each line at most :data:`rlx.runs.files.MAX_LINE_CHARS` of
-    UTF-8, JSON nested at most :data:`rlx.runs.files.MAX_JSON_DEPTH` levels with no integer
-    of more than :data:`rlx.runs.files.MAX_INT_DIGITS` digits, an object whose ``op_code`` is
-    one of :data:`JOURNAL_OPS`. A last line a crash cut short is left to Optuna, which skips
-    it. What the lines record for rlx is checked where it is read (:func:`read_settings`,
-    :func:`trial_attrs`, :func:`trial_folder`)."""
-
-    def refused(number: int, why: str) -> ConfigError:
-        return ConfigError(
-            f"{journal}, line {number}: {why}; it is not a journal rlx tune writes (the study "
-            "folder is damaged or was written by another program)."
-        )
-
-    pending: ConfigError | None = None
-    with open_text(journal, encoding="utf-8") as handle:  # bounded: size, lines, UTF-8
-        for number, line in enumerate(bounded_lines(handle, journal), 1):
-            if pending is not None:
-                raise pending
-            if not line.strip():
-                continue
-            if json_depth(line) > MAX_JSON_DEPTH:
-                raise refused(number, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-            try:
-                op = json.loads(line, parse_int=_journal_int)
-            except json.JSONDecodeError as exc:
-                if not line.endswith("\n"):
-                    continue  # cut short by a crash: Optuna skips it (and fails on another)
-                pending = refused(number, f"not JSON ({exc.msg})")
-                continue
-            except ValueError as exc:  # an integer Python will not convert
-                raise refused(number, str(exc)) from exc
-            code = op.get("op_code") if isinstance(op, dict) else None
-            if isinstance(code, bool) or code not in JOURNAL_OPS:
-                raise refused(number, f"op_code {code!r} is none of Optuna's (0 to 10)")
-
-
-def _open_study(folder: Path, *, worker: int = 0, settings: StudySettings | None = None) -> Any:
-    """The study in ``folder`` with rlx's sampler and pruners: TPE (the zoo's multivariate
-    TPE, with the constant liar for parallel workers) and the median pruner (after
-    ``startup`` trials and a third of the evaluations, as the zoo). The sampler's seed
-    depends on the study's seed, the worker and the trials so far, so that a resumed or
-    parallel worker does not propose what another already tried."""
-    optuna = _optuna()
-    storage = _storage(folder)
-    try:
-        study = optuna.load_study(study_name=STUDY_NAME, storage=storage)
-    except KeyError as exc:
-        raise ConfigError(f"{folder}/{STORAGE_FILE} holds no rlx study.") from exc
-    except (ValueError, RecursionError) as exc:  # a journal line rlx tune did not write
-        raise ConfigError(
-            f"{folder}/{STORAGE_FILE} is not a journal rlx tune can read ({type(exc).__name__})."
-        ) from exc
-    if settings is None:
-        return study
-    import numpy as np
-
-    startup = max(1, min(10, settings.trials // 3))
-    seed = int(
-        np.random.SeedSequence([settings.seed, worker, len(study.trials)]).generate_state(1)[0]
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(
-            n_startup_trials=startup, seed=seed, multivariate=True, constant_liar=True
-        )
-    pruner = optuna.pruners.MedianPruner(
-        n_startup_trials=startup, n_warmup_steps=settings.evaluations // 3
-    )
-    return optuna.load_study(study_name=STUDY_NAME, storage=storage, sampler=sampler, pruner=pruner)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` between processes (``flock``; none where there is none)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: one worker at a time is the user's to keep
-        yield
-        return
-    from rlx.runs.files import append_file
-
-    with append_file(path) as handle:  # never through a link planted at its name
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    return str(value)
-
-
 # ============================================================================ rlx.tune(...)
 make_callable(__name__, "tune")  # rlx.tune(...) calls tune
 
@@ -2141,15 +1252,17 @@ __all__ = [
     "Space",
     "StudyResult",
     "StudySettings",
-    "Suggest",
     "TrialPruner",
     "TrialRecord",
+    "TrialSampler",
     "TuneError",
     "check_heldout",
     "check_journal",
     "create_study",
+    "defaults_fields",
     "is_study",
     "read_heldout",
+    "read_settings",
     "read_study",
     "seed_value",
     "space_for",
@@ -2158,5 +1271,6 @@ __all__ = [
     "tune",
     "welch_interval",
     "work",
+    "worker_main",
     "write_best",
 ]

@@ -56,7 +56,7 @@ WANDB_DIR = "wandb"
 ADAPTER_DIR = "adapter"
 STUDY_JOURNAL = "study.journal"
 """The journal of an ``rlx tune`` study (Optuna's storage): the file that makes a folder a
-study (:data:`rlx.launch.tune.STORAGE_FILE`)."""
+study (:data:`rlx.runs.study.STORAGE_FILE`)."""
 PREVIOUS_DIR = ".rlx-previous"
 """Where a run that starts over (or resumes) keeps the files it replaces until it has really
 started, so that a run refused at the start leaves the folder as it was."""

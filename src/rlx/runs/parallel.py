@@ -1,8 +1,10 @@
 """Run jobs in child processes, a few at a time, and stop them all cleanly on Ctrl-C.
 
-A seed group trains its seeds here (:func:`rlx.launch.seed_groups.train_seeds`): each job is one
-process started as ``command`` with its payload on stdin (the seed's pickled plan), one torch
-thread, and the parent's working folder, so its run folder is where the parent planned it. Fresh
+A seed group trains its seeds here (:func:`rlx.launch.seed_groups.train_seeds`), and ``rlx tune
+--jobs K`` runs its workers here (:func:`rlx.launch.tune.worker_main`): each job is one process
+started as ``command`` with its payload on stdin (a seed's pickled plan, a worker's study
+folder), one torch thread, and the parent's working folder, so its run folder is where the
+parent planned it. Fresh
 processes rather than :mod:`multiprocessing`: a child imports rlx, never the user's script
 (the spawn start method re-runs a script's top level in every worker unless it is guarded by
 ``if __name__ == "__main__"``), and each child is an ordinary process whose output is read
@@ -34,6 +36,9 @@ from typing import IO, Any
 POLL_S = 0.05
 TAIL_LINES = 30
 """Lines of a child's stderr kept to say why it failed."""
+STOP_LINE = "rlx: stopping every seed, each saving a checkpoint (Ctrl-C again to abort now)."
+"""What :func:`run_jobs` says when a stop is asked, unless its caller words it (a seed
+group's; the tuner's workers say theirs)."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +118,13 @@ def run_jobs(
     on_start: Callable[[Job], None] | None = None,
     on_end: Callable[[Outcome], None] | None = None,
     announce: Callable[[str], None] | None = None,
+    stop_line: str = STOP_LINE,
 ) -> tuple[list[Outcome], bool]:
     """Run each job as ``command`` (payload on stdin), ``workers`` at a time, in order.
 
     Returns the outcomes (in the jobs' order) and whether a second Ctrl-C asked to abort.
     ``on_start`` and ``on_end`` are called in this thread as each job starts and ends;
-    ``announce`` gets one line when a stop is asked.
+    ``announce`` gets ``stop_line`` when a stop is asked.
     """
     announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
     pending = list(jobs)
@@ -129,7 +135,7 @@ def run_jobs(
     with _Signals() as signals:
         while pending or running:
             if signals.count > sent:
-                sent = _forward(signals, sent, running, announce)
+                sent = _forward(signals, sent, running, announce, stop_line)
             while pending and len(running) < workers and not signals.count:
                 job = pending.pop(0)
                 running.append(_start(job, command, env, lock))
@@ -156,10 +162,13 @@ def run_jobs(
     return [outcomes[id(job)] for job in jobs], aborted
 
 
-def _forward(signals: _Signals, sent: int, running: list[_Child], announce: Any) -> int:
-    """Pass the stop on to the running children: SIGTERM first, SIGINT on a second Ctrl-C."""
+def _forward(
+    signals: _Signals, sent: int, running: list[_Child], announce: Any, stop_line: str
+) -> int:
+    """Pass the stop on to the running children: SIGTERM first (with ``stop_line`` said),
+    SIGINT on a second Ctrl-C."""
     if sent == 0:
-        announce("rlx: stopping every seed, each saving a checkpoint (Ctrl-C again to abort now).")
+        announce(stop_line)
         sig = signal.SIGTERM
     else:
         sig = signal.SIGINT if signals.last == signal.SIGINT else signal.SIGTERM

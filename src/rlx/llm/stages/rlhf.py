@@ -237,8 +237,9 @@ class PolicyWithValueHead(nn.Module):
 
 # ============================================================================ the stage
 @dataclass
-class Rollout:
-    """One step's samples and everything PPO needs of them, computed without gradients."""
+class ScoredCompletions:
+    """One step's sampled completions, scored, and everything PPO needs of them (old log-probs,
+    values, advantages, returns), computed without gradients."""
 
     batch: TokenBatch
     mask: Tensor
@@ -350,7 +351,7 @@ def collect(
     rows: list[Any],
     config: RLHFConfig,
     beta: float,
-) -> Rollout:
+) -> ScoredCompletions:
     """Sample a completion per prompt, score it, and compute the per-token rewards, values,
     advantages and returns."""
     t0 = time.perf_counter()
@@ -402,13 +403,13 @@ def collect(
     if all(getattr(r, "answer", None) is not None for r in rows):
         gold = exact_match_reward(prompts, texts, answer=[str(r.answer) for r in rows])
         metrics[M.GOLD_REWARD] = float(np.mean(gold))
-    return Rollout(batch, mask, old_logp, old_values, advantages, returns, metrics)
+    return ScoredCompletions(batch, mask, old_logp, old_values, advantages, returns, metrics)
 
 
 def ppo_update(
     policy: PolicyWithValueHead,
     optimizer: torch.optim.Optimizer,
-    rollout: Rollout,
+    rollout: ScoredCompletions,
     config: RLHFConfig,
     parallel: DataParallel | None = None,
 ) -> dict[str, float]:
