@@ -211,11 +211,11 @@ def trl_grpo(seed: int, run_dir: Path, *, llm_root: Path, model: str = "sft", st
              learning_rate: float = 1e-4) -> Path:  # fmt: skip
     """TRL's ``GRPOTrainer`` on the corpus's arithmetic prompts (sums up to 20) with an
     exact-match reward, from the corpus's tiny ``model`` (``base`` or ``sft``, built by
-    ``doctor_corpus.language_files``); its ``trainer_state.json`` written at the end."""
+    ``corpus_models.language_files``); its ``trainer_state.json`` written at the end."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from doctor_corpus import language_files
+    from corpus_models import language_files
 
     files = language_files(llm_root)
     rows = [json.loads(line) for line in files["prompts.jsonl"].read_text().splitlines()]
