@@ -94,6 +94,21 @@ EVAL_EXACT_MATCH_HIGH = "eval_exact_match_high"
 BETA = "beta"  # the KL coefficient in force (RLHF-PPO's adaptive controller moves it)
 GENERATION_S = "generation_s"  # seconds of the step spent sampling completions (GRPO, PPO)
 UPDATE_S = "update_s"  # seconds of the step after sampling: scoring, reference, gradient steps
+# Language models as agents: multi-turn episodes in text environments (rlx.llm.episodes)
+EPISODE_TURNS = "episode_turns"  # mean model turns per episode
+# share of episodes cut by a budget (turns or tokens) before their task ended
+EPISODE_TRUNCATED_FRACTION = "episode_truncated_fraction"
+TOOL_ERROR_RATE = "tool_error_rate"  # share of tool calls (sandboxed programs) that failed
+INVALID_ACTION_RATE = "invalid_action_rate"  # share of turns whose reply the env could not read
+TURN_REWARD = "turn_reward"  # reward per turn: total reward / total turns of the batch
+SUCCESS_RATE = "success_rate"  # share of episodes that solved their task
+EVAL_SUCCESS_RATE = "eval_success_rate"  # the same on held-out env seeds, greedy replies
+# its 95% interval (Wilson's, over the held-out episodes)
+EVAL_SUCCESS_LOW = "eval_success_low"
+EVAL_SUCCESS_HIGH = "eval_success_high"
+EVAL_EPISODES = "eval_episodes"  # held-out episodes the success rate rests on
+EVAL_EPISODE_REWARD = "eval_episode_reward"  # mean reward of the held-out episodes
+EVAL_EPISODE_TURNS = "eval_episode_turns"  # their mean turns
 
 ALL_METRICS: frozenset[str] = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)

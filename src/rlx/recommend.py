@@ -36,6 +36,10 @@ Alternatives:
   - sac: off-policy, more sample-efficient; maximum-entropy exploration
   - td3: off-policy with a deterministic actor and twin critics
 ```
+
+Why one module past rlx's 800 lines: the chooser is the table plus the reading of a target
+that picks a row (spaces, sizes, games, data files) and the measurements that may overrule it;
+the docs page is generated from it whole.
 """
 
 from __future__ import annotations

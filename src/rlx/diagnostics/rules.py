@@ -36,6 +36,11 @@ one (``policy-blowup``, ``non-finite``: ``immediate``, checked on every row whil
 Nor does a rule fire on a quantity the algorithm drives to a target by design (SAC's entropy
 at its target entropy). A rule may read a fallback metric where a library logs another one (Q
 of the actions taken, ``q_mean``, where ``q_start`` is missing).
+
+Why one module past rlx's 800 lines: it is the troubleshooting table, as data. Each rule's
+symptom, check, cause, fixes and fitted values sit beside each other and beside the checks
+they share, so a reader looks a symptom up in one place and the docs' troubleshooting page is
+generated from one table; split by family, one rule's parts would live in three files.
 """
 
 from __future__ import annotations
@@ -1597,6 +1602,9 @@ POLICY_GRADIENT = frozenset({"ppo", "a2c", "reinforce"})
 LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo"})
 TWIN_CRITICS = frozenset({"sac", "td3"})
 
+EPISODE_POLICIES = frozenset({"grpo-episodes"})
+"""The language-model policies trained over multi-turn episodes (:mod:`rlx.llm.episode_grpo`)."""
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="kl-too-high",
@@ -1865,7 +1873,44 @@ RULES: tuple[Rule, ...] = (
             ),
         ),
         lines={M.TRUNCATED_FRACTION: ((0.5, "half the completions cut"),)},
-        algos=frozenset({"grpo", "rlhf-ppo"}),
+        algos=frozenset({"grpo", "rlhf-ppo", "grpo-episodes"}),
+    ),
+    Rule(
+        id="episodes-never-end",
+        rank=RANK_OBJECTIVE,
+        symptom="Most episodes cut at their turn or token budget",
+        cause="the model does not reach the end of its task (an answer, the goal) before a "
+        "budget cuts the episode: the reward of an ending never comes, so its groups have "
+        "nothing to compare",
+        fix="a larger token budget per episode or per reply, more turns, or a warm-up on "
+        "episodes that end (SFT on demonstrations)",
+        severity=WARNING,
+        metric=M.EPISODE_TRUNCATED_FRACTION,
+        check=median_of_last(M.EPISODE_TRUNCATED_FRACTION, 0.9, above=True),
+        fixes=(
+            Fix("max_length", _scaled("max_length", 2.0, int), "a larger token budget per episode"),
+            Fix(
+                "max_new_tokens",
+                _scaled("max_new_tokens", 2.0, int),
+                "a larger token budget per reply",
+            ),
+        ),
+        lines={M.EPISODE_TRUNCATED_FRACTION: ((0.9, "nine episodes in ten cut"),)},
+        algos=EPISODE_POLICIES,
+    ),
+    Rule(
+        id="tool-calls-fail",
+        rank=RANK_OBJECTIVE,
+        symptom="Most tool calls fail",
+        cause="the programs the model runs raise or run out of time: their output says nothing "
+        "about the task, so the tool cannot help the model (or the sandbox's limits are too "
+        "tight for honest programs)",
+        fix="a warm-up on working tool calls (SFT on demonstrations), or a longer time limit for "
+        "the tool (PythonToolEnv's timeout_s)",
+        severity=WARNING,
+        metric=M.TOOL_ERROR_RATE,
+        check=median_of_last(M.TOOL_ERROR_RATE, 0.8, above=True),
+        lines={M.TOOL_ERROR_RATE: ((0.8, "four calls in five fail"),)},
     ),
     Rule(
         id="critic-not-learning",

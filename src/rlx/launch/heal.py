@@ -33,6 +33,11 @@ a run folder's files are read and written by :mod:`rlx.runs`. The parent's files
 from are copied only when they are the parent's own regular files (a link in the parent, or a
 ``checkpoints`` folder that is one, refuses the heal in one sentence), and written into the
 child through descriptors of its real folders (:func:`rlx.runs.files.copy_regular`).
+
+Why one module past rlx's 800 lines: healing after a run and healing while it trains share
+every step (which findings carry a change, the last good checkpoint before their evidence, the
+child run's files, before and after), and each step is a small function; apart, the two would
+each need the other's half.
 """
 
 from __future__ import annotations

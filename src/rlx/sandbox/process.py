@@ -21,6 +21,11 @@ group (and, as root, every process of the sandbox uid).
 What is rlx's own here and why: the split of a program from its judge, and a verdict that never
 passes through the untrusted process, are the reward's design, not something a sandbox offers;
 bubblewrap builds the rooms and libseccomp the filter.
+
+Why one module past rlx's 800 lines: it is the trainer's side of one run of a program, from
+starting both rooms to the checked verdict; the pipes, the clock and the killing of the rooms
+are one protocol whose steps depend on each other's order, kept in one place to be read and
+attacked as one.
 """
 
 from __future__ import annotations
