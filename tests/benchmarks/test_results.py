@@ -239,3 +239,33 @@ def test_changed_paths_are_read_whole_renames_and_odd_names_included(tmp_path):
     assert {"src/moved.py", "src/new file.py", "src/café.py"} <= set(
         results.uncommitted_source(state)
     )
+
+
+def test_the_zoo_record_keeps_earlier_pairs_with_the_commit_they_were_measured_at(tmp_path):
+    """bench_zoo.py runs some pairs at a time: the pairs of the existing full record on the same
+    seeds that it does not rerun are kept, each with its own commit and date."""
+    import bench_zoo
+
+    old = {
+        "quick": False, "seeds": [300, 301, 302], "date": "2026-12-01T00:00:00+00:00",
+        "git": {"commit": "a" * 40},
+        "details": {
+            "ppo:CartPole-v1": {"rlx": {"mean": 500.0}},
+            "dqn:CartPole-v1": {"rlx": {"mean": 300.0}, "measured": {"commit": "b" * 40,
+                                                                    "date": "2026-12-02"}},
+        },
+    }  # fmt: skip
+    path = tmp_path / "zoo.json"
+    path.write_text(json.dumps(old))
+    kept = bench_zoo.earlier_pairs([300, 301, 302], ["a2c:CartPole-v1"], path)
+    assert kept["ppo:CartPole-v1"]["measured"] == {"commit": "a" * 40,
+                                                   "date": "2026-12-01T00:00:00+00:00"}  # fmt: skip
+    assert kept["dqn:CartPole-v1"]["measured"]["commit"] == "b" * 40
+    # a pair run again is not kept; other seeds, a quick record, no record: nothing kept
+    assert list(bench_zoo.earlier_pairs([300, 301, 302], ["dqn:CartPole-v1"], path)) == [
+        "ppo:CartPole-v1"
+    ]
+    assert bench_zoo.earlier_pairs([1, 2, 3], [], path) == {}
+    path.write_text(json.dumps({**old, "quick": True}))
+    assert bench_zoo.earlier_pairs([300, 301, 302], [], path) == {}
+    assert bench_zoo.earlier_pairs([300, 301, 302], [], tmp_path / "none.json") == {}
