@@ -12,7 +12,9 @@ The data is named once, as the run's env (:func:`stage_env`): a file reaches the
 name, which ``config.json`` records (``env``, and the config's ``data``); in-memory data (a
 ``datasets.Dataset``, a list of dicts) and GRPO's reward functions given in Python reach the
 run's ``train`` in a :class:`~rlx.llm.training.StageData` (:func:`reward_env`), the data
-described by :func:`rlx.llm.data.describe` as the run's env.
+described by :func:`rlx.llm.data.describe` as the run's env. :func:`grpo` given a text env
+(``env=``) instead of data trains ``grpo-episodes``, GRPO over multi-turn episodes, with that
+env as the run's env.
 
 :func:`rlhf_pipeline` chains three of them in one call (``rlx align rlhf --task``):
 RLHF in three stages as one call: SFT -> reward model -> PPO, each a run folder inside one.
@@ -133,8 +135,10 @@ def dpo(
 
 def grpo(
     model: str | Path,
-    data: Any,
+    data: Any = None,
     *,
+    env: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
     reward: str | RewardFunction | Sequence[str | RewardFunction] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
@@ -143,7 +147,16 @@ def grpo(
     tensorboard: bool = False,
     **overrides: Any,
 ) -> StageResult:
-    """Improve the causal LM in ``model`` on the prompt rows in ``data`` with GRPO.
+    """Improve the causal LM in ``model`` on the prompt rows in ``data`` with GRPO, or, given
+    ``env`` instead, over multi-turn episodes of a text env (the algorithm ``grpo-episodes``,
+    :mod:`rlx.llm.episode_grpo`).
+
+    ``env`` is a function or class that returns a text env (:class:`rlx.llm.text_env.TextEnv`),
+    an entry point ``"package.module:factory"`` to one, or a built-in name
+    (:data:`rlx.llm.text_env.TEXT_ENVS`: ``"hidden-number"``); ``env_kwargs`` are its keyword
+    arguments. The env scores its own episodes, so it takes no ``reward``; ``steps`` is
+    needed, and ``overrides`` are :class:`~rlx.llm.episode_grpo.EpisodeGRPOConfig` fields.
+    Resuming such a run needs neither (its folder names its env).
 
     ``reward`` is a name in :data:`rlx.llm.rewards.REWARDS`, a callable
     ``fn(prompts, completions, **columns) -> list[float | None]`` (TRL's), a reference
@@ -157,6 +170,12 @@ def grpo(
     names, resuming without ``reward=``, is data from whoever wrote the folder: it is imported
     only with ``trust_env_code=True``, as the run folder's env code is.
     """
+    if env is not None or env_kwargs is not None or _plays_episodes(data, resume, run_dir):
+        return grpo_episodes(
+            model, data, env, env_kwargs, reward, run_dir=run_dir, resume=resume,
+            trust_env_code=trust_env_code, progress=progress, tensorboard=tensorboard,
+            overrides=overrides,
+        )  # fmt: skip
     functions: list[RewardFunction] = []
     if reward is not None:
         items = _reward_items(reward)
@@ -182,6 +201,50 @@ def grpo(
         env=env,
         trust_env_code=trust_env_code,
     )
+
+
+def _plays_episodes(data: Any, resume: bool, run_dir: str | Path | None) -> bool:
+    """Whether a ``grpo`` call without ``env`` continues a run over episodes: resumed, no data
+    given, and its folder records ``grpo-episodes``."""
+    if not resume or data is not None or run_dir is None:
+        return False
+    recorded = _recorded(run_dir)
+    return recorded is not None and recorded.algo == EPISODES
+
+
+def grpo_episodes(
+    model: str | Path,
+    data: Any,
+    env: Any,
+    env_kwargs: dict[str, Any] | None,
+    reward: Any,
+    *,
+    run_dir: str | Path | None,
+    resume: bool,
+    trust_env_code: bool,
+    progress: bool | None,
+    tensorboard: bool,
+    overrides: Mapping[str, Any],
+) -> StageResult:
+    """:func:`grpo` with a text env: the run of ``grpo-episodes``, its env named once, as the
+    run's env (an entry point is the caller's own code, imported as given)."""
+    if data is not None:
+        raise ConfigError(
+            "env=... trains over episodes of a text env and data=... over prompt rows; pass "
+            "one of them."
+        )
+    if reward is not None:
+        raise ConfigError(
+            f"reward={reward!r} scores completions of prompt rows, while a text env scores its "
+            "own episodes; leave reward out when you give env."
+        )
+    if env_kwargs is not None and env is None:
+        raise ConfigError("env_kwargs=... are the keyword arguments of env=...; pass env too.")
+    return train_stage(
+        EPISODES, model, None, run_dir=run_dir, resume=resume, progress=progress,
+        tensorboard=tensorboard, overrides=overrides, env=env, env_kwargs=env_kwargs,
+        trust_env_code=trust_env_code,
+    )  # fmt: skip
 
 
 def _reward_items(reward: Any) -> list[str | RewardFunction]:
@@ -314,12 +377,13 @@ def train_stage(
     overrides: Mapping[str, Any],
     stop_on: tuple[str, ...] | list[str] = (),
     env: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
     trust_env_code: bool = False,
 ) -> StageResult:
     """``sft(model, data, ...)`` and its siblings: :func:`rlx.train` with the stage's name,
     the data as the run's "env" (:func:`stage_env`, or ``env`` when the face built it, as
-    :func:`grpo` does), and the model folder as a config field. The data is named there only:
-    ``rlx.train`` records a file as the config's ``data`` too.
+    :func:`grpo` does, with ``env_kwargs``), and the model folder as a config field. The data
+    is named there only: ``rlx.train`` records a file as the config's ``data`` too.
 
     ``lora`` may be a dict of ``LoraConfig`` fields or a ``peft.LoraConfig``
     (:func:`rlx.llm.lora.lora_fields`)."""
@@ -329,6 +393,7 @@ def train_stage(
     return train(
         name,
         stage_env(data) if env is None else env,
+        env_kwargs=env_kwargs,
         run_dir=run_dir,
         resume=resume,
         progress=progress,
@@ -338,6 +403,9 @@ def train_stage(
         **fields,
     )
 
+
+EPISODES = "grpo-episodes"
+"""The algorithm :func:`grpo` trains when given a text env instead of data."""
 
 PIPELINE_TASKS = ("arithmetic", "length-biased")
 PIPELINE_QUIET = {"eval_every": 10**6, "eval_exact_match": False}
@@ -413,6 +481,7 @@ __all__ = [
     "PipelineResult",
     "dpo",
     "grpo",
+    "grpo_episodes",
     "reward_env",
     "reward_model",
     "rlhf",

@@ -707,7 +707,9 @@ def _align_parser(commands: dict[str, tuple[Any, str]]) -> flags.FlagParser:
         usage="rlx align COMMAND [ARGS ...]",
         epilog=f"{listing('commands', summaries)}\n\n"
         "rlx align rlhf --task arithmetic|length-biased --run-dir DIR runs SFT -> reward model "
-        "-> PPO in one go.\n`rlx align COMMAND --help` lists every field with its default.",
+        "-> PPO in one go.\nrlx align grpo --env hidden-number|package.module:factory --model DIR "
+        "trains over multi-turn episodes of a text env (grpo-episodes; your own env needs "
+        "--trust-env-code).\n`rlx align COMMAND --help` lists every field with its default.",
     )
     parser.add_argument("command", metavar="COMMAND", help="one of the commands below")
     return parser
@@ -717,12 +719,70 @@ def _stage(command: str) -> Callable[[list[str]], int]:
     def run(argv: list[str]) -> int:
         if command == "rlhf" and any(a == "--task" or a.startswith("--task=") for a in argv):
             return _align_rlhf_pipeline(argv)
+        if command == "grpo" and _plays_episodes(argv):
+            return _align_episodes(argv)
         from rlx import registry
 
         spec = registry.get(ALIGN_STAGES[command])
         return _run(spec, argv, f"rlx align {command}", data_file=True)
 
     return run
+
+
+ALIGN_EPISODES = "grpo-episodes"
+"""What ``rlx align grpo --env ENV`` trains: GRPO over multi-turn episodes of a text env."""
+
+
+def _plays_episodes(argv: list[str]) -> bool:
+    """Whether ``rlx align grpo`` trains over episodes: ``--env`` is given, or ``--resume``
+    continues a folder that records ``grpo-episodes``."""
+    if any(a == "--env" or a.startswith("--env=") for a in argv):
+        return True
+    run_dir = None
+    for i, arg in enumerate(argv):
+        if arg == "--run-dir" and i + 1 < len(argv):
+            run_dir = argv[i + 1]
+        elif arg.startswith("--run-dir="):
+            run_dir = arg.split("=", 1)[1]
+    if "--resume" not in argv or run_dir is None:
+        return False
+    from rlx.runs import read_record
+
+    try:
+        return read_record(run_dir).algo == ALIGN_EPISODES
+    except (RLXError, OSError, ValueError):
+        return False  # planning the run says what is wrong with the folder
+
+
+def _align_episodes(argv: list[str]) -> int:
+    """``rlx align grpo --env ENV``: the run of ``grpo-episodes`` through the generic path,
+    its env checked first. A built-in name must be one (one sentence naming the valid ones);
+    ``package.module:factory`` is code, imported only with ``--trust-env-code`` (refused
+    before anything is imported, as ``--reward``'s references are)."""
+    from rlx import registry
+    from rlx.core.env_recipe import is_entry_point
+    from rlx.llm.text_env import TEXT_ENVS, builtin_text_env
+
+    prog = "rlx align grpo"
+    spec = registry.get(ALIGN_EPISODES)
+    given = _run_parser(spec, prog, data_file=False).given(argv)
+    env = given.get("env")
+    if given.get("data"):
+        raise ConfigError(
+            "--env trains over episodes of a text env and --data over prompt rows; pass one of "
+            "them."
+        )
+    if not given.get("resume") and not given.get("model"):
+        raise ConfigError(f"{prog} --env ENV needs --model DIR.")
+    if env is not None and is_entry_point(env) and not given.get("trust_env_code"):
+        raise ConfigError(
+            f"--env {env} is code to import (your text env's factory), which rlx runs only with "
+            f"your consent: add --trust-env-code if you trust it, or name a built-in text env "
+            f"({', '.join(TEXT_ENVS)})."
+        )
+    if env is not None and not is_entry_point(env):
+        builtin_text_env(env)  # a ConfigError naming it and the built-ins
+    return _run(spec, argv, prog, data_file=False)
 
 
 def _align_rlhf_pipeline(argv: list[str]) -> int:

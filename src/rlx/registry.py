@@ -111,6 +111,10 @@ BUILTINS: dict[str, Builtin] = {
         "rlx.llm.stages.rlhf",
         "RLHF-PPO: PPO on a causal LM against a reward model, KL penalty to the SFT model",
     ),
+    "grpo-episodes": Builtin(
+        "rlx.llm.episode_grpo",
+        "GRPO over multi-turn episodes: a causal LM acting in a text env, env tokens masked",
+    ),
 }
 """Built-in algorithm name -> the module whose import registers it, and its summary."""
 

@@ -1599,7 +1599,7 @@ KEEP_TARGET = (
         algos=frozenset({"sac", "td3"})),
 )  # fmt: skip
 POLICY_GRADIENT = frozenset({"ppo", "a2c", "reinforce"})
-LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo"})
+LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo", "grpo-episodes"})
 TWIN_CRITICS = frozenset({"sac", "td3"})
 
 EPISODE_POLICIES = frozenset({"grpo-episodes"})

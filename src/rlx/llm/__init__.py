@@ -111,6 +111,12 @@ _EXPORTS: dict[str, str] = {
     "grpo": "rlx.align",
     "rlhf": "rlx.align",
     "rlhf_pipeline": "rlx.align",
+    # language models as agents: multi-turn episodes in text environments
+    "TEXT_ENVS": "text_env",
+    "EpisodeGRPOConfig": "episode_grpo",
+    "HiddenNumberEnv": "text_env",
+    "GymTextEnv": "text_env",
+    "PythonToolEnv": "text_env",
     "sample": "generation",
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",
@@ -123,7 +129,7 @@ _SUBMODULES = frozenset(
     {
         "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
         "losses", "generation", "online", "training", "stages", "logprobs", "pairs",
-        "precision", "parallel", "stage_config",
+        "precision", "parallel", "stage_config", "text_env", "episodes", "episode_grpo",
     }
 )  # fmt: skip
 
