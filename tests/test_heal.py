@@ -549,3 +549,25 @@ def test_the_start_checkpoint_continues_exactly(tmp_path, algo, config):
     assert (started / "checkpoints" / "step_000000000000.pt").is_file()
     rlx.train(algo, run_dir=started, resume=True, resume_from=0, progress=False)
     assert logged(started) == logged(plain)
+
+
+def test_the_readme_shows_what_rlx_doctor_prints_on_the_demos_broken_run(broken, train_seed,
+                                                                          capsys):  # fmt: skip
+    """The README's doctor block is the demo's broken run (seed 0): its lines are what ``rlx
+    doctor`` prints (the first finding depends on the first update only, which the shorter
+    budget here shares), words exactly, numbers within 25% (another CPU rounds otherwise)."""
+    if train_seed != 0:
+        pytest.skip("the README shows seed 0's run")
+    from tests.conftest import ROOT
+    from tests.docs.docs_examples import ELIDED, mismatch
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("$ rlx doctor runs/demo-ppo-broken", 1)[1].split("```", 1)[0]
+    shown = [
+        line if "(...)" not in line else line.split("(...)")[0].rstrip() + " " + ELIDED
+        for line in block.splitlines()[2:]  # after the command and the header naming the folder
+    ]
+    capsys.readouterr()
+    assert main(["doctor", str(broken)]) == 0
+    printed = capsys.readouterr().out.splitlines()[1:]
+    assert mismatch("\n".join(shown), "\n".join(printed), rel=0.25) is None, (shown, printed)
