@@ -216,3 +216,34 @@ def test_resuming_on_the_command_line_continues_an_episode_run(tiny, tmp_path, c
                      "--no-progress"]) == 0  # fmt: skip
     assert [r["step"] for r in rows(run)] == [1, 2]
     assert summary(run)["steps"] == 2
+
+
+@pytest.mark.parametrize("target", ["openspiel:factory", "OpenSpiel:factory"])
+def test_a_folder_naming_code_as_a_game_id_imports_nothing_on_resume(tiny, tmp_path, monkeypatch,
+                                                                    target):  # fmt: skip
+    """A run folder is data: a recorded env id that looks like a board game's
+    (``openspiel:...``) but names a module is never imported, with or without consent."""
+    run = tmp_path / "run"
+    rlx.train("grpo-episodes", "hidden-number", model=str(tiny), steps=1, run_dir=run, **FAST)
+    module = target.split(":")[0]
+    marker = tmp_path / "imported"
+    (tmp_path / f"{module}.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "from rlx.llm.text_env import HiddenNumberEnv\n"
+        "def factory(**kw):\n    return HiddenNumberEnv(hi=3)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    written = record(run)
+    written["env"] = target
+    written["env_recipe"] = {"kind": "id", "target": target, "kwargs": {}}
+    (run / "config.json").write_text(json.dumps(written))
+    try:
+        for trust in (False, True):
+            with pytest.raises((ConfigError, EnvError)):
+                rlx.train("grpo-episodes", run_dir=run, resume=True, steps=2,
+                          trust_env_code=trust, progress=False)  # fmt: skip
+            with pytest.raises((ConfigError, EnvError)):
+                llm.grpo(None, resume=True, run_dir=run, steps=2, progress=False)
+        assert not marker.exists() and module not in sys.modules
+    finally:
+        sys.modules.pop(module, None)

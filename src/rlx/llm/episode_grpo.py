@@ -283,14 +283,22 @@ def text_env_factory(
 ) -> Callable[[], TextEnv]:
     """The run's env as a maker of fresh text envs, one per episode.
 
-    ``env`` is a function or class that returns a text env (called with ``env_kwargs``), an
-    entry point ``"package.module:factory"`` (imported here: the caller has cleared it, as
-    planning clears a run folder's env code), a built-in name of
-    :data:`rlx.llm.text_env.TEXT_ENVS` (``env_kwargs`` over its defaults), or the recipe
-    planning made of a name or an entry point (:class:`rlx.core.env_recipe.EnvRecipe`). One env
+    ``env`` is a function or class that returns a text env (called with ``env_kwargs``), a
+    built-in name of :data:`rlx.llm.text_env.TEXT_ENVS` (``env_kwargs`` over its defaults), or
+    the recipe planning made of a name or an entry point ``"package.module:factory"``
+    (:class:`rlx.core.env_recipe.EnvRecipe`), or an entry point planning handed over, cleared by
+    the user's consent. A string is imported only where the consent rule
+    (:func:`rlx.core.env_recipe.module_of_id`) counts it as code; one it reads as a board
+    game's id (``openspiel:...``) only ever names a built-in text env. One env
     is built here, so a factory that fails or returns something else stops the run before a
     model is loaded."""
-    from rlx.core.env_recipe import EnvRecipe, is_entry_point, is_env_factory, load_entry_point
+    from rlx.core.env_recipe import (
+        EnvRecipe,
+        is_entry_point,
+        is_env_factory,
+        load_entry_point,
+        module_of_id,
+    )
 
     kwargs = dict(env_kwargs or {})
     if isinstance(env, EnvRecipe):
@@ -299,13 +307,22 @@ def text_env_factory(
                 f"{ALGO} cannot build a text env from {env.label!r} ({env.reason or env.kind}); "
                 f"give a built-in name ({', '.join(TEXT_ENVS)}) or package.module:factory."
             )
+        if env.kind == "entry_point" and not env.trusted:
+            env.cleared()  # a run folder's code runs only with consent: raises without it
+        if env.kind == "id":  # a name is a built-in's, never code to import, whatever it looks like
+            factory, defaults = builtin_text_env(env.target)
+            kwargs = {**defaults, **env.kwargs, **kwargs}
+            make = functools.partial(factory, **kwargs) if kwargs else factory
+            _check_made(make, env.target, kwargs, factory)
+            return make
         env, kwargs = env.target, {**env.kwargs, **kwargs}
     if isinstance(env, Path):
         env = str(env)
     if isinstance(env, str):
-        if is_entry_point(env):
+        if is_entry_point(env) and module_of_id(env) is not None:
+            # code the consent rule counts as code (planning cleared it before this point)
             factory, label = load_entry_point(env), env
-        else:
+        else:  # a name, even one the consent rule reads as a board game's (openspiel:...)
             factory, defaults = builtin_text_env(env)
             kwargs, label = {**defaults, **kwargs}, env
     elif is_env_factory(env):

@@ -125,6 +125,20 @@ class Episode:
 
 
 # ============================================================================ transcripts
+WORD_JOINER = "\u2060"
+"""Put after the first character of a special token's text in the env's answers: the text reads
+the same, and no longer tokenizes to that special token."""
+
+
+def defused(text: str, tokenizer: Any) -> str:
+    """``text`` with every special token's text of ``tokenizer`` (``<eos>``, a chat template's
+    role markers ...) broken by :data:`WORD_JOINER`, so that it tokenizes as plain text."""
+    for special in getattr(tokenizer, "all_special_tokens", ()) or ():
+        if special and special in text:
+            text = text.replace(special, special[0] + WORD_JOINER + special[1:])
+    return text
+
+
 class Transcript:
     """An episode's tokens as they grow, observation by reply: text observations are encoded
     as they are; a conversation's turns are what its chat template adds after the tokens so
@@ -160,14 +174,22 @@ class Transcript:
         return text
 
     def observation_tokens(self, observation: Observation) -> list[int]:
-        """The token ids of the env's answer (not yet appended)."""
+        """The token ids of the env's answer (not yet appended). The env's text never becomes
+        a special token (:func:`defused`): a tool's output that prints ``<eos>`` or a role
+        marker cannot end the episode's text or fake a turn of the conversation."""
         if self.messages is None:
             text = observation if isinstance(observation, str) else _as_text(observation)
+            text = defused(text, self.tokenizer)
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         added = (
-            [{"role": "user", "content": observation}]
+            [{"role": "user", "content": defused(observation, self.tokenizer)}]
             if isinstance(observation, str)
-            else [dict(m) for m in observation]
+            else [
+                {**m, "content": defused(m["content"], self.tokenizer)}
+                if isinstance(m.get("content"), str)
+                else dict(m)
+                for m in observation
+            ]
         )
         full = render_prompt(self.tokenizer, [*self.messages, *added])
         if not full.startswith(self.rendered):

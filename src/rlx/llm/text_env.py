@@ -249,14 +249,31 @@ def builtin_text_env(name: str) -> tuple[Callable[..., TextEnv], dict[str, Any]]
 
 
 # ============================================================================ Python tool
-FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-"""A fenced code block; one left open at the end of a reply runs to the end."""
+FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\r?$")
+"""A line that opens or closes a fenced block: three backticks at its start, then its language."""
+PYTHON_TAGS = frozenset({"", "python", "py", "python3"})
+"""The languages of a fenced block that runs as Python (none given: Python)."""
 
 
 def fenced_code(text: str) -> str | None:
-    """The first fenced code block of ``text`` (```` ```python ... ``` ````), or None."""
-    found = FENCE.search(text)
-    return None if found is None else found.group(1)
+    """The first fenced Python block of ``text`` (```` ```python ... ``` ````, or a bare fence),
+    or None. Fences pair up line by line, so the closing fence of another language's block
+    never opens one; a block left open at the end of the reply runs to the end."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        opening = FENCE_LINE.match(lines[i])
+        if opening is None:
+            i += 1
+            continue
+        end = next((k for k in range(i + 1, len(lines)) if FENCE_LINE.match(lines[k])), None)
+        if opening.group(1).lower() in PYTHON_TAGS:
+            body = [line.rstrip("\r") for line in lines[i + 1 : end or len(lines)]]
+            return "\n".join(body) + ("\n" if end is not None and body else "")
+        if end is None:
+            return None
+        i = end + 1
+    return None
 
 
 def exact_answer(reply: str, answer: str) -> float:
@@ -324,7 +341,9 @@ class PythonToolEnv:
         from rlx.sandbox import run_sandboxed
 
         result = run_sandboxed(code + "\n", timeout_s=self.timeout_s, memory_mb=self.memory_mb)
-        failed = result.status != "passed"
+        # a program that ended with an error after its room reported ready still failed: the
+        # exit status is the trainer's own reading, which the program cannot write
+        failed = result.status != "passed" or result.returncode not in (None, 0)
         text = result.output
         if result.status == "timeout":
             text = f"{text.rstrip()}\ntimed out after {self.timeout_s:g} s".lstrip()

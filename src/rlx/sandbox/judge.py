@@ -1655,6 +1655,15 @@ def _judge(tests: str | None, channel: Channel, tally: Tally, setup: str = "") -
         return
     tally.defined = True
     if tests is None:  # no tests: the program passes by running to its end
+        # the "ready" frame comes on a channel the program also holds, so it could send one
+        # and then fail: it passes only if its room, done with its top level, still answers
+        try:
+            channel.request("global", 0, "__name__")
+        except ProgramGone as gone:
+            tally.fail(f"the program did not run to its end: {gone}")
+            return
+        except Exception:  # the room answered: whatever it said, it is serving
+            pass
         tally.record("defined", True)
         return
     setup_tree = _parsed(setup)

@@ -173,7 +173,7 @@ def reward_function(item: str, data: Any = None) -> RewardFunction:
         )
     if is_not_importable(item):
         raise ConfigError(
-            f"this run's reward {item} was a Python function without a package.module:function "
+            f"this run's reward {item!r} was a Python function without a package.module:function "
             f"reference (a lambda or a local function), so its run folder cannot name it: pass "
             f"it again ({again})."
         )
