@@ -149,6 +149,10 @@ SYMPTOMS.update(
         },
         # CartPole held at 150 for 60,000 steps, where a published DQN reached 500 in 50,000
         "below-published": {M.EPISODE_RETURN: 150 + noise(10)},
+        # a language model acting over episodes: nearly every episode cut by its budget, and
+        # nearly every tool call failing
+        "episodes-never-end": {M.EPISODE_TRUNCATED_FRACTION: np.full(N, 0.97)},
+        "tool-calls-fail": {M.TOOL_ERROR_RATE: np.clip(0.9 + noise(0.02), 0, 1)},
     }
 )
 
