@@ -343,9 +343,7 @@ def test_heal_mistakes_are_one_sentence_exit_2(tmp_path, capsys, argv, message):
 
 
 def test_heal_with_seeds_in_python_is_one_sentence(tmp_path):
-    with pytest.raises(
-        ConfigError, match=r"^heal=True heals one run as it trains; train the seeds"
-    ):
+    with pytest.raises(ConfigError, match=r"^heal=True heals one run as it trains; heal the seeds"):
         rlx.train("toy-drift", "X", run_dir=tmp_path / "g", seeds=[0, 1], heal=True)
 
 

@@ -90,8 +90,11 @@ def test_no_doctor_leaves_the_summary_without_findings_on_both_faces(tmp_path, c
         ({"heal": True, "seeds": [0, 1]}, "heal=True heals one run as it trains"),
         ({"heal": True, "doctor": False}, "heal=True needs the doctor watching the run"),
         ({"heal_max": 2}, "heal_max=2 caps the rollbacks of heal=True"),
-        ({"jobs": 2}, "jobs= runs the seeds of seeds=[...] in parallel; pass seeds too"),
-        ({"seeds": [0, 1], "resume": True, "resume_from": 30}, "resume_from=30 picks one run's"),
+        ({"jobs": 2}, "jobs=2 sets how many seeds of seeds= train at once; pass seeds= too"),
+        (
+            {"seeds": [0, 1], "resume": True, "resume_from": 30},
+            "resume_from=30 picks one run's checkpoint",
+        ),
     ],
 )
 def test_combinations_no_run_can_carry_out_are_refused_before_anything_starts(

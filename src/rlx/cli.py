@@ -400,17 +400,7 @@ def _run(spec: Any, argv: list[str], prog: str, *, data_file: bool) -> int:
         given = _with_config_file(spec, options, given)
         if "seeds" in options:  # the seeds given win over a seed the file records
             given.pop("seed", None)
-    if "jobs" in options and "seeds" not in options and not resume:
-        parser.error("--jobs sets how many seeds of --seeds train at once; pass --seeds too")
-    if "heal_max" in options and not options.get("heal"):
-        parser.error("--heal-max caps the rollbacks of --heal; pass --heal too")
-    if options.get("heal") and ("seeds" in options or _is_group(options.get("run_dir"))):
-        parser.error("--heal heals one run as it trains; heal the seeds of a group one run each")
-    if options.get("heal") and not options.get("doctor", True):
-        parser.error("--heal needs the doctor watching the run; drop --no-doctor")
     group = "seeds" in options or _is_group(options.get("run_dir"))
-    if "resume_from" in options and group:
-        parser.error("--resume-from picks one run's checkpoint; give one seed's folder")
     if data_file and not resume and not group and not (given.get("model") and given.get("data")):
         raise ConfigError(f"{prog} needs --model DIR and --data FILE.")
     stop_on = options.get("stop_on", ())

@@ -66,6 +66,13 @@ class Consent:
             return flag if value is None else f"{flag} {value}"
         return f"{name}=True" if value is None else f"{name}=..."
 
+    def option(self, name: str, value: object = None) -> str:
+        """The option ``name`` as the user wrote it: ``--heal-max`` on the command line, and in
+        Python ``heal_max=2`` with the ``value`` given (``heal_max=`` without one)."""
+        if self.flags:
+            return "--" + name.replace("_", "-")
+        return f"{name}=" if value is None else f"{name}={value!r}"
+
 
 IN_PYTHON = Consent("trust_env_code=True", "env=...")
 ON_THE_COMMAND_LINE = Consent(

@@ -10,13 +10,14 @@
   (:func:`rlx.launch.plan.train_planned`).
 
 The faces only translate their inputs (keyword arguments, flags) into the request, so both
-take the same options. The sentences of :func:`check_request` name Python's keywords; the CLI
-refuses the same combinations earlier, naming its flags.
+take the same options and are refused the same combinations by :func:`check_request`, each in
+its own words.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ class TrainRequest:
     doctor: bool = True
     callbacks: Sequence[Any] = ()
 
-    @property
+    @functools.cached_property
     def is_group(self) -> bool:
         """Whether this request trains a seed group."""
         from rlx.runs.group import is_group_folder
@@ -70,25 +71,27 @@ class TrainRequest:
 
 
 def check_request(request: TrainRequest) -> None:
-    """Refuse the combinations no run can carry out, with one sentence each."""
-    if request.heal and request.is_group:
+    """Refuse the combinations no run can carry out, with one sentence each, in the words of
+    the face the request came from (its :class:`~rlx.core.env_recipe.Consent`: ``heal=True``
+    in Python, ``--heal`` on the command line): the one place both faces are checked."""
+    arg, option = request.consent.arg, request.consent.option
+    group = request.is_group
+    if request.heal and group:
         raise ConfigError(
-            "heal=True heals one run as it trains; train the seeds of a group one call each to "
-            "heal them."
+            f"{arg('heal')} heals one run as it trains; heal the seeds of a group one run each."
         )
     if request.heal and not request.doctor:
-        raise ConfigError("heal=True needs the doctor watching the run; leave doctor=True.")
+        raise ConfigError(f"{arg('heal')} needs the doctor watching the run; leave "
+                          f"{arg('doctor')}.")  # fmt: skip
     if request.heal_max is not None and not request.heal:
-        raise ConfigError(
-            f"heal_max={request.heal_max} caps the rollbacks of heal=True; pass heal=True too."
-        )
+        heal_max, heal = option("heal_max", request.heal_max), arg("heal")
+        raise ConfigError(f"{heal_max} caps the rollbacks of {heal}; pass {heal} too.")
     if request.jobs is not None and request.seeds is None and not request.resume:
-        raise ConfigError("jobs= runs the seeds of seeds=[...] in parallel; pass seeds too.")
-    if request.resume_from is not None and request.is_group:
-        raise ConfigError(
-            f"resume_from={request.resume_from!r} picks one run's checkpoint; resume a group's "
-            "seeds from their latest, or one seed's folder from a checkpoint."
-        )
+        jobs, seeds = option("jobs", request.jobs), option("seeds")
+        raise ConfigError(f"{jobs} sets how many seeds of {seeds} train at once; pass {seeds} too.")
+    if request.resume_from is not None and group:
+        resume_from = option("resume_from", request.resume_from)
+        raise ConfigError(f"{resume_from} picks one run's checkpoint; give one seed's folder.")
 
 
 @with_references
