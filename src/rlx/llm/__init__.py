@@ -117,6 +117,9 @@ _EXPORTS: dict[str, str] = {
     "HiddenNumberEnv": "text_env",
     "GymTextEnv": "text_env",
     "PythonToolEnv": "text_env",
+    "ToolEnv": "text_env",
+    "sandboxed_python": "text_env",
+    "ToolError": "tool_calls",
     "sample": "generation",
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",
@@ -130,6 +133,7 @@ _SUBMODULES = frozenset(
         "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
         "losses", "generation", "online", "training", "stages", "logprobs", "pairs",
         "precision", "parallel", "stage_config", "text_env", "episodes", "episode_grpo",
+        "tool_calls",
     }
 )  # fmt: skip
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard, Union
 
 from rlx.errors import ConfigError
+from rlx.llm.tool_calls import with_tools
 
 Message = dict[str, Any]
 """One turn of a conversation: ``{"role": "user" | "assistant" | "system", "content": str}``."""
@@ -39,21 +40,31 @@ def is_conversation(value: Any) -> TypeGuard[list[Message]]:
     )
 
 
-def render(tokenizer: Any, messages: Sequence[Any], generation_prompt: bool = False) -> str:
-    """The chat template's text of ``messages``, with the generation prompt when asked."""
+def render(
+    tokenizer: Any,
+    messages: Sequence[Any],
+    generation_prompt: bool = False,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> str:
+    """The chat template's text of ``messages``, with the generation prompt when asked, and
+    ``tools`` (JSON schemas) shown as :func:`rlx.llm.tool_calls.with_tools` says."""
     if getattr(tokenizer, "chat_template", None) is None:
         raise ConfigError(
             "conversational data needs a tokenizer with a chat template, and this model's has "
             "none (tokenizer_config.json holds no chat_template); give text rows or a chat model."
         )
+    shown, template_tools = with_tools(tokenizer, messages, tools)
+    extra = {} if template_tools is None else {"tools": template_tools}
     return tokenizer.apply_chat_template(
-        list(messages), tokenize=False, add_generation_prompt=generation_prompt
+        shown, tokenize=False, add_generation_prompt=generation_prompt, **extra
     )
 
 
-def render_prompt(tokenizer: Any, messages: Sequence[Any]) -> str:
+def render_prompt(
+    tokenizer: Any, messages: Sequence[Any], tools: Sequence[dict[str, Any]] | None = None
+) -> str:
     """The prompt text a model continues: ``messages`` and the generation prompt."""
-    return render(tokenizer, messages, generation_prompt=True)
+    return render(tokenizer, messages, generation_prompt=True, tools=tools)
 
 
 def render_completion(tokenizer: Any, prompt: Sequence[Any], completion: Any) -> str:

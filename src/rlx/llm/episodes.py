@@ -131,9 +131,14 @@ the same, and no longer tokenizes to that special token."""
 
 
 def defused(text: str, tokenizer: Any) -> str:
-    """``text`` with every special token's text of ``tokenizer`` (``<eos>``, a chat template's
-    role markers ...) broken by :data:`WORD_JOINER`, so that it tokenizes as plain text."""
-    for special in getattr(tokenizer, "all_special_tokens", ()) or ():
+    """``text`` with every special or added token's text of ``tokenizer`` (``<eos>``, a chat
+    template's role markers, tool-call tags ...) broken by :data:`WORD_JOINER`, so that it
+    tokenizes as plain text. Added tokens count though not marked special: the tokenizer turns
+    their text into their ids all the same (``<|im_start|>`` often is one)."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    markers = {*(getattr(tokenizer, "all_special_tokens", ()) or ()),
+               *(str(getattr(t, "content", t)) for t in added.values())}  # fmt: skip
+    for special in sorted(markers, key=len, reverse=True):
         if special and special in text:
             text = text.replace(special, special[0] + WORD_JOINER + special[1:])
     return text
@@ -144,8 +149,11 @@ class Transcript:
     as they are; a conversation's turns are what its chat template adds after the tokens so
     far (the template must only append, as :mod:`rlx.llm.chat` requires)."""
 
-    def __init__(self, tokenizer: Any, episode: Episode) -> None:
+    def __init__(
+        self, tokenizer: Any, episode: Episode, tools: Sequence[dict[str, Any]] | None = None
+    ) -> None:
         self.tokenizer, self.episode = tokenizer, episode
+        self.tools = list(tools) if tools else None
         self.messages: list[Message] | None = None
         self.rendered = ""
         self.pending_messages: list[Message] = []
@@ -153,11 +161,18 @@ class Transcript:
 
     def start(self, observation: Observation) -> list[int]:
         """Encode the first observation; its token ids."""
-        ids = encode_prompt(self.tokenizer, observation)
+        if self.tools is not None and not is_conversation(observation):
+            raise ConfigError(
+                "an env with tools must start its episodes with chat messages (the tools are "
+                "shown through the chat template), not text."
+            )
         self.episode.observations.append(observation)
         if is_conversation(observation):
             self.messages = [dict(m) for m in observation]
-            self.rendered = render_prompt(self.tokenizer, self.messages)
+            self.rendered = render_prompt(self.tokenizer, self.messages, self.tools)
+            ids = list(self.tokenizer(self.rendered, add_special_tokens=False)["input_ids"])
+        else:
+            ids = encode_prompt(self.tokenizer, observation)
         self.episode.input_ids, self.episode.loss_mask = list(ids), [False] * len(ids)
         self.episode.prompt_length = len(ids)
         return ids
@@ -191,7 +206,7 @@ class Transcript:
                 for m in observation
             ]
         )
-        full = render_prompt(self.tokenizer, [*self.messages, *added])
+        full = render_prompt(self.tokenizer, [*self.messages, *added], self.tools)
         if not full.startswith(self.rendered):
             raise ConfigError(
                 "the chat template renders this conversation differently from the tokens the "
@@ -211,6 +226,12 @@ class Transcript:
         if self.messages is not None:
             self.messages.extend(self.pending_messages)
             self.rendered = self.pending_text
+
+
+def env_tools(env: TextEnv) -> list[dict[str, Any]] | None:
+    """The JSON schemas of the tools ``env`` offers (its ``tool_schemas``), None without."""
+    schemas = getattr(env, "tool_schemas", None)
+    return list(schemas) if schemas else None
 
 
 def _as_text(messages: list[Message]) -> str:
@@ -329,7 +350,9 @@ def run_episodes(
         raise ConfigError(f"temperature={temperature} must be > 0.")
     budget = max_episode_tokens or context_length(model) or 1 << 30
     episodes = [Episode(seed) for seed in seeds]
-    transcripts = [Transcript(tokenizer, e) for e in episodes]
+    transcripts = [
+        Transcript(tokenizer, e, env_tools(env)) for e, env in zip(episodes, envs, strict=True)
+    ]
     pending = [t.start(env.reset(s)) for t, env, s in zip(transcripts, envs, seeds, strict=True)]
     for episode in episodes:
         if not episode.input_ids or len(episode.input_ids) >= budget:
@@ -442,7 +465,7 @@ def scripted_episodes(
     episodes = []
     for seed in seeds:
         env, episode = make_env(), Episode(seed)
-        transcript = Transcript(tokenizer, episode)
+        transcript = Transcript(tokenizer, episode, env_tools(env))
         transcript.start(env.reset(seed))
         while not episode.done:
             said = tokenizer(policy(episode.observations), add_special_tokens=False)["input_ids"]

@@ -11,7 +11,7 @@ good), ``truncated`` that a budget cut it (the turn budget here, the token budge
 read comes back as an observation that says so, with ``info["invalid_action"]``, so a
 garbling policy is a policy that scores badly, not a crashed run.
 
-Three kinds here:
+Four kinds here:
 
 - :class:`GymTextEnv`: any Gymnasium env, given ``render`` (observation -> text) and
   ``parse`` (text -> action, None when it cannot read one);
@@ -25,19 +25,33 @@ Three kinds here:
   the replies (:class:`BlindEnv`, the single-turn baseline) finds it with probability at most
   ``turns / (hi - lo + 1)``.
 
-A run names a built-in text env by a word (:data:`TEXT_ENVS`: ``"hidden-number"``, and
-``"hidden-number-blind"``, its single-turn baseline), or its own by a factory.
+- :class:`ToolEnv`: tools in the chat template's own format (:mod:`rlx.llm.tool_calls`):
+  Python functions shown to the model as its template shows tools, its calls read back and
+  answered as ``tool`` messages; :func:`sandboxed_python` is a tool that runs the model's
+  program in the sandbox.
+
+A run names a built-in text env by a word (:data:`TEXT_ENVS`: ``"hidden-number"``,
+``"hidden-number-blind"``, its single-turn baseline, and ``"tool-lookup"``), or its own by a
+factory.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Union, runtime_checkable
 
 from rlx.errors import ConfigError
 from rlx.llm.chat import Message
+from rlx.llm.tool_calls import (
+    Tool,
+    ToolError,
+    call_tool,
+    parse_tool_calls,
+    tool_schema,
+    tools_by_name,
+)
 
 Observation = Union[str, list[Message]]  # noqa: UP007 (a runtime alias, as rlx.llm.chat's)
 """What an env shows the model: text, or chat messages the tokenizer's template renders."""
@@ -226,28 +240,6 @@ def blind_hidden_number(**kwargs: Any) -> BlindEnv:
     return BlindEnv(HiddenNumberEnv(**kwargs))
 
 
-TEXT_ENVS: dict[str, tuple[Callable[..., TextEnv], dict[str, Any]]] = {
-    "hidden-number": (HiddenNumberEnv, {"lo": 1, "hi": 7, "max_turns": 3}),
-    "hidden-number-blind": (blind_hidden_number, {"lo": 1, "hi": 7, "max_turns": 3}),
-}
-"""The text envs a run names by a word (``rlx align grpo --env hidden-number``): the name ->
-its factory and default keyword arguments, which ``env_kwargs`` (``--env-kwargs``) override.
-The defaults are written out so ``config.json``'s env recipe says which task trained."""
-
-
-def builtin_text_env(name: str) -> tuple[Callable[..., TextEnv], dict[str, Any]]:
-    """The factory and default keyword arguments of the built-in text env ``name``;
-    ConfigError naming it and the valid ones when there is none."""
-    if name not in TEXT_ENVS:
-        raise ConfigError(
-            f"unknown text env {name!r}; the built-in text envs are {', '.join(TEXT_ENVS)}, "
-            "and your own is named package.module:factory (a function or class that returns a "
-            "text env)."
-        )
-    factory, defaults = TEXT_ENVS[name]
-    return factory, dict(defaults)
-
-
 # ============================================================================ Python tool
 FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\r?$")
 """A line that opens or closes a fenced block: three backticks at its start, then its language."""
@@ -338,18 +330,165 @@ class PythonToolEnv:
 
     def run(self, code: str) -> tuple[str, bool]:
         """``(observation, failed)`` of ``code`` run in the sandbox."""
-        from rlx.sandbox import run_sandboxed
+        text, failed = run_python(code, self.timeout_s, self.memory_mb, self.max_output_chars)
+        return f"```output\n{text}\n```\n", failed
 
-        result = run_sandboxed(code + "\n", timeout_s=self.timeout_s, memory_mb=self.memory_mb)
-        # a program that ended with an error after its room reported ready still failed: the
-        # exit status is the trainer's own reading, which the program cannot write
-        failed = result.status != "passed" or result.returncode not in (None, 0)
-        text = result.output
-        if result.status == "timeout":
-            text = f"{text.rstrip()}\ntimed out after {self.timeout_s:g} s".lstrip()
-        if len(text) > self.max_output_chars:
-            text = "..." + text[-self.max_output_chars :]
-        return f"```output\n{text.rstrip()}\n```\n", failed
+
+def run_python(code: str, timeout_s: float, memory_mb: int, max_chars: int) -> tuple[str, bool]:
+    """``(output, failed)`` of ``code`` run in rlx's sandbox, the output cut to its last
+    ``max_chars`` (a time-out said at its end)."""
+    from rlx.sandbox import run_sandboxed
+
+    result = run_sandboxed(code + "\n", timeout_s=timeout_s, memory_mb=memory_mb)
+    # a program that ended with an error after its room reported ready still failed: the
+    # exit status is the trainer's own reading, which the program cannot write
+    failed = result.status != "passed" or result.returncode not in (None, 0)
+    text = result.output
+    if result.status == "timeout":
+        text = f"{text.rstrip()}\ntimed out after {timeout_s:g} s".lstrip()
+    if len(text) > max_chars:
+        text = "..." + text[-max_chars:]
+    return text.rstrip(), failed
+
+
+# ============================================================================ tools
+class ToolEnv:
+    """Tools in the chat template's own format (:mod:`rlx.llm.tool_calls`): ``task(seed) ->
+    (prompt, answer)``; the episode starts as one user message (after ``system``, when
+    given) and the model is shown ``tools`` (Python functions) as its template shows tools.
+    Each reply with tool calls is answered with one ``{"role": "tool"}`` message per call
+    (at most ``max_calls_per_turn``; their outputs cut to ``max_output_chars``), reward 0,
+    ``info["tool_error"]`` when any call failed. A reply without a call is the final answer:
+    reward ``score(reply, answer)``, terminated. ``max_turns`` replies at most."""
+
+    def __init__(
+        self,
+        task: Callable[[int], tuple[str, str]],
+        tools: Sequence[Tool],
+        *,
+        system: str | None = None,
+        max_turns: int = 4,
+        max_calls_per_turn: int = 4,
+        max_output_chars: int = 400,
+        score: Callable[[str, str], float] = exact_answer,
+    ) -> None:
+        check_turns(max_turns)
+        if not tools:
+            raise ConfigError("a tool env needs at least one tool (a Python function).")
+        if max_calls_per_turn < 1 or max_output_chars < 1:
+            raise ConfigError(
+                f"max_calls_per_turn={max_calls_per_turn} and max_output_chars="
+                f"{max_output_chars} must be >= 1."
+            )
+        self.tools = tools_by_name(tools)
+        self.tool_schemas = [tool_schema(t) for t in self.tools.values()]
+        self.task, self.system, self.score = task, system, score
+        self.max_turns, self.max_calls = max_turns, max_calls_per_turn
+        self.max_output_chars = max_output_chars
+        self.answer, self.turn = "", 0
+
+    @property
+    def name(self) -> str:
+        return "tools:" + ",".join(self.tools)
+
+    def reset(self, seed: int) -> Observation:
+        prompt, self.answer = self.task(seed)
+        self.turn = 0
+        start = [{"role": "system", "content": self.system}] if self.system else []
+        return [*start, {"role": "user", "content": prompt}]
+
+    def step(self, action: str) -> StepResult:
+        self.turn += 1
+        calls = parse_tool_calls(action)
+        if not calls:
+            reward = float(self.score(action, self.answer))
+            return [], reward, True, False, {TOOL_CALL: False, SUCCESS: reward > 0}
+        answers, failed = [], len(calls) > self.max_calls
+        for call in calls[: self.max_calls]:
+            output, error = call_tool(call, self.tools, self.max_output_chars)
+            failed |= error
+            answers.append({"role": "tool", "name": call.name, "content": output})
+        if len(calls) > self.max_calls:
+            answers.append({"role": "tool", "name": "", "content": (
+                f"error: {len(calls)} calls in one reply; at most {self.max_calls} are "
+                "answered.")})  # fmt: skip
+        truncated = out_of_turns(self.turn, self.max_turns, False)
+        return answers, 0.0, False, truncated, {TOOL_CALL: True, TOOL_ERROR: failed}
+
+
+def sandboxed_python(
+    timeout_s: float = 2.0, memory_mb: int = 256, max_output_chars: int = 400
+) -> Tool:
+    """A ``python(code)`` tool for :class:`ToolEnv` that runs the model's program in rlx's
+    sandbox (:func:`run_python`); a program that fails is a tool error with its output."""
+    from rlx.sandbox import check_isolation, warn_unisolated
+
+    missing = check_isolation(False)
+    if missing:
+        warn_unisolated(missing)
+
+    def python(code: str) -> str:
+        """Run a Python program and return what it prints.
+
+        Args:
+            code: the program's source
+        """
+        text, failed = run_python(code, timeout_s, memory_mb, max_output_chars)
+        if failed:
+            raise ToolError(text)
+        return text
+
+    return python
+
+
+def lookup_task(seed: int) -> tuple[str, str]:
+    """A name drawn from ``seed`` and its code (:func:`code_of`), which only a tool knows:
+    ``("What is the code of kqz?", "417")``."""
+    rng = random.Random(seed)
+    name = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3))
+    return f"What is the code of {name}?", code_of(name)
+
+
+def code_of(name: str) -> str:
+    """Look up the code of a name.
+
+    Args:
+        name: the name, three letters
+    """
+    value = 0
+    for char in name:  # a fixed hash: the same on every machine and Python
+        value = (value * 131 + ord(char)) % 997
+    return str(value)
+
+
+def tool_lookup(max_turns: int = 3) -> ToolEnv:
+    """The ``tool-lookup`` built-in: answer a name's code, which only the ``code_of`` tool
+    knows; a call then the answer solves it in two turns."""
+    return ToolEnv(lookup_task, [code_of], max_turns=max_turns)
+
+
+# ============================================================================ built-ins
+TEXT_ENVS: dict[str, tuple[Callable[..., TextEnv], dict[str, Any]]] = {
+    "hidden-number": (HiddenNumberEnv, {"lo": 1, "hi": 7, "max_turns": 3}),
+    "hidden-number-blind": (blind_hidden_number, {"lo": 1, "hi": 7, "max_turns": 3}),
+    "tool-lookup": (tool_lookup, {"max_turns": 3}),
+}
+"""The text envs a run names by a word (``rlx align grpo --env hidden-number``): the name ->
+its factory and default keyword arguments, which ``env_kwargs`` (``--env-kwargs``) override.
+The defaults are written out so ``config.json``'s env recipe says which task trained."""
+
+
+def builtin_text_env(name: str) -> tuple[Callable[..., TextEnv], dict[str, Any]]:
+    """The factory and default keyword arguments of the built-in text env ``name``;
+    ConfigError naming it and the valid ones when there is none."""
+    if name not in TEXT_ENVS:
+        raise ConfigError(
+            f"unknown text env {name!r}; the built-in text envs are {', '.join(TEXT_ENVS)}, "
+            "and your own is named package.module:factory (a function or class that returns a "
+            "text env)."
+        )
+    factory, defaults = TEXT_ENVS[name]
+    return factory, dict(defaults)
 
 
 __all__ = [
@@ -365,9 +504,15 @@ __all__ = [
     "PythonToolEnv",
     "StepResult",
     "TextEnv",
+    "ToolEnv",
     "blind_hidden_number",
     "builtin_text_env",
+    "code_of",
     "exact_answer",
     "fenced_code",
+    "lookup_task",
     "out_of_turns",
+    "run_python",
+    "sandboxed_python",
+    "tool_lookup",
 ]
