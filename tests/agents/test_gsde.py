@@ -10,6 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from torch import Tensor
 from torch.distributions import Normal
 
 import rlx
@@ -248,25 +249,69 @@ def test_gradient_reaches_log_std_and_the_noise_never_trains_the_features():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in hidden)
 
 
-def test_sac_noise_gradient_reaches_log_std_but_not_the_features():
+@pytest.mark.parametrize("learn_features", [True, False])
+def test_sac_noise_gradient_reaches_log_std_and_the_features_as_asked(learn_features):
     torch.manual_seed(0)
     learner = SACLearner(SACConfig(use_sde=True, hidden_sizes=(8,)), 3, 2)
     actor, obs = learner.actor, torch.randn(16, 3)
     xi = torch.randn(8, 2)
     latent, mean = actor.latent_and_mean(obs)
-    action, log_prob = squashed_sde_sample(mean, latent, actor.log_std, xi)
+    action, log_prob = squashed_sde_sample(
+        mean, latent, actor.log_std, xi, learn_features=learn_features
+    )
     params = [actor.log_std, *actor.body.parameters()]
     got = torch.autograd.grad((action.sum() + log_prob.sum()), params)
     assert got[0].abs().sum() > 0  # log sigma learns from the reparameterised noise
-    # by hand, with z detached in both the noise and the variance: the same gradients
+    # by hand, with z detached (or not) in both the noise and the variance
     latent, mean = actor.latent_and_mean(obs)
-    z = latent.detach()
+    z = latent if learn_features else latent.detach()
     u = mean + z @ (actor.log_std.exp() * xi)
     scale = (z.square() @ actor.log_std.exp().square() + SDE_EPSILON).sqrt()
     by_hand = Normal(mean, scale).log_prob(u) - torch.log(1 - torch.tanh(u) ** 2)
     expected = torch.autograd.grad(torch.tanh(u).sum() + by_hand.sum(), params)
     for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_sac_gsde_log_prob_and_gradients_equal_stable_baselines3s():
+    """SB3's SAC actor learns its features through the noise (``learn_features=True``): the
+    same mean, features, sigma and exploration matrix give the same action, log-probability
+    and gradients in both libraries (float64, so only the formulas can differ)."""
+    distributions = pytest.importorskip("stable_baselines3.common.distributions")
+    gen = torch.Generator().manual_seed(3)
+    mean_w = torch.randn(5, 5, dtype=torch.float64, generator=gen)
+    obs = torch.randn(32, 5, dtype=torch.float64, generator=gen)
+    log_std = torch.full((5, 2), -1.5, dtype=torch.float64)
+    xi = torch.randn(5, 2, dtype=torch.float64, generator=gen)
+
+    def run(ours: bool, learn_features: bool = True) -> tuple[Tensor, ...]:
+        w = mean_w.clone().requires_grad_()
+        sigma = log_std.clone().requires_grad_()
+        latent = torch.tanh(obs @ w)  # features that depend on the weights
+        mean = 0.3 * latent @ torch.ones(5, 2, dtype=torch.float64)
+        if ours:
+            action, log_prob = squashed_sde_sample(
+                mean, latent, sigma, xi, learn_features=learn_features
+            )
+        else:
+            dist = distributions.StateDependentNoiseDistribution(
+                2, full_std=True, learn_features=True, squash_output=True
+            )
+            dist.exploration_mat = sigma.exp() * xi  # sample_weights' rsample, with our xi
+            dist.exploration_matrices = dist.exploration_mat[None]
+            action, log_prob = dist.log_prob_from_params(mean, sigma, latent)
+        grads = torch.autograd.grad(action.sum() + log_prob.sum(), [w, sigma])
+        return action, log_prob, *grads
+
+    theirs = run(False)
+    for got, expected in zip(run(True), theirs, strict=True):
+        # SB3 reads the log-prob back through atanh of the squashed action and adds 1e-6
+        # inside its tanh correction's log: close, not equal
+        torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-4)
+    # features held out of the noise give the same actions but other gradients for them
+    detached = run(True, learn_features=False)
+    torch.testing.assert_close(detached[0], theirs[0])
+    assert (detached[2] - theirs[2]).abs().max() > 1e-2
 
 
 # ---------------------------------------------------------------------------- runs

@@ -18,7 +18,8 @@ twin critics are one :class:`rlx.core.critics.EnsembleQ`: one batched pass and o
 step for both. ``autotune=False`` keeps alpha fixed at ``alpha``.
 
 With ``use_sde`` the exploration is state-dependent (gSDE, :mod:`rlx.core.sde`; Raffin et
-al., 2021): ``u = mu(s) + z(s) theta_eps``, ``z(s)`` the actor's last hidden layer (detached),
+al., 2021): ``u = mu(s) + z(s) theta_eps``, ``z(s)`` the actor's last hidden layer (not
+detached: as SB3's SAC, the losses train the features through the noise too),
 ``theta_eps ~ N(0, sigma**2)`` a ``[latent_dim, dim(A)]`` matrix per env copy, drawn at the
 start of each collection phase (the env steps between two rounds of gradient steps) and every
 ``sde_sample_freq`` vector steps within it, ``log sigma`` one learned matrix; the mean is

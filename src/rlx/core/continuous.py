@@ -131,24 +131,28 @@ def squashed_sde_sample(
     log_std: Tensor,
     noise: Tensor | None = None,
     use_expln: bool = False,
+    learn_features: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """SAC's action with state-dependent exploration (gSDE, :mod:`rlx.core.sde`), in
     ``[-1, 1]^d``, and its log-probability, reparameterised.
 
     ``theta = sigma * xi`` with ``xi ~ N(0, 1)`` ``[latent_dim, d]`` (or the given ``noise``)
     is one exploration matrix for the whole batch (SB3 draws one per gradient step);
-    ``u = mu(s) + z(s) theta`` with the features ``z`` detached, ``a = tanh(u)``, and
+    ``u = mu(s) + z(s) theta``, ``a = tanh(u)``, and
 
         log pi(a|s) = sum_k [log N(u_k; mu_k, v_k) - log(1 - tanh(u_k)**2)],
         v_k(s) = sum_j z_j(s)**2 sigma_jk**2
 
-    The gradient reaches ``sigma`` through ``theta`` and ``v``, the network through ``mu``.
+    The gradient reaches ``sigma`` through ``theta`` and ``v``, the network through ``mu``
+    and, with ``learn_features`` (SB3's SAC: on), through ``z`` in ``theta``'s noise and
+    ``v`` too; off, ``z`` is detached.
     """
     std = sde_std(log_std, use_expln)
     if noise is None:
         noise = torch.randn_like(std)
-    eps = sde_noise(latent.detach(), std * noise)
-    scale = sde_scale(latent, log_std, use_expln)
+    z = latent if learn_features else latent.detach()
+    eps = sde_noise(z, std * noise)
+    scale = sde_scale(latent, log_std, use_expln, learn_features)
     u = mean + eps
     log_normal = -0.5 * (eps / scale).square() - scale.log() - HALF_LOG_2PI
     log_det = 2.0 * (LOG_2 - u - F.softplus(-2.0 * u))

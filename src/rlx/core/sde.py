@@ -1,10 +1,12 @@
 """Generalized state-dependent exploration (gSDE) for ``Box`` actions, as pure functions.
 
 Raffin et al., 2021, "Smooth exploration for robotic reinforcement learning"; defined as
-Stable-Baselines3's ``StateDependentNoiseDistribution`` (``full_std``, ``learn_features`` off):
+Stable-Baselines3's ``StateDependentNoiseDistribution`` (``full_std``):
 
-    z(s)      the policy network's last hidden layer (its latent features), detached: the
-              noise never trains the features, only the mean does
+    z(s)      the policy network's last hidden layer (its latent features); detached for
+              PPO and A2C (the noise never trains the features, only the mean does), not
+              for SAC (``learn_features``, as SB3's SAC actor sets it: the entropy bonus can
+              then widen the noise through the features too, not through sigma alone)
     theta_eps ~ N(0, sigma**2), a [latent_dim, act_dim] exploration matrix, one sigma_jk per
               entry: sigma = exp(log_std), or expln(log_std) with ``use_expln``
     eps(s)    = z(s) theta_eps                     the action noise, a function of the state
@@ -62,10 +64,14 @@ def sde_std(log_std: Tensor, use_expln: bool = False) -> Tensor:
     return expln(log_std) if use_expln else log_std.exp()
 
 
-def sde_scale(latent: Tensor, log_std: Tensor, use_expln: bool = False) -> Tensor:
+def sde_scale(
+    latent: Tensor, log_std: Tensor, use_expln: bool = False, learn_features: bool = False
+) -> Tensor:
     """The per-dim standard deviation ``sqrt(sum_j z_j**2 sigma_jk**2 + SDE_EPSILON)``
-    ``[B, act_dim]`` of ``latent`` ``z`` ``[B, latent_dim]``, detached from the features."""
-    variance = latent.detach().square() @ sde_std(log_std, use_expln).square()
+    ``[B, act_dim]`` of ``latent`` ``z`` ``[B, latent_dim]``, detached from the features
+    unless ``learn_features``."""
+    z = latent if learn_features else latent.detach()
+    variance = z.square() @ sde_std(log_std, use_expln).square()
     return (variance + SDE_EPSILON).sqrt()
 
 
