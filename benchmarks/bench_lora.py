@@ -132,6 +132,22 @@ def exact_match(prompts, completions, answer, **kwargs):
     return [float(c[0]["content"].strip() == a) for c, a in zip(completions, answer, strict=True)]
 
 
+def last_number(prompts, completions, answer, **kwargs):
+    """1 when the last number in the reply is the answer: a chat model that explains before
+    it answers still scores, so the rewards of a pretrained model's group vary."""
+    import re
+
+    def last(text: str) -> str | None:
+        found = re.findall(r"-?\d+", text.replace(",", ""))
+        return found[-1] if found else None
+
+    return [float(last(c[0]["content"]) == a) for c, a in zip(completions, answer, strict=True)]
+
+
+REWARDS = {"exact-match": exact_match, "last-number": last_number}
+"""GRPO's reward, by ``--reward``: the same function on both sides."""
+
+
 # ---------------------------------------------------------------------------- configurations
 def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int, lr: float = LR,
                max_new_tokens: int = MAX_TOKENS) -> dict[str, Any]:  # fmt: skip
@@ -346,27 +362,26 @@ REACHED = {"sft": "loss", "dpo": "loss", "grpo": "reward"}
 """What each stage reports as where the run got to: both libraries log it under this name."""
 
 
-def mean_logged(rows: list[dict[str, Any]], name: str) -> float | None:
-    """The mean of ``name`` over the logged rows that carry it (None when none does)."""
-    values = [float(r[name]) for r in rows if isinstance(r.get(name), int | float)]
-    return sum(values) / len(values) if values else None
+def logged(rows: list[dict[str, Any]], name: str) -> list[float]:
+    """``name`` over the logged rows that carry it, in order (each step's value)."""
+    return [float(r[name]) for r in rows if isinstance(r.get(name), int | float)]
 
 
 # ---------------------------------------------------------------------------- one run
-def run_rlx(spec: dict) -> float | None:
+def run_rlx(spec: dict) -> list[float]:
     from rlx import llm
 
     stage = spec["stage"]
     kwargs = rlx_kwargs(stage, spec["lora"], spec["precision"], spec["steps"], spec["lr"],
                         spec["max_new_tokens"])  # fmt: skip
     train = {"sft": llm.sft, "dpo": llm.dpo, "grpo": llm.grpo}[stage]
-    extra = {"reward": exact_match} if stage == "grpo" else {}
+    extra = {"reward": REWARDS[spec.get("reward", "exact-match")]} if stage == "grpo" else {}
     train(spec["model"], spec[stage], run_dir=spec["out"], **extra, **kwargs)
     with open(Path(spec["out"]) / "metrics.jsonl", encoding="utf-8") as handle:
-        return mean_logged([json.loads(line) for line in handle], REACHED[stage])
+        return logged([json.loads(line) for line in handle], REACHED[stage])
 
 
-def run_trl(spec: dict) -> float | None:
+def run_trl(spec: dict) -> list[float]:
     import datasets
     import trl
 
@@ -377,14 +392,16 @@ def run_trl(spec: dict) -> float | None:
     config, peft = trl_config(stage, spec["lora"], spec["precision"], spec["steps"],
                               spec["out"], spec["lr"], spec["max_new_tokens"])  # fmt: skip
     Trainer = {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer, "grpo": trl.GRPOTrainer}[stage]
-    kwargs: dict[str, Any] = {"reward_funcs": exact_match} if stage == "grpo" else {}
+    kwargs: dict[str, Any] = {}
+    if stage == "grpo":
+        kwargs["reward_funcs"] = REWARDS[spec.get("reward", "exact-match")]
     if peft is not None:
         kwargs["peft_config"] = peft
     trainer = Trainer(model=spec["model"], args=config,
                       train_dataset=datasets.Dataset.from_list(rows), **kwargs)  # fmt: skip
     trainer.train()
     trainer.save_model(spec["out"])
-    return mean_logged(trainer.state.log_history, REACHED[stage])
+    return logged(trainer.state.log_history, REACHED[stage])
 
 
 def child(spec: dict) -> None:
@@ -441,13 +458,23 @@ def compare(spec: dict, repeats: int, tmp: Path, key: str) -> tuple[list[list], 
     return rows, {"seconds": secs, "peak_mb": peak, REACHED[stage]: reached}
 
 
-def _reached_text(values: list[float | None]) -> str:
-    """The repeats' mean loss or reward as ``median (min-max)``."""
-    known = sorted(v for v in values if v is not None)
+def _reached_text(series: list[list[float]]) -> str:
+    """The repeats' mean loss or reward as ``median (min-max)``; with 8 or more logged steps,
+    also the mean of the first and of the last quarter of the steps (medians over the
+    repeats), which says whether the run moved."""
+    known = sorted(sum(s) / len(s) for s in series if s)
     if not known:
         return "not logged"
     middle = known[len(known) // 2]
-    return f"{middle:.3g} ({known[0]:.3g}-{known[-1]:.3g})" if len(known) > 1 else f"{middle:.3g}"
+    text = f"{middle:.3g} ({known[0]:.3g}-{known[-1]:.3g})" if len(known) > 1 else f"{middle:.3g}"
+    runs = [s for s in series if len(s) >= 8]
+    if runs:
+        quarter = [len(s) // 4 for s in runs]
+        first = sorted(sum(s[:q]) / q for s, q in zip(runs, quarter, strict=True))
+        last = sorted(sum(s[-q:]) / q for s, q in zip(runs, quarter, strict=True))
+        text += (f"; first quarter of the steps {first[len(first) // 2]:.3g}, last quarter "
+                 f"{last[len(last) // 2]:.3g}")  # fmt: skip
+    return text
 
 
 # ---------------------------------------------------------------------------- main
@@ -468,6 +495,14 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help=f"GRPO's completion length (default {MAX_TOKENS}, "
                              f"{REAL_MAX_TOKENS} with --model)")  # fmt: skip
+    parser.add_argument("--reward", default="exact-match", choices=sorted(REWARDS),
+                        help="GRPO's reward, the same function on both sides (last-number: "
+                             "the reply's last number is the sum)")  # fmt: skip
+    parser.add_argument("--lora", default="both", choices=("both", "on", "off"),
+                        help="run with LoRA, without, or both")  # fmt: skip
+    parser.add_argument("--record", default=None,
+                        help="the result file's name (default lora, or real_model with "
+                             "--model)")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="2 steps, 1 repeat, a small model: checks that it works")  # fmt: skip
     parser.add_argument("--out-dir", type=Path, default=None,
@@ -497,14 +532,15 @@ def main() -> None:
         paths = build(Path(tmp), args.hidden, args.layers, args.steps * BATCH,
                       args.model.resolve() if real else None)  # fmt: skip
         for stage in args.stages:
-            for lora in (False, True):
+            for lora in {"both": (False, True), "on": (True,), "off": (False,)}[args.lora]:
                 for precision in precisions:
                     key = f"{stage}, LoRA {'on' if lora else 'off'}, {precision}"
                     lr = REAL_LR[lora] if real else LR
                     checked = like_for_like(stage, lora, precision, args.steps, lr, tokens)
                     settings += [{**r, "setting": f"{key}: {r['setting']}"} for r in checked]
                     spec = {**paths, "stage": stage, "lora": lora, "precision": precision,
-                            "steps": args.steps, "lr": lr, "max_new_tokens": tokens}  # fmt: skip
+                            "steps": args.steps, "lr": lr, "max_new_tokens": tokens,
+                            "reward": args.reward}  # fmt: skip
                     rows, details[key] = compare(spec, args.repeats, Path(tmp), key)
                     table += rows
                     by_median, target = rows[0][7], GOALS[stage]
@@ -517,7 +553,8 @@ def main() -> None:
     lr_text = (f"lr {REAL_LR[False]:g} full, {REAL_LR[True]:g} with LoRA" if real
                else f"lr {LR:g}")  # fmt: skip
     notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {tokens} "
-             f"tokens), {lr_text}, LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
+             f"tokens, reward {args.reward}), {lr_text}, "
+             f"LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
              f"{model_text}, one thread; each "
              "precision run on both sides. Each run in a fresh process; both clocks span "
              "reading the data, loading the model, training and saving it (and the adapter); "
@@ -531,7 +568,7 @@ def main() -> None:
     title = (f"A real pretrained model ({args.model.name}), with and without LoRA: rlx vs TRL"
              if real else "Chat models with and without LoRA: rlx vs TRL")  # fmt: skip
     write_result(
-        "real_model" if real else "lora",
+        args.record or ("real_model" if real else "lora"),
         title=title,
         columns=columns,
         rows=table,
