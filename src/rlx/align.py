@@ -14,7 +14,8 @@ name, which ``config.json`` records (``env``, and the config's ``data``); in-mem
 run's ``train`` in a :class:`~rlx.llm.training.StageData` (:func:`reward_env`), the data
 described by :func:`rlx.llm.data.describe` as the run's env. :func:`grpo` given a text env
 (``env=``) instead of data trains ``grpo-episodes``, GRPO over multi-turn episodes, with that
-env as the run's env.
+env as the run's env; :func:`rlhf` given one instead of data and a reward model trains
+``ppo-episodes``, PPO with a value head over such episodes.
 
 :func:`rlhf_pipeline` chains three of them in one call (``rlx align rlhf --task``):
 RLHF in three stages as one call: SFT -> reward model -> PPO, each a run folder inside one.
@@ -170,7 +171,11 @@ def grpo(
     names, resuming without ``reward=``, is data from whoever wrote the folder: it is imported
     only with ``trust_env_code=True``, as the run folder's env code is.
     """
-    if env is not None or env_kwargs is not None or _plays_episodes(data, resume, run_dir):
+    if (
+        env is not None
+        or env_kwargs is not None
+        or _plays_episodes(data, resume, run_dir, EPISODES)
+    ):
         return grpo_episodes(
             model, data, env, env_kwargs, reward, run_dir=run_dir, resume=resume,
             trust_env_code=trust_env_code, progress=progress, tensorboard=tensorboard,
@@ -203,13 +208,14 @@ def grpo(
     )
 
 
-def _plays_episodes(data: Any, resume: bool, run_dir: str | Path | None) -> bool:
-    """Whether a ``grpo`` call without ``env`` continues a run over episodes: resumed, no data
-    given, and its folder records ``grpo-episodes``."""
+def _plays_episodes(data: Any, resume: bool, run_dir: str | Path | None, algo: str) -> bool:
+    """Whether a ``grpo`` (``rlhf``) call without ``env`` continues a run over episodes:
+    resumed, no data given, and its folder records ``algo``, ``grpo-episodes`` (or
+    ``ppo-episodes``)."""
     if not resume or data is not None or run_dir is None:
         return False
     recorded = _recorded(run_dir)
-    return recorded is not None and recorded.algo == EPISODES
+    return recorded is not None and recorded.algo == algo
 
 
 def grpo_episodes(
@@ -336,11 +342,14 @@ def stage_env(data: Any) -> Any:
 
 def rlhf(
     model: str | Path,
-    data: Any,
+    data: Any = None,
     *,
-    reward_model: str | Path,
+    reward_model: str | Path | None = None,
+    env: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
+    trust_env_code: bool = False,
     progress: bool | None = None,
     tensorboard: bool = False,
     stop_on: tuple[str, ...] | list[str] = (),
@@ -349,7 +358,31 @@ def rlhf(
     """PPO on the SFT model in ``model`` against the reward model in ``reward_model``, on the
     prompts of ``data`` (JSONL rows ``{"prompt"}``, optionally ``"answer"`` for the gold
     reward). ``stop_on`` names doctor rules that end the run when they fire, e.g.
-    ``("reward-hacking", "kl-ref-drift")``; ``RUN_DIR/model`` is then the policy at the stop."""
+    ``("reward-hacking", "kl-ref-drift")``; ``RUN_DIR/model`` is then the policy at the stop.
+
+    Given ``env`` instead of ``data`` and ``reward_model``: PPO over multi-turn episodes of a
+    text env (the algorithm ``ppo-episodes``, :mod:`rlx.llm.episode_ppo`), the env as
+    :func:`grpo` takes it (a factory, ``"package.module:factory"`` or a built-in name, with
+    ``env_kwargs``); the env scores its own episodes, ``steps`` is needed, and ``overrides``
+    are :class:`~rlx.llm.episode_ppo.EpisodePPOConfig` fields. Resuming such a run needs
+    neither (its folder names its env)."""
+    if (
+        env is not None
+        or env_kwargs is not None
+        or _plays_episodes(data, resume, run_dir, PPO_EPISODES)
+    ):
+        if data is not None or reward_model:
+            raise ConfigError(
+                "env=... trains over episodes of a text env, which scores them itself, and "
+                "data=... with reward_model=... over prompt rows; pass one of them."
+            )
+        if env_kwargs is not None and env is None:
+            raise ConfigError("env_kwargs=... are the keyword arguments of env=...; pass env too.")
+        return train_stage(
+            PPO_EPISODES, model, None, run_dir=run_dir, resume=resume, progress=progress,
+            tensorboard=tensorboard, overrides=overrides, stop_on=stop_on, env=env,
+            env_kwargs=env_kwargs, trust_env_code=trust_env_code,
+        )  # fmt: skip
     if reward_model:
         overrides["reward_model"] = str(reward_model)
     return train_stage(
@@ -406,6 +439,8 @@ def train_stage(
 
 EPISODES = "grpo-episodes"
 """The algorithm :func:`grpo` trains when given a text env instead of data."""
+PPO_EPISODES = "ppo-episodes"
+"""The algorithm :func:`rlhf` trains when given a text env instead of data."""
 
 PIPELINE_TASKS = ("arithmetic", "length-biased")
 PIPELINE_QUIET = {"eval_every": 10**6, "eval_exact_match": False}

@@ -115,6 +115,10 @@ BUILTINS: dict[str, Builtin] = {
         "rlx.llm.episode_grpo",
         "GRPO over multi-turn episodes: a causal LM acting in a text env, env tokens masked",
     ),
+    "ppo-episodes": Builtin(
+        "rlx.llm.episode_ppo",
+        "PPO over multi-turn episodes: a causal LM with a value head, GAE over its own tokens",
+    ),
 }
 """Built-in algorithm name -> the module whose import registers it, and its summary."""
 

@@ -48,6 +48,8 @@ LLM_RUNS = {
                                    "reward_model": "exact-match"}),
     "grpo-episodes": ("hidden-number", {"steps": 2, "batch_size": 2, "group_size": 2,
                                         "max_new_tokens": 3, "eval_episodes": 2}),
+    "ppo-episodes": ("hidden-number", {"steps": 2, "batch_size": 2, "minibatch_size": 2,
+                                       "max_new_tokens": 3, "eval_episodes": 2}),
 }  # fmt: skip
 
 
@@ -184,7 +186,8 @@ def test_every_rule_on_a_language_model_stage_names_a_field_of_its_config(
 ):
     root, model = llm_files
     data, settings = LLM_RUNS[algo]
-    env = data if algo == "grpo-episodes" else root / data  # a built-in text env, not a file
+    episodes = algo in ("grpo-episodes", "ppo-episodes")
+    env = data if episodes else root / data  # a built-in text env, not a file
     rlx.train(algo, env, model=str(model), run_dir=tmp_path / algo, doctor=False,
               progress=False, **settings)  # fmt: skip
     metrics = logged_metrics(tmp_path / algo)

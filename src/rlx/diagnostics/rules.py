@@ -1599,11 +1599,12 @@ KEEP_TARGET = (
         algos=frozenset({"sac", "td3"})),
 )  # fmt: skip
 POLICY_GRADIENT = frozenset({"ppo", "a2c", "reinforce"})
-LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo", "grpo-episodes"})
+LANGUAGE_POLICIES = frozenset({"grpo", "rlhf-ppo", "grpo-episodes", "ppo-episodes"})
 TWIN_CRITICS = frozenset({"sac", "td3"})
 
-EPISODE_POLICIES = frozenset({"grpo-episodes"})
-"""The language-model policies trained over multi-turn episodes (:mod:`rlx.llm.episode_grpo`)."""
+EPISODE_POLICIES = frozenset({"grpo-episodes", "ppo-episodes"})
+"""The language-model policies trained over multi-turn episodes (:mod:`rlx.llm.episode_grpo`,
+:mod:`rlx.llm.episode_ppo`)."""
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -1873,7 +1874,7 @@ RULES: tuple[Rule, ...] = (
             ),
         ),
         lines={M.TRUNCATED_FRACTION: ((0.5, "half the completions cut"),)},
-        algos=frozenset({"grpo", "rlhf-ppo", "grpo-episodes"}),
+        algos=frozenset({"grpo", "rlhf-ppo", "grpo-episodes", "ppo-episodes"}),
     ),
     Rule(
         id="episodes-never-end",

@@ -114,12 +114,16 @@ _EXPORTS: dict[str, str] = {
     # language models as agents: multi-turn episodes in text environments
     "TEXT_ENVS": "text_env",
     "EpisodeGRPOConfig": "episode_grpo",
+    "EpisodePPOConfig": "episode_ppo",
     "HiddenNumberEnv": "text_env",
     "GymTextEnv": "text_env",
     "PythonToolEnv": "text_env",
     "ToolEnv": "text_env",
     "sandboxed_python": "text_env",
     "ToolError": "tool_calls",
+    "OpenEnvTextEnv": "remote_env",
+    "HTTPEnvClient": "remote_env",
+    "openenv_text_env": "remote_env",
     "sample": "generation",
     "BagOfWordsRewardModel": "stages.reward_model",
     "load_reward_model": "stages.reward_model",
@@ -133,7 +137,7 @@ _SUBMODULES = frozenset(
         "agent", "models", "data", "chat", "tasks", "rewards", "lora", "batching",
         "losses", "generation", "online", "training", "stages", "logprobs", "pairs",
         "precision", "parallel", "stage_config", "text_env", "episodes", "episode_grpo",
-        "tool_calls",
+        "episode_ppo", "tool_calls",
     }
 )  # fmt: skip
 
