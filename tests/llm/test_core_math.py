@@ -124,3 +124,18 @@ def test_masked_mean_ignores_padding_and_an_empty_row_gives_zero():
     assert masked_mean(x).item() == pytest.approx(x.mean().item())
     with pytest.raises(ValueError, match="aggregation"):
         masked_mean(x, mask, "row")
+
+
+def test_entropy_is_chunked_without_a_gradient_and_equals_its_definition():
+    from rlx.llm import logprobs as LP
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, LP.ENTROPY_ROWS + 7, 11, generator=gen, requires_grad=True)
+    log_probs = torch.log_softmax(logits, -1)
+    targets = torch.randint(0, 11, (3, LP.ENTROPY_ROWS + 7), generator=gen)
+    token, entropy = LP.gathered_and_entropy(log_probs, targets)
+    p = torch.softmax(logits.detach().double(), -1)
+    expected = -(p * p.log()).sum(-1)  # H = -sum_v p_v log p_v, in float64
+    torch.testing.assert_close(entropy.double(), expected, rtol=1e-5, atol=1e-6)
+    assert not entropy.requires_grad and token.requires_grad  # a figure, not a loss term
+    torch.testing.assert_close(token, log_probs.gather(-1, targets[..., None])[..., 0])

@@ -34,10 +34,26 @@ def tempered_log_softmax(logits: Tensor, temperature: float = 1.0) -> Tensor:
     return F.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
 
 
+ENTROPY_ROWS = 1024
+"""Distributions per chunk of the entropy: its ``[rows, V]`` temporaries stay small."""
+
+
 def gathered_and_entropy(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-    """``log_probs [..., V]`` read at ``targets [...]``, and the entropy of each distribution."""
+    """``log_probs [..., V]`` read at ``targets [...]``, and the entropy of each distribution.
+
+    The entropy is a figure to log, never a term of a loss here: it is computed without a
+    gradient, a chunk of rows at a time, so neither autograd nor the arithmetic holds more
+    ``[..., V]`` tensors than ``log_probs`` itself (with a large vocabulary and long
+    completions those are gigabytes each)."""
     token = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return token, -(log_probs.exp() * log_probs).sum(-1)
+    with torch.no_grad():
+        flat = log_probs.detach().reshape(-1, log_probs.shape[-1])
+        entropy = (
+            torch.cat([-(chunk.exp() * chunk).sum(-1) for chunk in flat.split(ENTROPY_ROWS)])
+            if len(flat)
+            else flat.new_zeros(0)
+        )
+    return token, entropy.reshape(log_probs.shape[:-1])
 
 
 def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
