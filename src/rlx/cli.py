@@ -307,7 +307,11 @@ def _train(argv: list[str]) -> int:
         stage = {"rlhf-ppo": "rlhf"}.get(name, name)
         raise ConfigError(f"{name} trains a language model: use `rlx align {stage} ...`.")
     spec = registry.get(argv[0])
-    return _run(spec, argv[1:], f"rlx train {spec.name}", data_file=False)
+    prog = f"rlx train {spec.name}"
+    if spec.name in TEXT_ENV_ALGOS:
+        given = _run_parser(spec, prog, data_file=False).given(argv[1:])
+        _check_text_env(given.get("env"), bool(given.get("trust_env_code")))
+    return _run(spec, argv[1:], prog, data_file=False)
 
 
 def _algo_of_config_file(argv: list[str]) -> str | None:
@@ -720,6 +724,8 @@ def _stage(command: str) -> Callable[[list[str]], int]:
 
 
 ALIGN_EPISODES = "grpo-episodes"
+TEXT_ENV_ALGOS = frozenset({"grpo-episodes", "ppo-episodes"})
+"""The algorithms whose --env names a text env (a built-in, or code with consent)."""
 """What ``rlx align grpo --env ENV`` trains: GRPO over multi-turn episodes of a text env."""
 
 
@@ -750,8 +756,6 @@ def _align_episodes(argv: list[str]) -> int:
     ``package.module:factory`` is code, imported only with ``--trust-env-code`` (refused
     before anything is imported, as ``--reward``'s references are)."""
     from rlx import registry
-    from rlx.core.env_recipe import is_entry_point
-    from rlx.llm.text_env import TEXT_ENVS, builtin_text_env
 
     prog = "rlx align grpo"
     spec = registry.get(ALIGN_EPISODES)
@@ -764,15 +768,29 @@ def _align_episodes(argv: list[str]) -> int:
         )
     if not given.get("resume") and not given.get("model"):
         raise ConfigError(f"{prog} --env ENV needs --model DIR.")
-    if env is not None and is_entry_point(env) and not given.get("trust_env_code"):
-        raise ConfigError(
-            f"--env {env} is code to import (your text env's factory), which rlx runs only with "
-            f"your consent: add --trust-env-code if you trust it, or name a built-in text env "
-            f"({', '.join(TEXT_ENVS)})."
-        )
-    if env is not None and not is_entry_point(env):
-        builtin_text_env(env)  # a ConfigError naming it and the built-ins
+    _check_text_env(env, bool(given.get("trust_env_code")))
     return _run(spec, argv, prog, data_file=False)
+
+
+def _check_text_env(env: str | None, trusted: bool) -> None:
+    """A text env named on the command line: a built-in name must be one (one sentence naming
+    the valid ones); ``package.module:factory`` is code, imported only with
+    ``--trust-env-code``, refused before anything is imported (``rlx align grpo --env`` and
+    ``rlx train grpo-episodes|ppo-episodes --env`` alike)."""
+    from rlx.core.env_recipe import is_entry_point
+    from rlx.llm.text_env import TEXT_ENVS, builtin_text_env
+
+    if env is None:
+        return
+    if is_entry_point(env):
+        if not trusted:
+            raise ConfigError(
+                f"--env {env} is code to import (your text env's factory), which rlx runs only "
+                f"with your consent: add --trust-env-code if you trust it, or name a built-in "
+                f"text env ({', '.join(TEXT_ENVS)})."
+            )
+        return
+    builtin_text_env(env)  # a ConfigError naming it and the built-ins
 
 
 def _align_rlhf_pipeline(argv: list[str]) -> int:

@@ -164,12 +164,13 @@ def test_llm_grpo_with_an_env_trains_over_episodes(tiny, tmp_path):
 # --- the command line ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("command", [["align", "grpo"], ["train", "grpo-episodes"]])
 def test_the_cli_imports_an_env_named_as_code_only_with_trust_env_code(
-    tiny, tmp_path, env_module, capsys
+    tiny, tmp_path, env_module, capsys, command
 ):
     run = tmp_path / "r"
     entry = f"{env_module}:factory"
-    argv = ["align", "grpo", "--model", str(tiny), "--env", entry, "--run-dir", str(run),
+    argv = [*command, "--model", str(tiny), "--env", entry, "--run-dir", str(run),
             *CLI_FAST]  # fmt: skip
     capsys.readouterr()
     assert cli.main(argv) == 2
