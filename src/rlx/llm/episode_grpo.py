@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -89,6 +89,7 @@ from rlx.llm.training import (
 from rlx.runs.handle import RunHandle
 
 ALGO = "grpo-episodes"
+ConfigT = TypeVar("ConfigT", bound=StageConfig)
 """The run's algorithm name in ``config.json`` and ``summary.json``."""
 
 
@@ -385,6 +386,31 @@ def restore_episode_state(
     torch.set_rng_state(state["torch_rng"])
 
 
+def open_episode_run(
+    config: ConfigT, env: Any, run: RunHandle, lr_scale: float, algo: str = ALGO
+) -> tuple[Callable[[], TextEnv], ConfigT, Any, Any, int]:
+    """What every algorithm over episodes does first: the text env (:func:`text_env_factory`,
+    so a bad one loads no model), the step budget, threads and seed, then the model (LoRA as
+    every stage has it) and the config completed (:func:`rlx.llm.training.complete_config`:
+    the step size from the model at ``lr_scale``). ``(make_env, config, model, tokenizer,
+    steps)``."""
+    from rlx.core.threads import set_torch_threads
+    from rlx.llm.lora import load_for_training
+    from rlx.llm.models import count_parameters
+
+    make_env = text_env_factory(env)
+    if config.steps is None:
+        raise ConfigError(f"{algo} needs steps, the number of optimizer steps (no data sizes it).")
+    steps: int = config.steps
+    set_torch_threads(config.num_threads)
+    torch.manual_seed(config.seed)
+    opened = config
+    config = resolved(config)
+    model, tokenizer = load_for_training(config)
+    config = complete_config(config, run, 0, count_parameters(model), lr_scale, 0, opened)
+    return make_env, config, model, tokenizer, steps
+
+
 def train(config: EpisodeGRPOConfig, env: Any, run: RunHandle) -> StageResult:
     """The registered ``train`` of ``grpo-episodes``: the text env first
     (:func:`text_env_factory`, so a bad one loads no model), then the policy (LoRA as every
@@ -393,20 +419,9 @@ def train(config: EpisodeGRPOConfig, env: Any, run: RunHandle) -> StageResult:
     and log, evaluate every ``eval_every`` steps and at the last, checkpoint at the config's
     cadence and at the end (a resumed run continues from its checkpoint); the model is saved
     to ``RUN_DIR/model`` once the last step is done."""
-    from rlx.core.threads import set_torch_threads
-    from rlx.llm.lora import load_for_training, reference_of, save_trained
-    from rlx.llm.models import count_parameters
+    from rlx.llm.lora import reference_of, save_trained
 
-    make_env = text_env_factory(env)
-    if config.steps is None:
-        raise ConfigError(f"{ALGO} needs steps, the number of optimizer steps (no data sizes it).")
-    steps: int = config.steps
-    set_torch_threads(config.num_threads)
-    torch.manual_seed(config.seed)
-    opened = config
-    config = resolved(config)
-    model, tokenizer = load_for_training(config)
-    config = complete_config(config, run, 0, count_parameters(model), LR_SCALE, 0, opened)
+    make_env, config, model, tokenizer, steps = open_episode_run(config, env, run, LR_SCALE)
     run.add_to_summary(**trainable_share(model))
     reference = reference_of(model, config.model) if config.beta > 0 else None
     assert config.learning_rate is not None  # completed above

@@ -73,15 +73,14 @@ from rlx import registry
 from rlx.core.advantages import explained_variance
 from rlx.core.checks import at_least, in_range, positive
 from rlx.core.policy_losses import k3
-from rlx.errors import ConfigError
 from rlx.llm.episode_grpo import (
     EpisodeGRPOConfig,
     episode_batch,
     episode_budget,
     episode_state,
     evaluate_episodes,
+    open_episode_run,
     restore_episode_state,
-    text_env_factory,
     training_seeds,
 )
 from rlx.llm.episodes import Episode, episode_metrics, run_episodes
@@ -104,9 +103,7 @@ from rlx.llm.text_env import TextEnv
 from rlx.llm.training import (
     MODEL_DIR,
     StageResult,
-    complete_config,
     make_optimizer,
-    resolved,
     set_learning_rate,
     trainable_share,
 )
@@ -352,20 +349,9 @@ def train(config: EpisodePPOConfig, env: Any, run: RunHandle) -> StageResult:
     checkpoint at the config's cadence and at the end (weights and value head, optimizer,
     step, RNG, the KL coefficient: a resumed run continues exactly); the model is saved to
     ``RUN_DIR/model`` once the last step is done."""
-    from rlx.core.threads import set_torch_threads
-    from rlx.llm.lora import load_for_training, reference_of, save_trained
-    from rlx.llm.models import count_parameters
+    from rlx.llm.lora import reference_of, save_trained
 
-    make_env = text_env_factory(env)
-    if config.steps is None:
-        raise ConfigError(f"{ALGO} needs steps, the number of optimizer steps (no data sizes it).")
-    steps: int = config.steps
-    set_torch_threads(config.num_threads)
-    torch.manual_seed(config.seed)
-    opened = config
-    config = resolved(config)
-    lm, tokenizer = load_for_training(config)
-    config = complete_config(config, run, 0, count_parameters(lm), LR_SCALE, 0, opened)
+    make_env, config, lm, tokenizer, steps = open_episode_run(config, env, run, LR_SCALE, ALGO)
     policy = PolicyWithValueHead(lm, config.temperature).to(config.device)
     run.add_to_summary(**trainable_share(policy))
     reference = reference_of(lm, config.model) if config.beta > 0 else None
