@@ -6,6 +6,7 @@ the model writes is ever raised."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
@@ -544,3 +545,63 @@ def test_the_episode_runner_plays_remote_envs_and_masks_their_tokens(chat, serve
         if episode.turns > 1:  # an answer of the server sits between two replies, masked
             first_reply_end = episode.loss_mask.index(False, episode.prompt_length)
             assert any(episode.loss_mask[first_reply_end:])
+
+
+# ---------------------------------------------------------------- servers that never finish
+def raw_server(talk) -> tuple[str, threading.Event]:
+    """A bare TCP server on 127.0.0.1 whose one connection ``talk(conn, stop)`` serves;
+    its URL and the event that stops it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        with listener:
+            listener.settimeout(10)
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            # the client hanging up (what the watchdog is for) ends the talk
+            with conn, contextlib.suppress(OSError):
+                talk(conn, stop)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", stop
+
+
+def endless_continue(conn: socket.socket, stop: threading.Event) -> None:
+    conn.recv(65536)
+    while not stop.is_set():
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        time.sleep(0.01)
+
+
+def slow_headers(conn: socket.socket, stop: threading.Event) -> None:
+    conn.recv(65536)
+    for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+        if stop.is_set():
+            return
+        conn.sendall(bytes([byte]))
+        time.sleep(0.3)  # each byte well inside the socket timeout: only a watchdog ends it
+
+
+@pytest.mark.parametrize("talk", [endless_continue, slow_headers])
+def test_a_server_that_never_finishes_its_headers_is_stopped_by_the_watchdog(talk):
+    url, stop = raw_server(talk)
+    client = HTTPEnvClient(url, timeout_s=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(EnvError, match="did not answer within timeout_s=1 s"):
+            client.reset(0)
+    finally:
+        stop.set()
+    assert time.monotonic() - started < 5.0
+
+
+def test_a_reward_too_large_for_a_float_is_an_env_error_not_an_overflow():
+    from rlx.llm.remote_env import check_answer
+
+    huge = b'{"observation": "x", "reward": 1' + b"0" * 400 + b', "done": false}'
+    with pytest.raises(EnvError, match="must be a finite number or null"):
+        check_answer(huge, "http://127.0.0.1:1/step")
+    assert check_answer(b'{"observation": "x", "reward": 10, "done": false}', "u").reward == 10

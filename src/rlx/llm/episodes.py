@@ -31,7 +31,7 @@ metrics of a batch (:func:`episode_metrics`) are named by the constants below.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,8 @@ def defused(text: str, tokenizer: Any) -> str:
     template's role markers, tool-call tags ...) broken by :data:`WORD_JOINER`, so that it
     tokenizes as plain text. Added tokens count though not marked special: the tokenizer turns
     their text into their ids all the same (``<|im_start|>`` often is one)."""
+    # a lone surrogate (a JSON "\\ud800" the model wrote, echoed back) cannot be encoded
+    text = text.encode("utf-8", "replace").decode("utf-8")
     added = getattr(tokenizer, "added_tokens_decoder", None) or {}
     markers = {*(getattr(tokenizer, "all_special_tokens", ()) or ()),
                *(str(getattr(t, "content", t)) for t in added.values())}  # fmt: skip
@@ -142,6 +144,18 @@ def defused(text: str, tokenizer: Any) -> str:
         if special and special in text:
             text = text.replace(special, special[0] + WORD_JOINER + special[1:])
     return text
+
+
+def defused_message(value: Any, tokenizer: Any) -> Any:
+    """A message (or any part of one) with every string in it :func:`defused`, however deep:
+    a template may render a tool message's ``name``, or content given as a list of parts."""
+    if isinstance(value, str):
+        return defused(value, tokenizer)
+    if isinstance(value, Mapping):
+        return {key: defused_message(item, tokenizer) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [defused_message(item, tokenizer) for item in value]
+    return value
 
 
 class Transcript:
@@ -167,6 +181,11 @@ class Transcript:
                 "shown through the chat template), not text."
             )
         self.episode.observations.append(observation)
+        # the env's text, first observation included, never becomes a special token
+        if isinstance(observation, str):
+            observation = defused(observation, self.tokenizer)
+        else:
+            observation = [defused_message(m, self.tokenizer) for m in observation]
         if is_conversation(observation):
             self.messages = [dict(m) for m in observation]
             self.rendered = render_prompt(self.tokenizer, self.messages, self.tools)
@@ -185,7 +204,12 @@ class Transcript:
         if self.messages is not None:
             said: str = self.tokenizer.decode(list(tokens), skip_special_tokens=False)
             self.rendered += said
-            self.messages.append({"role": "assistant", "content": text})
+            # the turn as the model said it, special tokens within it kept (a sampled one
+            # mid-reply must render as it was said), its closing eos left to the template
+            eos = self.tokenizer.eos_token_id
+            body = list(tokens[:-1]) if tokens and tokens[-1] == eos else list(tokens)
+            content = self.tokenizer.decode(body, skip_special_tokens=False)
+            self.messages.append({"role": "assistant", "content": content})
         return text
 
     def observation_tokens(self, observation: Observation) -> list[int]:
@@ -199,12 +223,7 @@ class Transcript:
         added = (
             [{"role": "user", "content": defused(observation, self.tokenizer)}]
             if isinstance(observation, str)
-            else [
-                {**m, "content": defused(m["content"], self.tokenizer)}
-                if isinstance(m.get("content"), str)
-                else dict(m)
-                for m in observation
-            ]
+            else [defused_message(m, self.tokenizer) for m in observation]
         )
         full = render_prompt(self.tokenizer, [*self.messages, *added], self.tools)
         if not full.startswith(self.rendered):

@@ -41,12 +41,14 @@ servers does that. OpenEnv's ``ResetRequest`` takes seeds >= 0.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import inspect
 import json
 import math
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -68,6 +70,8 @@ SHOWN_CHARS = 200
 """How much of a server's body (or of a bad value) an error sentence quotes."""
 READ_CHUNK = 65_536
 """Bytes asked of the socket at a time while a body is read."""
+WATCHDOG_GRACE_S = 1.0
+"""How long past ``timeout_s`` the watchdog waits for a request before giving it up."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,11 +222,20 @@ def _reward(value: Any) -> float:
     """A step's reward as a float: None counts as 0; anything but a finite number is refused."""
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise EnvError(
             f"the env returned reward={_short(value)}; it must be a finite number or None."
         )
     return float(value)
+
+
+def _finite(value: int | float) -> bool:
+    """Whether ``value`` is a finite float once converted (an integer of 400 digits is not:
+    it overflows a float)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _short(value: Any) -> str:
@@ -263,7 +276,8 @@ class HTTPEnvClient:
             raise ConfigError(f"max_response_bytes={max_response_bytes} must be >= 1.")
         self.timeout_s, self.max_response_bytes = float(timeout_s), int(max_response_bytes)
         self.headers = dict(headers or {})
-        self.opener = http_only_opener()
+        self.connections: list[http.client.HTTPConnection] = []
+        self.opener = http_only_opener(self.connections)
 
     def reset(self, seed: int | None = None) -> RemoteStep:
         """Start an episode; ``seed`` is sent when given (a server may ignore it)."""
@@ -301,16 +315,48 @@ class HTTPEnvClient:
             },
         )
         deadline = time.monotonic() + self.timeout_s
+        outcome: dict[str, Any] = {}
+        # the whole exchange in a worker, watched: a socket timeout bounds each read, not a
+        # server that answers "100 Continue" forever or trickles its headers byte by byte
+        worker = threading.Thread(
+            target=self._exchange, args=(request, url, deadline, outcome), daemon=True
+        )
+        self.connections.clear()
+        worker.start()
+        worker.join(self.timeout_s + WATCHDOG_GRACE_S)
+        if worker.is_alive():
+            for connection in self.connections:  # ends the worker's blocked read
+                with contextlib.suppress(OSError, AttributeError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+            raise EnvError(
+                f"the env server at {url} did not answer within timeout_s={self.timeout_s:g} s "
+                "(it kept the connection busy without finishing its answer)."
+            )
+        if "error" in outcome:
+            raise outcome["error"]
+        return check_answer(outcome["raw"], url)
+
+    def _exchange(
+        self, request: urllib.request.Request, url: str, deadline: float, outcome: dict[str, Any]
+    ) -> None:
+        """Send ``request`` and read its answer into ``outcome["raw"]``, or the EnvError into
+        ``outcome["error"]`` (run in :meth:`post`'s watched worker)."""
         try:
             with self.opener.open(request, timeout=self.timeout_s) as response:
-                raw = self._read_body(response, url, deadline)
+                outcome["raw"] = self._read_body(response, url, deadline)
         except urllib.error.HTTPError as error:
-            raise self._status_error(url, error) from None
+            outcome["error"] = self._status_error(url, error)
         except urllib.error.URLError as error:
-            raise self._network_error(url, error.reason) from None
+            outcome["error"] = self._network_error(url, error.reason)
         except (OSError, http.client.HTTPException) as error:
-            raise self._network_error(url, error) from None
-        return check_answer(raw, url)
+            outcome["error"] = self._network_error(url, error)
+        except EnvError as error:
+            outcome["error"] = error
+        except Exception as error:  # anything else the server's bytes provoke is its fault
+            outcome["error"] = EnvError(
+                f"the env server at {url} sent an answer that could not be read "
+                f"({type(error).__name__}: {str(error)[:SHOWN_CHARS]})."
+            )
 
     def _read_body(self, response: Any, url: str, deadline: float) -> bytes:
         length = getattr(response, "length", None)  # Content-Length as http.client read it
@@ -378,21 +424,57 @@ def check_base_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def http_only_opener() -> urllib.request.OpenerDirector:
+def http_only_opener(
+    connections: list[http.client.HTTPConnection] | None = None,
+) -> urllib.request.OpenerDirector:
     """A urllib opener that speaks http and https only (no file, ftp or data handler) and
     follows no redirect: a 3xx answer is an HTTPError like any status >= 400. Proxies are
-    taken from the environment, as urllib's default opener takes them."""
+    taken from the environment, as urllib's default opener takes them. Each connection it
+    opens is appended to ``connections`` (so a watchdog can shut its socket)."""
     opener = urllib.request.OpenerDirector()
+    kept = connections if connections is not None else []
     for handler in (
         urllib.request.ProxyHandler(),
         urllib.request.UnknownHandler(),
-        urllib.request.HTTPHandler(),
-        urllib.request.HTTPSHandler(),
+        _RecordingHTTPHandler(kept),
+        _RecordingHTTPSHandler(kept),
         urllib.request.HTTPDefaultErrorHandler(),
         urllib.request.HTTPErrorProcessor(),
     ):
         opener.add_handler(handler)
     return opener
+
+
+class _RecordingHTTPHandler(urllib.request.HTTPHandler):
+    """urllib's http handler, each connection it opens kept in ``connections``."""
+
+    def __init__(self, connections: list[http.client.HTTPConnection]) -> None:
+        super().__init__()
+        self.connections = connections
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            connection = http.client.HTTPConnection(host, **kwargs)
+            self.connections.append(connection)
+            return connection
+
+        return self.do_open(connect, req)
+
+
+class _RecordingHTTPSHandler(urllib.request.HTTPSHandler):
+    """urllib's https handler, each connection it opens kept in ``connections``."""
+
+    def __init__(self, connections: list[http.client.HTTPConnection]) -> None:
+        super().__init__()
+        self.connections = connections
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            connection = http.client.HTTPSConnection(host, **kwargs)
+            self.connections.append(connection)
+            return connection
+
+        return self.do_open(connect, req, context=self._context)  # type: ignore[attr-defined]
 
 
 def read_limited(stream: Any, url: str, limit: int, deadline: float, timeout_s: float) -> bytes:
@@ -441,9 +523,7 @@ def check_answer(raw: bytes, url: str) -> RemoteStep:
             )
     reward, done = payload.get("reward"), payload["done"]
     if reward is not None and (
-        isinstance(reward, bool)
-        or not isinstance(reward, (int, float))
-        or not math.isfinite(reward)
+        isinstance(reward, bool) or not isinstance(reward, (int, float)) or not _finite(reward)
     ):
         raise EnvError(
             f"the env server at {url} answered reward={_short(reward)}; it must be a finite "

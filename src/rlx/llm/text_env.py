@@ -407,7 +407,9 @@ class ToolEnv:
         for call in calls[: self.max_calls]:
             output, error = call_tool(call, self.tools, self.max_output_chars)
             failed |= error
-            answers.append({"role": "tool", "name": call.name, "content": output})
+            # the name the model wrote is shown back only when it names one of the tools
+            name = call.name if call.name in self.tools else ""
+            answers.append({"role": "tool", "name": name, "content": output})
         if len(calls) > self.max_calls:
             answers.append({"role": "tool", "name": "", "content": (
                 f"error: {len(calls)} calls in one reply; at most {self.max_calls} are "

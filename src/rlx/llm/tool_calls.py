@@ -45,7 +45,7 @@ from rlx.errors import ConfigError
 Tool = Callable[..., Any]
 """A tool: a function with type hints and a Google-style docstring (its JSON schema's source)."""
 
-_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _MISTRAL = "[TOOL_CALLS]"
 
 
@@ -127,15 +127,15 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     """The tool calls in a reply, in order (none: the reply is an answer). Hermes blocks,
     a Mistral ``[TOOL_CALLS]`` list, or a Llama-3 reply that is one JSON call; a block or list
     that is there but cannot be read is one call with ``error`` set."""
-    blocks = _HERMES.findall(text)
+    blocks, closed = hermes_blocks(text)
     if blocks:
         return [_call_from_json(block) for block in blocks]
-    if "<tool_call>" in text:
+    if not closed:
         return [ToolCall("", {}, "a <tool_call> block is not closed by </tool_call>")]
     if _MISTRAL in text:
         body = text.split(_MISTRAL, 1)[1].strip()
         try:
-            listed = json.loads(body)
+            listed = _loads(body)
         except ValueError:
             return [ToolCall("", {}, "the [TOOL_CALLS] list is not JSON")]
         if not isinstance(listed, list):
@@ -144,7 +144,7 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
-            value = json.loads(stripped)
+            value = _loads(stripped)
         except ValueError:
             return []  # braces in an answer are an answer
         if (
@@ -156,9 +156,34 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     return []
 
 
+def hermes_blocks(text: str) -> tuple[list[str], bool]:
+    """The bodies of the ``<tool_call>...</tool_call>`` blocks of ``text``, stripped, and
+    whether every opened block was closed. One pass of ``str.find`` (linear in the reply: a
+    regular expression with lazy groups and whitespace backtracks for minutes on a long
+    reply that opens a block and never closes it)."""
+    blocks: list[str] = []
+    at = 0
+    while (start := text.find(_OPEN, at)) != -1:
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end == -1:
+            return blocks, False
+        blocks.append(text[start + len(_OPEN) : end].strip())
+        at = end + len(_CLOSE)
+    return blocks, True
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, a nesting too deep for the parser read as not JSON (ValueError): the
+    model wrote it, and a RecursionError must not stop the run."""
+    try:
+        return json.loads(text)
+    except RecursionError as error:
+        raise ValueError("nested too deep") from error
+
+
 def _call_from_json(block: str) -> ToolCall:
     try:
-        value = json.loads(block)
+        value = _loads(block)
     except ValueError:
         return ToolCall("", {}, "the tool call is not JSON")
     return _call_from_value(value)
@@ -170,7 +195,7 @@ def _call_from_value(value: Any) -> ToolCall:
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):  # some templates write the arguments as a JSON string
         try:
-            arguments = json.loads(arguments)
+            arguments = _loads(arguments)
         except ValueError:
             return ToolCall(value["name"], {}, "the arguments are not JSON")
     if not isinstance(arguments, dict):
@@ -188,19 +213,29 @@ def call_tool(call: ToolCall, tools: dict[str, Tool], max_chars: int) -> tuple[s
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return f"error: there is no tool {call.name!r}; the tools are {known}.", True
+        return f"error: there is no tool {call.name[:60]!r}; the tools are {known}.", True
     try:
         inspect.signature(tool).bind(**call.arguments)
     except TypeError as error:
         return f"error: {call.name} does not take these arguments ({error}).", True
     try:
         result = tool(**call.arguments)
+        output = result if isinstance(result, str) else json.dumps(result, default=str)
     except ToolError as error:
-        return _cut(str(error), max_chars), True
-    except Exception as error:  # the tool's failure is the model's observation
-        return f"error: {call.name} raised {type(error).__name__}: {error}"[:max_chars], True
-    output = result if isinstance(result, str) else json.dumps(result, default=str)
+        return _cut(_said(error), max_chars), True
+    except (Exception, SystemExit, GeneratorExit) as error:  # the model's observation
+        # (a SystemExit too: argparse in a tool must not end the training with status 0)
+        text = f"error: {call.name} raised {type(error).__name__}: {_said(error)}"
+        return text[:max_chars], True
     return _cut(output, max_chars), False
+
+
+def _said(error: BaseException) -> str:
+    """``str(error)``, or its type's name when even that raises."""
+    try:
+        return str(error)
+    except Exception:
+        return f"<{type(error).__name__} that cannot be shown>"
 
 
 def _cut(text: str, max_chars: int) -> str:
