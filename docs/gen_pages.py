@@ -318,6 +318,15 @@ def benchmarks_page(results: Path = RESULTS) -> str:
         "benchmarks/bench_NAME.py --help` shows the options of one, `--quick` a run that only",
         "checks the benchmark works (written under `benchmarks/results/quick/`, never shown here).",
         "",
+        "Where the language-model speedups come from: the work is equal (the same tokens are",
+        "scored, sampled and trained on both sides), but rlx packs a prompt with the G",
+        "completions of its group (GRPO) or with its two answers (DPO) and scores the prompt",
+        "once, and its sampler prefills each prompt once for its G samples, where TRL repeats",
+        "the prompt per completion. Those savings are largest with long prompts (a chat",
+        "template's) and short completions, and shrink as completions grow: the sampling",
+        "benchmark at 256 new tokens shows what is left. SFT has no prompt to share, so its",
+        "rows measure the training step alone.",
+        "",
     ]
     if not records:
         lines += ["No result files yet: run `make bench`.", ""]
