@@ -422,3 +422,35 @@ def test_a_special_token_mid_reply_and_a_lone_surrogate_do_not_stop_the_episode(
     reply = '<tool_call>{"name": "surrogate", "arguments": {"text": "\\ud800"}}</tool_call>'
     (episode,) = E.scripted_episodes(tokenizer, env, [0], lambda seen: reply + "<|endoftext|>")
     assert episode.turns == 2 and episode.tool_errors == 0
+
+
+# ---------------------------------------------------------------- the sandboxed python tool
+@pytest.fixture
+def python_tool():
+    from rlx.llm.text_env import sandboxed_python
+    from rlx.sandbox import sandbox_info
+
+    missing = sandbox_info()["missing"]
+    if missing:
+        pytest.skip("the sandbox cannot isolate programs here: " + "; ".join(missing))
+    return tools_by_name([sandboxed_python(timeout_s=2.0)])
+
+
+def test_the_python_tool_runs_the_models_program_in_the_sandbox(python_tool):
+    assert call_tool(ToolCall("python", {"code": "print(6 * 7)"}), python_tool, 100) == (
+        "42",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    "code, says",
+    [
+        ("raise ValueError('bad')", "ValueError: bad"),
+        ("while True: pass", "timed out after 2 s"),
+        ("import os; print(open('/etc/shadow').read())", "Error"),
+    ],
+)
+def test_a_failing_or_hostile_program_is_a_tool_error_with_its_output(python_tool, code, says):
+    output, failed = call_tool(ToolCall("python", {"code": code}), python_tool, 400)
+    assert failed and says in output

@@ -419,13 +419,20 @@ class ToolEnv:
 
 
 def sandboxed_python(
-    timeout_s: float = 2.0, memory_mb: int = 256, max_output_chars: int = 400
+    timeout_s: float = 2.0,
+    memory_mb: int = 256,
+    max_output_chars: int = 400,
+    *,
+    allow_unisolated: bool = False,
 ) -> Tool:
     """A ``python(code)`` tool for :class:`ToolEnv` that runs the model's program in rlx's
-    sandbox (:func:`run_python`); a program that fails is a tool error with its output."""
+    sandbox (:func:`run_python`); a program that fails is a tool error with its output.
+
+    As for :class:`PythonToolEnv`: where this machine cannot isolate a program, SandboxError
+    when the tool is made, unless ``allow_unisolated``, which warns once instead."""
     from rlx.sandbox import check_isolation, warn_unisolated
 
-    missing = check_isolation(False)
+    missing = check_isolation(allow_unisolated)
     if missing:
         warn_unisolated(missing)
 
