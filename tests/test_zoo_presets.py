@@ -287,11 +287,17 @@ def test_train_freq_counts_env_steps_over_all_copies_in_rlx():
 
 
 def test_a_setting_rlx_cannot_follow_is_one_sentence():
-    _, unfollowed = zoo.translate(
+    values, unfollowed = zoo.translate(
         "ppo",
         "MountainCarContinuous-v0",
         entry("ppo", "MountainCarContinuous-v0"),
         fields_of("ppo"),
+    )
+    assert values["ortho_init"] is False and unfollowed == ()  # followed since PPO has it
+    # an algorithm without the field says so in one sentence
+    fields = fields_of("ppo") - {"ortho_init"}
+    _, unfollowed = zoo.translate(
+        "ppo", "MountainCarContinuous-v0", entry("ppo", "MountainCarContinuous-v0"), fields
     )
     assert (
         "rl-baselines3-zoo sets ortho_init=False for PPO on MountainCarContinuous-v0; rlx has no "

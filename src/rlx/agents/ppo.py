@@ -95,6 +95,8 @@ class PPOConfig(RunnerFields, RunFields):
     """scale rewards by the running std of the discounted return"""
     log_std_init: float = 0.0
     """initial log std of a Gaussian policy (with use_sde: of each entry of gSDE's sigma matrix)"""
+    ortho_init: bool = True
+    """orthogonal initialisation (SB3's ortho_init); False: PyTorch's default for every layer"""
     use_sde: bool = False
     """state-dependent exploration (gSDE, Box actions): noise z(s) theta, z the last hidden layer"""
     sde_sample_freq: int = -1

@@ -119,6 +119,14 @@ def observation_dim(space: Any, env_id: str, algo: str = "policy-gradient agents
     return ObservationLayout.of_space(space, algo, env_id).dim
 
 
+def default_init(module: nn.Module) -> None:
+    """Every linear and convolutional layer of ``module`` back to PyTorch's own initialisation
+    (``reset_parameters``: Kaiming-uniform weights, uniform biases), in module order."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            layer.reset_parameters()
+
+
 class ActorCritic(nn.Module):
     """``pi(a|s)`` and, with ``critic=True``, ``V(s)``: two MLPs (after a shared image
     encoder when the observations hold images).
@@ -135,6 +143,9 @@ class ActorCritic(nn.Module):
             vector of ``obs_dim`` numbers).
         use_sde: state-dependent exploration for ``Box`` actions (:meth:`enable_sde`).
         use_expln: with ``use_sde``, ``sigma = expln(log_std)`` instead of ``exp(log_std)``.
+        ortho_init: orthogonal weights (gain ``sqrt(2)`` in hidden layers, 0.01 on the policy's
+            output, 1 on the value's) and zero biases, as SB3's ``ortho_init=True``; False
+            keeps PyTorch's default initialisation of every layer (SB3's ``ortho_init=False``).
     """
 
     def __init__(
@@ -149,6 +160,7 @@ class ActorCritic(nn.Module):
         observation: list[dict[str, Any]] | None = None,
         use_sde: bool = False,
         use_expln: bool = False,
+        ortho_init: bool = True,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -163,6 +175,8 @@ class ActorCritic(nn.Module):
         }
         if observation is not None:
             self.architecture["observation"] = observation
+        if not ortho_init:  # recorded only when off: older checkpoints rebuild as they were
+            self.architecture["ortho_init"] = False
         self.kind = action_kind(actions)
         self.discrete = self.kind == "categorical"
         self.nvec = tuple(int(n) for n in actions.get("nvec", ()))
@@ -178,6 +192,8 @@ class ActorCritic(nn.Module):
         act = ACTIVATIONS[activation]
         self.actor = _network(features, self.action_dim, hidden_sizes, act, POLICY_OUT_GAIN)
         self.critic = _network(features, 1, hidden_sizes, act, 1.0) if critic else None
+        if not ortho_init:
+            default_init(self)
         self.log_std = (
             nn.Parameter(torch.full((self.action_dim,), float(log_std_init))) if gaussian else None
         )

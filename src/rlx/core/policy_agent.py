@@ -38,6 +38,7 @@ def build_policy(
         critic=critic,
         log_std_init=config.log_std_init,
         observation=collector.layout.spec,
+        ortho_init=getattr(config, "ortho_init", True),
     )
     return policy if device is None else policy.to(device)
 

@@ -49,13 +49,13 @@ config's fields of those names where the config has them (read from
 :func:`dataclasses.fields` when translating, so a field added later is followed at once).
 
 A setting rlx cannot follow is kept as one sentence (:attr:`ZooPreset.unfollowed`), e.g.
-"rl-baselines3-zoo sets ortho_init=False for PPO on MountainCarContinuous-v0; rlx has no such
-setting and keeps its own (orthogonal) initialisation." An entry rlx cannot use at all (env
-wrappers it cannot apply, a learning-rate form it does not know, hindsight replay, a
-``policy_kwargs`` it will not read) is refused with one :class:`~rlx.errors.ConfigError`
-sentence. The zoo evaluates ``policy_kwargs`` as Python; rlx parses it with :mod:`ast` into
-literals, ``dict(...)`` calls and dotted names such as ``nn.ReLU``, within bounds on length,
-depth and size, and never evaluates it.
+"rl-baselines3-zoo sets noise_type='ornstein-uhlenbeck' for TD3 on MountainCarContinuous-v0;
+rlx's TD3 explores with Gaussian noise only, here of std 0.5, uncorrelated in time." An entry
+rlx cannot use at all (env wrappers it cannot apply, a learning-rate form it does not know,
+hindsight replay, a ``policy_kwargs`` it will not read) is refused with one
+:class:`~rlx.errors.ConfigError` sentence. The zoo evaluates ``policy_kwargs`` as Python; rlx
+parses it with :mod:`ast` into literals, ``dict(...)`` calls and dotted names such as
+``nn.ReLU``, within bounds on length, depth and size, and never evaluates it.
 
 Why one module past rlx's 800 lines: the zoo's files are read and translated field by field in
 one pass (every translation checks the value it reads before it writes rlx's field, so a
