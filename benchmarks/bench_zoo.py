@@ -195,8 +195,9 @@ def main() -> None:
     unknown = [p for p in pairs if published(*p) is None]
     if unknown:
         raise SystemExit(f"no published agent for {unknown}; choose from {list(PAIRS)}")
-    asked = [f"{a}:{e}" for a, e in pairs]
-    results = {} if args.quick else earlier_pairs(args.seeds, asked)
+    # every earlier pair is kept until its rerun replaces it: a run stopped part-way leaves
+    # the pairs it did not reach as they were, never drops them
+    results = {} if args.quick else earlier_pairs(args.seeds, [])
     for done, (a, e) in enumerate(pairs, 1):  # rewritten after each pair: a long run keeps it
         results[f"{a}:{e}"] = run_pair(a, e, args.seeds, scale)
         record(results, args, pending=len(pairs) - done)
