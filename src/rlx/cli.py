@@ -724,9 +724,9 @@ def _stage(command: str) -> Callable[[list[str]], int]:
 
 
 ALIGN_EPISODES = "grpo-episodes"
+"""What ``rlx align grpo --env ENV`` trains: GRPO over multi-turn episodes of a text env."""
 TEXT_ENV_ALGOS = frozenset({"grpo-episodes", "ppo-episodes"})
 """The algorithms whose --env names a text env (a built-in, or code with consent)."""
-"""What ``rlx align grpo --env ENV`` trains: GRPO over multi-turn episodes of a text env."""
 
 
 def _plays_episodes(argv: list[str]) -> bool:
