@@ -45,13 +45,13 @@ else \
 fi
 endef
 
-# The tests run as two processes, one per core: the language-model, docs and sandbox tests
-# (the longest single tests among them) in the background; everything else, then the Ray part,
-# in the foreground; mypy checks src/rlx's types ([tool.mypy] in pyproject.toml) beside them.
+# The tests run as two processes, one per core: the language-model, docs, sandbox and tuning
+# tests (the longest single tests among them) in the background; everything else, then the Ray
+# part, in the foreground (the two take about as long); mypy checks src/rlx's types ([tool.mypy] in pyproject.toml) beside them.
 # Each test is single-threaded (OMP_NUM_THREADS=1), and what two tests could share (the
 # sandbox's uids, its cgroups, numba's cache, pytest's temporary folders) is taken per process
 # or written atomically.
-SECOND_HALF ?= tests/llm tests/docs tests/sandbox
+SECOND_HALF ?= tests/llm tests/docs tests/sandbox tests/test_tune.py
 test: $(STAMP)
 	@status=0; \
 	$(BIN)/mypy > .mypy.log 2>&1 & mypy_pid=$$!; \
