@@ -63,6 +63,7 @@ from rlx.llm.text_env import (
     Observation,
     StepResult,
     check_turns,
+    invalid_step,
     out_of_turns,
 )
 
@@ -150,11 +151,8 @@ class OpenEnvTextEnv:
         self.turn += 1
         move = self._read(action)
         if move is None:
-            shown = self.render(self.last)
-            text = shown if isinstance(shown, str) else str(shown[-1].get("content", ""))
-            reply = f"invalid action {action[:40]!r}; {text}"
-            truncated = out_of_turns(self.turn, self.max_turns, False)
-            return reply, self.invalid_reward, False, truncated, {INVALID_ACTION: True}
+            return invalid_step(action, self.render(self.last), self.turn, self.max_turns,
+                                self.invalid_reward)  # fmt: skip
         result = self.client.step(move)
         self.last = self._observation(result, "step")
         reward, done = _reward(field_of(result, "reward")), field_of(result, "done")

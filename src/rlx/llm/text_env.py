@@ -91,6 +91,16 @@ def check_turns(max_turns: int | None) -> None:
         raise ConfigError(f"max_turns={max_turns} must be >= 1 (or None: no turn budget).")
 
 
+def invalid_step(
+    action: str, shown: Observation, turn: int, max_turns: int | None, reward: float
+) -> StepResult:
+    """The answer to a reply that names no action: what it said (cut), then the last
+    observation ``shown`` again; ``reward``, the turn used, ``info["invalid_action"]``."""
+    text = shown if isinstance(shown, str) else str(shown[-1].get("content", ""))
+    reply = f"invalid action {action[:40]!r}; {text}"
+    return reply, reward, False, out_of_turns(turn, max_turns, False), {INVALID_ACTION: True}
+
+
 def out_of_turns(turn: int, max_turns: int | None, terminated: bool) -> bool:
     """``truncated`` at turn ``turn`` (1-based): the budget is spent and the task did not end."""
     return not terminated and max_turns is not None and turn >= max_turns
@@ -135,11 +145,8 @@ class GymTextEnv:
         self.turn += 1
         move = self._read(action)
         if move is None:
-            shown = self.render(self.last)
-            text = shown if isinstance(shown, str) else str(shown[-1].get("content", ""))
-            reply = f"invalid action {action[:40]!r}; {text}"
-            truncated = out_of_turns(self.turn, self.max_turns, False)
-            return reply, self.invalid_reward, False, truncated, {INVALID_ACTION: True}
+            return invalid_step(action, self.render(self.last), self.turn, self.max_turns,
+                                self.invalid_reward)  # fmt: skip
         self.last, reward, terminated, truncated, info = self.env.step(move)
         truncated = bool(truncated) or out_of_turns(self.turn, self.max_turns, bool(terminated))
         info = {**info, INVALID_ACTION: False}
@@ -519,6 +526,7 @@ __all__ = [
     "code_of",
     "exact_answer",
     "fenced_code",
+    "invalid_step",
     "lookup_task",
     "out_of_turns",
     "run_python",
