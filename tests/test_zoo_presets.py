@@ -217,6 +217,7 @@ def test_dqn_mountain_car_by_hand_against_the_yaml():
         "tau": 1.0,
         "max_grad_norm": 10.0,
         "loss": "huber",
+        "double": False,
         "normalize_obs": False,
     }
     assert {k: values[k] for k in expected} == expected

@@ -151,9 +151,10 @@ SB3_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 """SB3's policy defaults (``MlpPolicy``) for what ``policy_kwargs`` leaves out."""
 
-SB3_IMPLIED: dict[str, dict[str, Any]] = {"dqn": {"loss": "huber"}}
-"""What SB3's algorithm fixes and rlx's config exposes: SB3's DQN minimises the Huber loss.
-(rlx keeps its Double DQN target, as its own Atari preset does; SB3's DQN is vanilla.)"""
+SB3_IMPLIED: dict[str, dict[str, Any]] = {"dqn": {"loss": "huber", "double": False}}
+"""What SB3's algorithm fixes and rlx's config exposes: SB3's DQN minimises the Huber loss
+and bootstraps on the target network's own max (no Double DQN target). The zoo tuned its
+numbers for that algorithm, so its presets take it too (rlx's own presets keep Double DQN)."""
 
 NO_GSDE = "rlx's {algo} has no state-dependent exploration (gSDE) and keeps its own exploration"
 REASONS: dict[str, str] = {
