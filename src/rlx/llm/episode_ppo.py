@@ -93,6 +93,7 @@ from rlx.llm.stages.rlhf import (
     PolicyWithValueHead,
     RLHFConfig,
     ScoredCompletions,
+    TokenPPOFields,
     per_token_rewards,
     ppo_update,
     token_advantages,
@@ -114,12 +115,12 @@ ALGO = "ppo-episodes"
 
 
 @dataclass(frozen=True)
-class EpisodePPOConfig(StageConfig):
+class EpisodePPOConfig(TokenPPOFields, StageConfig):
     """PPO with a value head over episodes of a text env. ``batch_size`` counts episodes per
     step (one per env seed); ``max_length`` caps an episode's whole sequence (the model's
     context when smaller); ``steps`` must be given (no data sizes the run); ``data`` is unused
-    (the env is the data). The PPO fields keep RLHF-PPO's names and defaults
-    (:class:`rlx.llm.stages.rlhf.RLHFConfig`), but for ``normalize_advantages``."""
+    (the env is the data). The PPO fields are RLHF-PPO's, names and defaults
+    (:class:`rlx.llm.stages.rlhf.TokenPPOFields`); a sample is one episode."""
 
     batch_size: int = 32
     """episodes per step, one per env seed"""
@@ -129,29 +130,6 @@ class EpisodePPOConfig(StageConfig):
     """sampling temperature; the policy, old-policy and reference log-probs are taken at it"""
     warmup_ratio: float = 0.1
     """share of the steps with a linear learning-rate warm-up (as grpo-episodes')"""
-    beta: float = 0.05
-    """weight of the per-token KL penalty to the frozen start model, on the model's tokens
-    (0: no reference)"""
-    adaptive_kl: bool = False
-    """move beta toward kl_target with Ziegler et al.'s proportional controller"""
-    kl_target: float = 6.0
-    """the summed KL per episode the adaptive controller aims at"""
-    kl_horizon: int = 10_000
-    """the controller's horizon in episodes"""
-    gamma: float = 1.0
-    """discount over the model's tokens (the env's are no time steps)"""
-    gae_lambda: float = 0.95
-    """GAE lambda over the model's tokens"""
-    num_epochs: int = 4
-    """K: passes over each step's episodes"""
-    minibatch_size: int = 8
-    """episodes per PPO minibatch"""
-    clip_eps: float = 0.2
-    """epsilon of the clipped ratio"""
-    clip_value: float = 0.2
-    """clip of the value prediction around the rollout's values"""
-    vf_coef: float = 0.1
-    """weight of the value loss"""
     normalize_advantages: bool = True
     """whiten the advantages over the step's model tokens (zero mean, unit variance)"""
     length_normalize: bool = False
@@ -167,16 +145,6 @@ class EpisodePPOConfig(StageConfig):
         at_least(self, "max_new_tokens", 1)
         positive(self, "temperature")
         in_range(self, "warmup_ratio", 0.0, 1.0)
-        at_least(self, "beta", 0.0)
-        positive(self, "kl_target")
-        at_least(self, "kl_horizon", 1)
-        in_range(self, "gamma", 0.0, 1.0)
-        in_range(self, "gae_lambda", 0.0, 1.0)
-        at_least(self, "num_epochs", 1)
-        at_least(self, "minibatch_size", 1)
-        positive(self, "clip_eps")
-        positive(self, "clip_value")
-        at_least(self, "vf_coef", 0.0)
         at_least(self, "eval_episodes", 0)
         at_least(self, "train_seed_start", self.eval_episodes)
 

@@ -50,6 +50,7 @@ from rlx import metrics as M
 from rlx import registry
 from rlx.core.advantages import explained_variance, masked_gae
 from rlx.core.checks import at_least, in_range, positive
+from rlx.core.fields import CheckedFields
 from rlx.core.policy_losses import clipped_surrogate, k3, masked_mean, value_loss
 from rlx.errors import ConfigError
 from rlx.llm.batching import (
@@ -83,10 +84,54 @@ size already unlearns what SFT taught faster than the reward teaches anything ne
 
 
 @dataclass(frozen=True)
-class RLHFConfig(StageConfig):
+class TokenPPOFields(CheckedFields):
+    """PPO over a language model's tokens with a value head and a KL penalty to a reference,
+    declared and checked once for the stages that run it: ``rlhf`` (a sample is one
+    completion) and ``ppo-episodes`` (a sample is one episode of a text env)."""
+
+    beta: float = 0.05
+    """weight of the per-token KL penalty to the reference (start) model, on the model's
+    tokens (0.01 to 0.05 is usual; 0: no reference)"""
+    adaptive_kl: bool = False
+    """move beta toward kl_target with Ziegler et al.'s proportional controller"""
+    kl_target: float = 6.0
+    """the summed KL per sample (completion or episode) the adaptive controller aims at"""
+    kl_horizon: int = 10_000
+    """the controller's horizon in samples"""
+    gamma: float = 1.0
+    """discount over the model's tokens (an env's answer is no time step)"""
+    gae_lambda: float = 0.95
+    """GAE lambda over the model's tokens"""
+    num_epochs: int = 4
+    """K: passes over each step's samples"""
+    minibatch_size: int = 8
+    """samples (completions or episodes) per PPO minibatch"""
+    clip_eps: float = 0.2
+    """epsilon of the clipped ratio"""
+    clip_value: float = 0.2
+    """clip of the value prediction around the rollout's values"""
+    vf_coef: float = 0.1
+    """weight of the value loss"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least(self, "beta", 0.0)
+        positive(self, "kl_target")
+        at_least(self, "kl_horizon", 1)
+        in_range(self, "gamma", 0.0, 1.0)
+        in_range(self, "gae_lambda", 0.0, 1.0)
+        at_least(self, "num_epochs", 1)
+        at_least(self, "minibatch_size", 1)
+        positive(self, "clip_eps")
+        positive(self, "clip_value")
+        at_least(self, "vf_coef", 0.0)
+
+
+@dataclass(frozen=True)
+class RLHFConfig(TokenPPOFields, StageConfig):
     """PPO against a reward model on ``{"prompt", ...}`` rows, text or conversations (an
     ``"answer"`` adds the gold reward). ``batch_size`` counts prompts per step, one completion
-    each."""
+    each. The PPO fields are :class:`TokenPPOFields`."""
 
     reward_model: str = ""
     """the reward model folder (``rlx align rm``'s RUN_DIR/model), or built-in reward names
@@ -101,28 +146,6 @@ class RLHFConfig(StageConfig):
     it, log softmax(logits / T), the distribution the samples came from"""
     top_p: float = 1.0
     """nucleus sampling: keep the smallest token set with this probability mass"""
-    beta: float = 0.05
-    """weight of the per-token KL penalty to the SFT model (0.01 to 0.05 is usual)"""
-    adaptive_kl: bool = False
-    """move beta toward kl_target with Ziegler et al.'s proportional controller"""
-    kl_target: float = 6.0
-    """the summed KL per completion the adaptive controller aims at"""
-    kl_horizon: int = 10_000
-    """the controller's horizon in samples"""
-    gamma: float = 1.0
-    """discount over tokens"""
-    gae_lambda: float = 0.95
-    """GAE lambda over tokens"""
-    num_epochs: int = 4
-    """K: passes over each step's samples"""
-    minibatch_size: int = 8
-    """completions per PPO minibatch"""
-    clip_eps: float = 0.2
-    """epsilon of the clipped ratio"""
-    clip_value: float = 0.2
-    """clip of the value prediction around the rollout's values"""
-    vf_coef: float = 0.1
-    """weight of the value loss"""
     normalize_advantages: bool = False
     """normalise the advantages over the step's tokens (off by default: once every sample
     earns the same reward, whitening blows noise up to unit scale and the policy unlearns a
@@ -143,16 +166,6 @@ class RLHFConfig(StageConfig):
         positive(self, "temperature")
         positive(self, "top_p")
         in_range(self, "top_p", 0.0, 1.0)
-        at_least(self, "beta", 0.0)
-        positive(self, "kl_target")
-        at_least(self, "kl_horizon", 1)
-        in_range(self, "gamma", 0.0, 1.0)
-        in_range(self, "gae_lambda", 0.0, 1.0)
-        at_least(self, "num_epochs", 1)
-        at_least(self, "minibatch_size", 1)
-        positive(self, "clip_eps")
-        positive(self, "clip_value")
-        at_least(self, "vf_coef", 0.0)
 
 
 # ============================================================================ the math
