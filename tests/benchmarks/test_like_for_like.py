@@ -79,6 +79,49 @@ def test_grpo_benchmark_configures_trl_like_rlx(precision):
     assert settings["loss aggregation"] == ("grpo", "grpo")
 
 
+def test_agents_benchmark_configures_trls_environment_mode_like_rlx():
+    pytest.importorskip("trl")
+    import bench_agents
+
+    rows = bench_agents.like_for_like(steps=40)
+    assert unequal(rows) == [("token budget", "48 per reply, 512 per episode",
+                              "128 after the prompt, the tool's answer included")]  # fmt: skip
+    assert [r["setting"] for r in rows if not r["must_match"]] == ["token budget"]
+    settings = by_setting(rows)
+    assert settings["precision"] == ("fp32", "fp32")  # TRL's CPU default would be bf16
+    assert settings["tasks per step"] == (bench_agents.TASKS,) * 2
+    assert settings["episodes per task (group)"] == (bench_agents.G,) * 2
+    assert settings["replies per episode (max)"] == (2, 2)
+    assert settings["first training task (env seed)"] == (1_000_000, 1_000_000)
+
+
+def test_agents_benchmark_scores_trls_episodes_as_rlxs_env_does():
+    """TRL's reward reads the last message: the assistant's final reply, not a call, scored by
+    rlx's own exact_answer; TRL's environment shows the model rlx's tool, schema and all, and
+    holds the same card for the same row."""
+    pytest.importorskip("trl")
+    import inspect
+
+    import bench_agents
+    from rlx.llm.tool_calls import tool_schema
+
+    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function"}]}
+    answered = [{"role": "tool", "content": "blue"}, {"role": "assistant", "content": " blue\n"}]
+    completions = [[call, *answered], [call], [call, answered[0]], [answered[1]], []]
+    rewards = bench_agents.final_answer(completions, ["blue", "blue", "blue", "red", "blue"])
+    assert rewards == [1.0, 0.0, 0.0, 0.0, 0.0]
+    ours, theirs = bench_agents.CardEnv(), bench_agents.CardEnvironment()
+    tools = [m for n, m in inspect.getmembers(type(theirs), inspect.isfunction)
+             if n not in ("reset", "get_reward") and not n.startswith("_")]  # fmt: skip
+    assert [tool_schema(t.__get__(theirs)) for t in tools] == list(ours.tool_schemas)
+    rows = bench_agents.trl_rows(steps=3)
+    seeds = range(bench_agents.TRAIN_SEED_START, bench_agents.TRAIN_SEED_START + len(rows))
+    for seed, row in zip(seeds, rows, strict=True):
+        assert ours.reset(seed) == row["prompt"]
+        assert theirs.reset(**row) is None and theirs.read_card() == ours.read_card()
+    assert len({row["answer"] for row in rows}) > 1  # the card changes from task to task
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
 @pytest.mark.parametrize("stage", ["sft", "rm", "dpo"])
 def test_llm_benchmark_configures_trl_like_rlx(stage, precision):

@@ -201,14 +201,15 @@ def test_the_registry_refuses_the_seeds_the_ppo_preset_was_retuned_on():
 
 
 def test_every_language_model_benchmark_starts_its_clocks_after_the_same_imports():
-    """Both sides of bench_llm, bench_lora and bench_grpo import clocks.MODULES before any
-    clock starts (TRL's trainers load lazily: a clock started before them pays for them)."""
+    """Both sides of bench_llm, bench_lora, bench_grpo and bench_agents import clocks.MODULES
+    before any clock starts (TRL's trainers load lazily: a clock started before them pays for
+    them)."""
     import clocks
 
     assert {"trl.trainer.dpo_trainer", "peft", "datasets", "rlx.llm.stages.grpo"} <= set(
         clocks.MODULES
     )
-    for name in ("bench_llm", "bench_lora", "bench_grpo"):
+    for name in ("bench_llm", "bench_lora", "bench_grpo", "bench_agents"):
         source = (ROOT / "benchmarks" / f"{name}.py").read_text()
         assert "import_everything()" in source, name
         assert "slow to import" not in source, name  # the per-side imports it replaces
