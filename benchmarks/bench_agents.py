@@ -25,11 +25,10 @@ Protocol (one torch thread, CPU, float32; both libraries in this process, altern
   warm-up, AdamW without weight decay, clipping at 1.0, beta 0.04, clip 0.2, one pass per
   batch, TRL's ``loss_type="grpo"`` (rlx's ``sequence``), rewards scaled by the group's std,
   float32, activation checkpointing off, one checkpoint at the end, seed 0, and the training
-  tasks: env seeds 1,000,000 upward on both sides. The token budgets are each library's own
-  kind: rlx caps each reply (``TURN_TOKENS``) and the whole episode (``max_length``); TRL caps
-  everything after the prompt, the tool's answer included (``COMPLETION_TOKENS``). Both are
-  set well above what a two-turn episode takes, and the page reports each side's truncated
-  share.
+  tasks: env seeds 1,000,000 upward on both sides, and the token budget: ``COMPLETION_TOKENS``
+  after the prompt, the tool's answer included (TRL's ``max_completion_length``; rlx's
+  ``max_length``, which caps the whole episode, set to the prompt's tokens plus that, and its
+  cap per reply no tighter). The page reports each side's truncated share.
 - **Clocks**, the same span on both sides: from just before the model is loaded to the end of
   training with the model saved. Imports (``clocks.import_everything``) come before both;
   rlx's held-out evaluation during training is off (``eval_episodes=0``).
@@ -84,12 +83,10 @@ from rlx.llm.text_env import ToolEnv, exact_answer  # noqa: E402
 
 TASKS, G, STEPS, LR, BETA, CLIP, SEED = 4, 4, 40, 1e-4, 0.04, 0.2, 0
 TURNS = 2
-TURN_TOKENS = 48
-"""rlx's longest reply of one turn (a call takes about half of it)."""
 COMPLETION_TOKENS = 128
-"""TRL's longest completion: both replies and the tool's answer between them."""
+"""The longest episode after its prompt: both replies and the tool's answer between them."""
 EPISODE_TOKENS = 512
-"""rlx's longest episode (prompt, replies and the tool's answer); the model's context."""
+"""The model's context (its position table), and the SFT rows' longest sequence."""
 TRAIN_SEED_START = 1_000_000
 EVAL_SEEDS = range(200)
 SFT_SEEDS = range(2_000, 4_000)
@@ -153,11 +150,28 @@ def build_start_model(root: Path, sft_steps: int, hidden: int) -> Path:
 
 
 # ---------------------------------------------------------------------------- both sides
-def rlx_kwargs(steps: int) -> dict[str, Any]:
-    """What the benchmark passes to ``llm.grpo`` besides the model, env and run folder."""
+def prompt_tokens(model_dir: Path) -> int:
+    """The tokens of an episode's prompt (the tool shown, the question, the assistant's turn
+    opened): the same for every episode of the task."""
+    from transformers import AutoTokenizer
+
+    from rlx.llm.tool_calls import tool_schema
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    env = CardEnv()
+    return len(tokenizer.apply_chat_template(
+        env.reset(0), tools=[tool_schema(env.read_card)], tokenize=True,
+        add_generation_prompt=True, return_dict=False,
+    ))  # fmt: skip
+
+
+def rlx_kwargs(steps: int, prompt: int) -> dict[str, Any]:
+    """What the benchmark passes to ``llm.grpo`` besides the model, env and run folder
+    (``prompt``: :func:`prompt_tokens`)."""
     return {
-        "steps": steps, "batch_size": TASKS, "group_size": G, "max_new_tokens": TURN_TOKENS,
-        "max_length": EPISODE_TOKENS, "learning_rate": LR, "beta": BETA, "clip_eps": CLIP,
+        "steps": steps, "batch_size": TASKS, "group_size": G,
+        "max_new_tokens": COMPLETION_TOKENS, "max_length": prompt + COMPLETION_TOKENS,
+        "learning_rate": LR, "beta": BETA, "clip_eps": CLIP,
         "num_epochs": 1, "loss_aggregation": "sequence", "scale_rewards": True,
         "temperature": 1.0, "warmup_ratio": 0.0, "weight_decay": 0.0, "max_grad_norm": 1.0,
         "precision": "fp32", "gradient_checkpointing": False, "seed": SEED,
@@ -206,12 +220,13 @@ COMMON = (
 """The settings bench_lora reads alike from any stage's config, on both sides."""
 
 
-def like_for_like(steps: int) -> list[dict[str, Any]]:
-    """Both libraries' settings, read from their config objects."""
+def like_for_like(steps: int, prompt: int) -> list[dict[str, Any]]:
+    """Both libraries' settings, read from their config objects (``prompt``: the prompt's
+    tokens, :func:`prompt_tokens`)."""
     from rlx import registry
 
     config = registry.get("grpo-episodes").config(
-        **{k: v for k, v in rlx_kwargs(steps).items() if k != "progress"}
+        **{k: v for k, v in rlx_kwargs(steps, prompt).items() if k != "progress"}
     )
     ours = bench_lora.rlx_settings("sft", config)  # the stage-independent part
     ours = {k: ours[k] for k in COMMON} | {
@@ -241,16 +256,12 @@ def like_for_like(steps: int) -> list[dict[str, Any]]:
         "reward scaling": "group std" if trl.scale_rewards == "group" else "none",
         "first training task (env seed)": TRAIN_SEED_START,  # the rows trl_rows builds
     }
-    rows = settings_table(ours, theirs)
-    # each library's own kind of token budget, not comparable value for value: listed, both
-    # well above what a two-turn episode takes (the page reports each side's truncated share)
-    budgets = settings_table(
-        {"token budget": f"{config.max_new_tokens} per reply, {config.max_length} per episode"},
-        {"token budget": f"{trl.max_completion_length} after the prompt, the tool's answer "
-         "included"},
-        must_match=(),
+    ours["tokens after the prompt (max, the tool's answer included)"] = (
+        config.max_length - prompt if config.max_new_tokens >= config.max_length - prompt else
+        f"{config.max_new_tokens} per reply"
     )  # fmt: skip
-    return rows + budgets
+    theirs["tokens after the prompt (max, the tool's answer included)"] = trl.max_completion_length
+    return settings_table(ours, theirs)
 
 
 COLORS = ("red", "green", "blue", "yellow")
@@ -318,9 +329,10 @@ def run_rlx(start: Path, out: Path, steps: int) -> tuple[float, Path, list[float
     """One rlx run: (seconds, model folder, reward per step, truncated share)."""
     from rlx import llm
 
+    prompt = prompt_tokens(start)  # off the clock: the benchmark's bookkeeping
     t0 = time.perf_counter()
     result = llm.grpo(start, env=CardEnv, env_kwargs=ENV_KWARGS, run_dir=out,
-                      **rlx_kwargs(steps))  # fmt: skip
+                      **rlx_kwargs(steps, prompt))  # fmt: skip
     seconds = time.perf_counter() - t0
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "reward" in r and "step" in r]
@@ -363,7 +375,8 @@ def held_out_success(model_dir: Path) -> float:
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     seeds = list(EVAL_SEEDS)
     episodes = run_episodes(model, tokenizer, [CardEnv(**ENV_KWARGS) for _ in seeds], seeds,
-                            max_new_tokens=TURN_TOKENS, max_episode_tokens=EPISODE_TOKENS,
+                            max_new_tokens=COMPLETION_TOKENS,
+                            max_episode_tokens=prompt_tokens(model_dir) + COMPLETION_TOKENS,
                             greedy=True)  # fmt: skip
     return sum(e.reward > 0 for e in episodes) / len(episodes)
 
@@ -431,7 +444,7 @@ def report(runs: dict[str, list[dict[str, Any]]], start: float, args: Any) -> No
         seeds=[SEED],
         goals=goals,
         peer="TRL",
-        settings=like_for_like(args.steps),
+        settings=like_for_like(args.steps, args.prompt_tokens),
         figures={
             "start_model_sft_steps": args.sft_steps,
             "hidden_size": args.hidden,
@@ -471,9 +484,10 @@ def main() -> None:
     import_everything()  # both sides' imports (TRL's lazy trainers, datasets): no clock
     import rlx.llm.episode_grpo  # noqa: F401  (rlx's side of this benchmark)
 
-    check_like_for_like(like_for_like(args.steps), "bench_agents")
     root = Path(tempfile.mkdtemp(prefix="bench-agents-"))
     start_model = build_start_model(root, args.sft_steps, args.hidden)
+    args.prompt_tokens = prompt_tokens(start_model)
+    check_like_for_like(like_for_like(args.steps, args.prompt_tokens), "bench_agents")
     start = held_out_success(start_model)
     print(f"start model: held-out success {start:.1%}", flush=True)
     train = {"rlx": run_rlx, "TRL": run_trl}

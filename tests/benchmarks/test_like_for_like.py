@@ -83,11 +83,11 @@ def test_agents_benchmark_configures_trls_environment_mode_like_rlx():
     pytest.importorskip("trl")
     import bench_agents
 
-    rows = bench_agents.like_for_like(steps=40)
-    assert unequal(rows) == [("token budget", "48 per reply, 512 per episode",
-                              "128 after the prompt, the tool's answer included")]  # fmt: skip
-    assert [r["setting"] for r in rows if not r["must_match"]] == ["token budget"]
+    rows = bench_agents.like_for_like(steps=40, prompt=200)
+    assert unequal(rows) == []
     settings = by_setting(rows)
+    budget = settings["tokens after the prompt (max, the tool's answer included)"]
+    assert budget == (bench_agents.COMPLETION_TOKENS,) * 2
     assert settings["precision"] == ("fp32", "fp32")  # TRL's CPU default would be bf16
     assert settings["tasks per step"] == (bench_agents.TASKS,) * 2
     assert settings["episodes per task (group)"] == (bench_agents.G,) * 2
