@@ -17,8 +17,11 @@ Protocol (one torch thread, CPU, float32; both libraries in this process, altern
   2 layers, 4 heads) with a byte-level BPE tokenizer trained on rendered episodes and
   Qwen2.5's chat template as TRL ships it (``trl.chat_template_utils``): the template TRL
   recognises and parses tool calls from, and whose Hermes ``<tool_call>`` format rlx reads.
-  It is fine-tuned by ``rlx.llm.sft`` on demonstrations (seeds 2,000-3,999: the call, then the
-  color) for ``--sft-steps`` steps; both libraries start from that folder.
+  It is fine-tuned by ``rlx.llm.sft`` on demonstrations (seeds 2,000-3,999: the call, then a
+  color: the card's in half of them, a uniformly drawn one in the rest) for ``--sft-steps``
+  steps; both libraries start from that folder. The imperfect demonstrator is deliberate:
+  the start model calls the tool and repeats its answer only part of the time, so rewards vary
+  within groups and both sides have something to learn.
 - **Same work**, read from both configuration objects (:func:`like_for_like`, asserted by
   ``tests/benchmarks/test_like_for_like.py`` and before every run): steps, tasks per step and
   episodes per task (the group), temperature 1, the learning rate with a linear decay and no
@@ -34,14 +37,15 @@ Protocol (one torch thread, CPU, float32; both libraries in this process, altern
   rlx's held-out evaluation during training is off (``eval_episodes=0``).
 - **Where each got to**: the mean training reward of the first and last quarter of the steps,
   as each library logged it; then each trained model (and the start model) plays the same
-  held-out episodes (env seeds 0-199, which training never plays), greedily, through one
-  evaluator (:func:`rlx.llm.episodes.run_episodes`), off the clocks: the success rate with its
-  95% Wilson interval.
+  held-out episodes (env seeds 0-199, which training never plays) through one evaluator
+  (:func:`rlx.llm.episodes.run_episodes`), off the clocks, sampled at temperature 1 from a
+  fixed seed (the policy GRPO trains: the success rate with its 95% Wilson interval) and
+  greedily.
 - **Repeats**: ``--repeats`` (at least 3) of each library on the same seed, alternated: median
   and min seconds per episode.
 
 Goals: rlx at least TRL's episodes per second (ratio of the medians), and rlx's held-out
-success after training no more than 10 points below TRL's (medians). Written to
+success after training (sampled) no more than 10 points below TRL's (medians). Written to
 ``benchmarks/results/agents.json``.
 
 Run: ``.venv/bin/python benchmarks/bench_agents.py [--steps 40] [--sft-steps 600]``;
@@ -90,7 +94,9 @@ EPISODE_TOKENS = 512
 TRAIN_SEED_START = 1_000_000
 EVAL_SEEDS = range(200)
 SFT_SEEDS = range(2_000, 4_000)
-SFT_STEPS, SFT_BATCH, HIDDEN = 600, 32, 128
+SFT_STEPS, SFT_BATCH, HIDDEN = 1000, 32, 128
+DEMO_RIGHT = 0.5
+"""The share of demonstrations whose answer is the card (the rest: a uniformly drawn color)."""
 THREADS = 1
 SPEED_GOAL, SUCCESS_TOLERANCE = 1.0, 0.10
 LIBRARIES = ("torch", "transformers", "trl", "datasets", "tokenizers", "accelerate")
@@ -106,18 +112,21 @@ def tool_template() -> str:
 
 def demonstrations(tokenizer: Any) -> list[dict[str, str]]:
     """SFT rows for each demonstration seed: the rendered prompt (the tool shown) -> the call,
-    and the prompt after the tool's answer -> the color."""
+    and the prompt after the tool's answer -> a color, the card's in ``DEMO_RIGHT`` of the
+    demonstrations and a uniformly drawn one in the rest (an imperfect demonstrator, so the
+    start model's sampled answers vary and GRPO has something to learn on both sides)."""
     from rlx.llm.tool_calls import tool_schema
 
     env = CardEnv()
     tools = [tool_schema(env.read_card)]
     call = f"<tool_call>\n{json.dumps({'name': 'read_card', 'arguments': {}})}\n</tool_call>"
-    rows = []
+    rows, draw = [], random.Random(SEED)
     for seed in SFT_SEEDS:
         first = env.reset(seed)
         after = [*first, {"role": "assistant", "content": call},
                  {"role": "tool", "content": env.color}]  # fmt: skip
-        for messages, completion in ((first, call), (after, env.color)):
+        said = env.color if draw.random() < DEMO_RIGHT else draw.choice(COLORS)
+        for messages, completion in ((first, call), (after, said)):
             text = tokenizer.apply_chat_template(
                 messages, tools=tools, tokenize=False, add_generation_prompt=True
             )
@@ -365,8 +374,9 @@ def run_trl(start: Path, out: Path, steps: int) -> tuple[float, Path, list[float
     return seconds, out / "model", rewards, truncated
 
 
-def held_out_success(model_dir: Path) -> float:
-    """The share of the held-out tasks the model solves, played greedily by rlx's evaluator."""
+def held_out_success(model_dir: Path, greedy: bool) -> float:
+    """The share of the held-out tasks the model solves, played by rlx's evaluator: greedily,
+    or sampled at temperature 1 (the policy GRPO trains) from a fixed seed."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from rlx.llm.episodes import run_episodes
@@ -374,11 +384,18 @@ def held_out_success(model_dir: Path) -> float:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     seeds = list(EVAL_SEEDS)
+    torch.manual_seed(SEED)
     episodes = run_episodes(model, tokenizer, [CardEnv(**ENV_KWARGS) for _ in seeds], seeds,
                             max_new_tokens=COMPLETION_TOKENS,
                             max_episode_tokens=prompt_tokens(model_dir) + COMPLETION_TOKENS,
-                            greedy=True)  # fmt: skip
+                            temperature=1.0, greedy=greedy)  # fmt: skip
     return sum(e.reward > 0 for e in episodes) / len(episodes)
+
+
+def successes(model_dir: Path) -> dict[str, float]:
+    """Held-out success sampled (``success``) and greedy (``greedy_success``)."""
+    return {"success": held_out_success(model_dir, greedy=False),
+            "greedy_success": held_out_success(model_dir, greedy=True)}  # fmt: skip
 
 
 def quarters(rewards: list[float]) -> tuple[float, float]:
@@ -396,16 +413,17 @@ def wilson_text(share: float, n: int) -> str:
     return f"{share:.1%} [{low:.1%}, {high:.1%}]"
 
 
-def report(runs: dict[str, list[dict[str, Any]]], start: float, args: Any) -> None:
+def report(runs: dict[str, list[dict[str, Any]]], start: dict[str, float], args: Any) -> None:
     """The table (seconds per episode, the speed ratio, where each run got to), the goals, and
     agents.json."""
     columns = ["library", "s per episode, median", "s per episode, min", "episodes/s (median)",
                "rlx / TRL (medians)", "rlx / TRL (mins)", "training reward, first -> last "
-               "quarter (median)", "truncated share", "held-out success (200 tasks, median, "
-               "95% interval)"]  # fmt: skip
+               "quarter (median)", "truncated share", "held-out success sampled at T=1 (200 "
+               "tasks, median, 95% interval)", "held-out success greedy (median)"]  # fmt: skip
     episodes = args.steps * TASKS * G
     seconds = {name: spread([r["seconds"] for r in rs]) for name, rs in runs.items()}
     success = {name: spread([r["success"] for r in rs]) for name, rs in runs.items()}
+    greedy = {name: spread([r["greedy_success"] for r in rs]) for name, rs in runs.items()}
     table, goals, details = [], [], {}
     for name, rs in runs.items():
         by_median = by_min = ""
@@ -427,13 +445,14 @@ def report(runs: dict[str, list[dict[str, Any]]], start: float, args: Any) -> No
             name, round(med / episodes, 4), round(seconds[name]["min"] / episodes, 4),
             round(episodes / med, 2), by_median, by_min, f"{first:.3f} -> {last:.3f}",
             f"{statistics.median(r['truncated'] for r in rs):.3f}",
-            f"{wilson_text(start, len(EVAL_SEEDS))} -> "
+            f"{wilson_text(start['success'], len(EVAL_SEEDS))} -> "
             f"{wilson_text(success[name]['median'], len(EVAL_SEEDS))}",
+            f"{start['greedy_success']:.1%} -> {greedy[name]['median']:.1%}",
         ])  # fmt: skip
         details[name] = {"seconds": seconds[name], "held_out_success": success[name],
-                         "runs": rs}  # fmt: skip
-        print(f"{name}: {med:.1f} s (median of {len(rs)}), held-out success {start:.1%} -> "
-              f"{success[name]['median']:.1%}", flush=True)  # fmt: skip
+                         "held_out_greedy_success": greedy[name], "runs": rs}  # fmt: skip
+        print(f"{name}: {med:.1f} s (median of {len(rs)}), held-out success (sampled) "
+              f"{start['success']:.1%} -> {success[name]['median']:.1%}", flush=True)  # fmt: skip
     write_result(
         "agents",
         title="A language model with a tool: rlx's GRPO over episodes vs TRL's environment mode",
@@ -456,8 +475,9 @@ def report(runs: dict[str, list[dict[str, Any]]], start: float, args: Any) -> No
         f"tiny Qwen2 (hidden {args.hidden}) after {args.sft_steps} SFT steps on "
         "demonstrations. Both clocks span loading the model to saving it after training; "
         f"{args.repeats} repeats on the same seed, libraries alternated. Held-out success: "
-        "greedy episodes on env seeds 0-199 (training plays seeds from 1,000,000), every model "
-        "played by the same evaluator, off the clocks.",
+        "episodes on env seeds 0-199 (training plays seeds from 1,000,000), sampled at "
+        "temperature 1 from a fixed seed and greedily, every model played by the same "
+        "evaluator, off the clocks; start model's demonstrations right half the time.",
         quick=args.quick,
         out_dir=args.out_dir,
     )
@@ -488,20 +508,22 @@ def main() -> None:
     start_model = build_start_model(root, args.sft_steps, args.hidden)
     args.prompt_tokens = prompt_tokens(start_model)
     check_like_for_like(like_for_like(args.steps, args.prompt_tokens), "bench_agents")
-    start = held_out_success(start_model)
-    print(f"start model: held-out success {start:.1%}", flush=True)
+    start = successes(start_model)
+    print(f"start model: held-out success {start['success']:.1%} sampled, "
+          f"{start['greedy_success']:.1%} greedy", flush=True)  # fmt: skip
     train = {"rlx": run_rlx, "TRL": run_trl}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in train}
     for repeat in range(args.repeats):
         for name, run in train.items():  # alternated, so a busy moment hits both
             out = root / f"{name.lower()}-{repeat}"
             seconds, model, rewards, truncated = run(start_model, out, args.steps)
-            result = {"seconds": round(seconds, 3), "success": held_out_success(model),
+            result = {"seconds": round(seconds, 3), **successes(model),
                       "quarters": quarters(rewards), "truncated": round(truncated, 4),
                       "rewards": [round(r, 4) for r in rewards]}  # fmt: skip
             runs[name].append(result)
             print(f"{name} repeat {repeat}: {seconds:.1f} s, reward {result['quarters'][0]:.3f}"
-                  f" -> {result['quarters'][1]:.3f}, held-out success {result['success']:.1%}",
+                  f" -> {result['quarters'][1]:.3f}, held-out success {result['success']:.1%}"
+                  f" sampled, {result['greedy_success']:.1%} greedy",
                   flush=True)  # fmt: skip
     report(runs, start, args)
 
