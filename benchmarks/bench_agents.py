@@ -18,10 +18,10 @@ Protocol (one torch thread, CPU, float32; both libraries in this process, altern
   Qwen2.5's chat template as TRL ships it (``trl.chat_template_utils``): the template TRL
   recognises and parses tool calls from, and whose Hermes ``<tool_call>`` format rlx reads.
   It is fine-tuned by ``rlx.llm.sft`` on demonstrations (seeds 2,000-3,999: the call, then a
-  color: the card's in half of them, a uniformly drawn one in the rest) for ``--sft-steps``
-  steps; both libraries start from that folder. The imperfect demonstrator is deliberate:
-  the start model calls the tool and repeats its answer only part of the time, so rewards vary
-  within groups and both sides have something to learn.
+  color: the card's in three quarters of them, a uniformly drawn one in the rest) for
+  ``--sft-steps`` steps; both libraries start from that folder. The imperfect demonstrator
+  is deliberate: the start model repeats the tool's answer only part of the time, so rewards
+  vary within groups and both sides have something to learn.
 - **Same work**, read from both configuration objects (:func:`like_for_like`, asserted by
   ``tests/benchmarks/test_like_for_like.py`` and before every run): steps, tasks per step and
   episodes per task (the group), temperature 1, the learning rate with a linear decay and no
@@ -95,7 +95,7 @@ TRAIN_SEED_START = 1_000_000
 EVAL_SEEDS = range(200)
 SFT_SEEDS = range(2_000, 4_000)
 SFT_STEPS, SFT_BATCH, HIDDEN = 1000, 32, 128
-DEMO_RIGHT = 0.5
+DEMO_RIGHT = 0.75
 """The share of demonstrations whose answer is the card (the rest: a uniformly drawn color)."""
 THREADS = 1
 SPEED_GOAL, SUCCESS_TOLERANCE = 1.0, 0.10
@@ -477,7 +477,7 @@ def report(runs: dict[str, list[dict[str, Any]]], start: dict[str, float], args:
         f"{args.repeats} repeats on the same seed, libraries alternated. Held-out success: "
         "episodes on env seeds 0-199 (training plays seeds from 1,000,000), sampled at "
         "temperature 1 from a fixed seed and greedily, every model played by the same "
-        "evaluator, off the clocks; start model's demonstrations right half the time.",
+        f"evaluator, off the clocks; start model's demonstrations right in {DEMO_RIGHT:.0%}.",
         quick=args.quick,
         out_dir=args.out_dir,
     )
