@@ -252,3 +252,36 @@ def test_config_round_trips_through_config_json(tmp_path):
     assert dataclasses.asdict(config) == dataclasses.asdict(
         DQNConfig(**dict(CHAIN, total_steps=300))
     )
+
+
+def test_acting_in_numpy_gives_torchs_q_values_and_follows_the_optimizer():
+    """EpsilonGreedy's numpy forward (a plain MLP on the CPU) reads the parameters in place:
+    its Q values are torch's, before and after a gradient step and a load_state_dict; a
+    dueling network keeps torch's forward."""
+    from rlx.agents.dqn import EpsilonGreedy
+    from rlx.core.nets import QNetwork
+
+    torch.manual_seed(0)
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    q = QNetwork((4,), np.float32, 3, (16, 16))
+    policy = EpsilonGreedy(q, 3, None)
+    assert policy._numpy_forward() is not None
+
+    def torch_q() -> np.ndarray:
+        with torch.no_grad():
+            return q(torch.from_numpy(obs)).numpy()
+
+    np.testing.assert_allclose(policy.q_values(obs), torch_q(), rtol=1e-5, atol=1e-6)
+    optimizer = torch.optim.Adam(q.parameters(), lr=0.1)
+    q(torch.from_numpy(obs)).sum().backward()
+    optimizer.step()
+    np.testing.assert_allclose(policy.q_values(obs), torch_q(), rtol=1e-5, atol=1e-6)
+    other = QNetwork((4,), np.float32, 3, (16, 16))
+    q.load_state_dict(other.state_dict())
+    np.testing.assert_allclose(policy.q_values(obs), torch_q(), rtol=1e-5, atol=1e-6)
+    actions, values = policy.act(obs, 0.0, np.random.default_rng(0))
+    assert actions.tolist() == torch_q().argmax(1).tolist()
+    np.testing.assert_allclose(values, torch_q().max(1), rtol=1e-5, atol=1e-6)
+    assert (
+        EpsilonGreedy(QNetwork((4,), np.float32, 3, dueling=True), 3, None)._numpy_forward() is None
+    )

@@ -68,12 +68,12 @@ from rlx.core.checks import at_least, check_off_policy_fields, in_range, one_of,
 from rlx.core.envs import require_discrete_actions
 from rlx.core.fields import ReplayFields, RunnerFields
 from rlx.core.masks import legal_or_all
-from rlx.core.nets import QNetwork, is_image_space
+from rlx.core.nets import MLP, QNetwork, is_image_space
 from rlx.core.normalize import ObsNormalizer, RewardScaler
 from rlx.core.observations import ObservationLayout, observation_encoder
 from rlx.core.off_policy import ReplayLearner, train_off_policy
 from rlx.core.optim import Adam, gradient_step
-from rlx.core.policies import FACTORED_ACTIONS
+from rlx.core.policies import FACTORED_ACTIONS, NumpyForward
 from rlx.core.runners import EnvRunners, numpy_state, torch_state
 from rlx.core.schedules import LinearSchedule
 from rlx.core.targets import double_q_target, mask_q, q_learning_target
@@ -212,6 +212,33 @@ class EpsilonGreedy:
         self.q, self.n_actions, self.obs_norm = q, n_actions, obs_norm
         self.device = torch.device("cpu") if device is None else device
         self.epsilon = 1.0
+        self._numpy_q: NumpyForward | None = None
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``Q(s, .)`` of a batch of observations, as numpy. A plain MLP on the CPU runs in
+        numpy on views of its parameters (:class:`rlx.core.policies.NumpyForward`): on the
+        one observation of a step torch's per-call dispatch costs more than the arithmetic."""
+        numpy_q = self._numpy_forward()
+        if numpy_q is None:
+            return self.q(self.network_input(obs)).cpu().numpy()
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        x = np.ascontiguousarray(obs, dtype=np.float32).reshape(len(obs), -1)
+        return numpy_q(x)
+
+    def _numpy_forward(self) -> NumpyForward | None:
+        q = self.q
+        if (
+            self._numpy_q is None
+            and self.device.type == "cpu"
+            and isinstance(q, QNetwork)
+            and q.flat
+            and not q.dueling
+            and isinstance(q.body, MLP)
+        ):
+            forward = NumpyForward(q.body)
+            self._numpy_q = forward if forward.layers is not None else None
+        return self._numpy_q
 
     def network_input(self, obs: np.ndarray) -> Tensor:
         """Observations as the network's input (normalised if configured), on its device."""
@@ -232,7 +259,7 @@ class EpsilonGreedy:
         With ``masks`` the greedy action is the best valid one and the exploring action is
         uniform over the valid ones.
         """
-        q = self.q(self.network_input(obs)).cpu().numpy()
+        q = self.q_values(obs)
         if masks is not None:
             return self._act_masked(q, epsilon, rng, legal_or_all(masks))
         actions = q.argmax(axis=1)
