@@ -48,7 +48,7 @@ Goals: rlx at least TRL's episodes per second (ratio of the medians), and rlx's 
 success after training (sampled) no more than 10 points below TRL's (medians). Written to
 ``benchmarks/results/agents.json``.
 
-Run: ``.venv/bin/python benchmarks/bench_agents.py [--steps 40] [--sft-steps 600]``;
+Run: ``.venv/bin/python benchmarks/bench_agents.py [--steps 40] [--sft-steps 1000]``;
 ``--quick`` checks that it works (2 steps from a 20-step SFT model, one repeat).
 """
 
