@@ -16,6 +16,7 @@ GPUs, gloo on CPUs) and pins each process to its GPU (``cuda:LOCAL_RANK``).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import inspect
 import os
@@ -68,11 +69,20 @@ def from_environment() -> TorchDataParallel:
     cuda = torch.cuda.is_available()
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if cuda else "gloo")
+        # the group rlx joined, rlx leaves: left to the interpreter's exit, gloo's threads can
+        # be torn down while joinable, and the process aborts ("terminate called ...")
+        atexit.register(leave_process_group)
     device = "cpu"
     if cuda:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
         torch.cuda.set_device(device)
     return TorchDataParallel(dist.get_rank(), dist.get_world_size(), device)
+
+
+def leave_process_group() -> None:
+    """Destroy the process group :func:`from_environment` joined, if it is still there."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def check_divisible(config: Any, processes: int) -> None:
@@ -105,5 +115,6 @@ __all__ = [
     "check_divisible",
     "data_parallel",
     "from_environment",
+    "leave_process_group",
     "takes_data_parallel",
 ]
