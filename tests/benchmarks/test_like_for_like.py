@@ -80,7 +80,6 @@ def test_grpo_benchmark_configures_trl_like_rlx(precision):
 
 
 def test_agents_benchmark_configures_trls_environment_mode_like_rlx():
-    pytest.importorskip("trl")
     import bench_agents
 
     rows = bench_agents.like_for_like(steps=40, prompt=200)
@@ -99,7 +98,6 @@ def test_agents_benchmark_scores_trls_episodes_as_rlxs_env_does():
     """TRL's reward reads the last message: the assistant's final reply, not a call, scored by
     rlx's own exact_answer; TRL's environment shows the model rlx's tool, schema and all, and
     holds the same card for the same row."""
-    pytest.importorskip("trl")
     import inspect
 
     import bench_agents
