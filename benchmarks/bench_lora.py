@@ -45,8 +45,19 @@ completions of up to ``--max-new-tokens`` (12 by default there) and the step siz
 each setting would take (``REAL_LR``: 1e-5 for full fine-tuning, ten times that for LoRA, on
 both sides). Written to ``benchmarks/results/real_model.json``.
 
+**Long completions** (``--record real_model_grpo_long``): GRPO on the real model where the
+savings of scoring a prompt once per group and prefilling it once cannot help much: up to
+128 new tokens per sample, the one-digit questions of ``--task small-sums`` with the
+``last-number`` reward (the pretrained model sometimes gets them right at temperature 1, so
+each group's rewards vary and both sides have something to learn), fewer prompts per step
+(``--prompts``, ``--group-size``) so that three repeats of each library fit in an hour of one
+core.
+
 Run: ``.venv/bin/python benchmarks/bench_lora.py [--steps 20] [--precisions fp32 bf16-mixed]``;
 ``--model models/smollm2-135m-instruct --steps 5 --precisions fp32`` for the real model;
+``--model models/smollm2-135m-instruct --stages grpo --lora on --precisions fp32
+--max-new-tokens 128 --task small-sums --reward last-number --prompts 2 --group-size 4
+--steps 16 --record real_model_grpo_long`` for its long completions;
 ``--quick`` checks that it works (2 steps, one repeat, a smaller model).
 """
 
@@ -95,8 +106,27 @@ def assistant(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
-def build(root: Path, hidden: int, layers: int, rows: int, model: Path | None = None
-          ) -> dict[str, str]:  # fmt: skip
+def grpo_rows(rows: int, task: str) -> list[dict[str, Any]]:
+    """GRPO's prompts (one user message) and answers: ``"86+67="`` by default; with ``task``
+    ``small-sums``, ``"What is 6 + 5?"`` with one-digit operands, which a small pretrained chat
+    model sometimes gets right when it samples (so each group's rewards vary) and often
+    answers at length."""
+    from rlx import llm
+
+    if task == "sums":
+        return [{"prompt": user(p.prompt), "answer": p.answer}
+                for p in llm.arithmetic(rows, seed=0)]  # fmt: skip
+    small = llm.arithmetic(rows, seed=0, low=1, high=9)
+    return [{"prompt": user("What is {} + {}?".format(*p.prompt.rstrip("=").split("+"))),
+             "answer": p.answer} for p in small]  # fmt: skip
+
+
+TASKS = ("sums", "small-sums")
+"""GRPO's prompts, by ``--task`` (see :func:`grpo_rows`)."""
+
+
+def build(root: Path, hidden: int, layers: int, rows: int, model: Path | None = None,
+          task: str = "sums") -> dict[str, str]:  # fmt: skip
     """The model folder (``model`` when given, else a random Qwen2 built here) and one JSONL
     file of ``rows`` rows per stage (one pass of the run), in TRL's conversational columns."""
     from rlx import llm
@@ -113,7 +143,7 @@ def build(root: Path, hidden: int, layers: int, rows: int, model: Path | None = 
             }
             for p in wrong
         ],
-        "grpo": [{"prompt": user(p.prompt), "answer": p.answer} for p in problems],
+        "grpo": grpo_rows(rows, task),
     }
     files = {}
     for stage, stage_rows in shapes.items():
@@ -150,11 +180,13 @@ REWARDS = {"exact-match": exact_match, "last-number": last_number}
 
 # ---------------------------------------------------------------------------- configurations
 def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int, lr: float = LR,
-               max_new_tokens: int = MAX_TOKENS) -> dict[str, Any]:  # fmt: skip
+               max_new_tokens: int = MAX_TOKENS, prompts: int = BATCH, group: int = G
+               ) -> dict[str, Any]:  # fmt: skip
     """What the benchmark passes to ``llm.sft`` / ``llm.dpo`` / ``llm.grpo`` (besides the
-    model, the data, the reward and the run folder)."""
+    model, the data, the reward and the run folder); ``prompts`` rows per step, GRPO's
+    ``group`` samples per prompt."""
     kwargs: dict[str, Any] = {
-        "steps": steps, "batch_size": BATCH, "learning_rate": lr, "warmup_ratio": 0.0,
+        "steps": steps, "batch_size": prompts, "learning_rate": lr, "warmup_ratio": 0.0,
         "weight_decay": 0.0, "max_grad_norm": 1.0, "max_length": MAX_LENGTH,
         "precision": precision, "gradient_checkpointing": False, "seed": SEED,
         "num_threads": THREADS, "device": "cpu", "eval_fraction": 0.0,
@@ -166,7 +198,7 @@ def rlx_kwargs(stage: str, lora: bool, precision: str, steps: int, lr: float = L
     if stage == "dpo":
         kwargs["beta"] = DPO_BETA
     elif stage == "grpo":
-        kwargs |= {"group_size": G, "max_new_tokens": max_new_tokens, "beta": GRPO_BETA,
+        kwargs |= {"group_size": group, "max_new_tokens": max_new_tokens, "beta": GRPO_BETA,
                    "clip_eps": CLIP, "num_epochs": 1, "loss_aggregation": "sequence",
                    "temperature": 1.0, "top_p": 1.0}  # fmt: skip
     return kwargs
@@ -183,7 +215,8 @@ def rlx_config(stage: str, kwargs: dict[str, Any]) -> Any:
 
 
 def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str, lr: float = LR,
-               max_new_tokens: int = MAX_TOKENS) -> tuple[Any, Any]:  # fmt: skip
+               max_new_tokens: int = MAX_TOKENS, prompts: int = BATCH, group: int = G
+               ) -> tuple[Any, Any]:  # fmt: skip
     """TRL's config for the stage, as the child process builds it, and the peft config (None
     without LoRA). Everything not set here is TRL's default. It logs every step, as rlx does,
     so both report where the run got to."""
@@ -193,12 +226,12 @@ def trl_config(stage: str, lora: bool, precision: str, steps: int, out: str, lr:
     Config = {"sft": trl.SFTConfig, "dpo": trl.DPOConfig, "grpo": trl.GRPOConfig}[stage]
     bf16 = precision == "bf16-mixed"
     extra = {
-        "sft": {"completion_only_loss": True, "per_device_train_batch_size": BATCH,
+        "sft": {"completion_only_loss": True, "per_device_train_batch_size": prompts,
                 "max_length": MAX_LENGTH},
-        "dpo": {"beta": DPO_BETA, "per_device_train_batch_size": BATCH,
+        "dpo": {"beta": DPO_BETA, "per_device_train_batch_size": prompts,
                 "max_length": MAX_LENGTH},
-        "grpo": {"beta": GRPO_BETA, "per_device_train_batch_size": BATCH * G,
-                 "num_generations": G, "max_completion_length": max_new_tokens, "epsilon": CLIP,
+        "grpo": {"beta": GRPO_BETA, "per_device_train_batch_size": prompts * group,
+                 "num_generations": group, "max_completion_length": max_new_tokens, "epsilon": CLIP,
                  "loss_type": "grpo", "num_iterations": 1, "temperature": 1.0, "top_p": 1.0},
     }[stage]  # fmt: skip
     config = Config(
@@ -348,13 +381,14 @@ def _lora_text(on: bool, r: int, alpha: float, dropout: float, targets: Any) -> 
 
 
 def like_for_like(stage: str, lora: bool, precision: str, steps: int, lr: float = LR,
-                  max_new_tokens: int = MAX_TOKENS) -> list[dict[str, Any]]:  # fmt: skip
+                  max_new_tokens: int = MAX_TOKENS, prompts: int = BATCH, group: int = G
+                  ) -> list[dict[str, Any]]:  # fmt: skip
     """Both libraries' settings for one configuration, read from their config objects."""
-    kwargs = rlx_kwargs(stage, lora, precision, steps, lr, max_new_tokens)
+    kwargs = rlx_kwargs(stage, lora, precision, steps, lr, max_new_tokens, prompts, group)
     rlx = rlx_settings(stage, rlx_config(stage, kwargs))
     with tempfile.TemporaryDirectory() as out:
         trl = trl_settings(stage, *trl_config(stage, lora, precision, steps, out, lr,
-                                              max_new_tokens))  # fmt: skip
+                                              max_new_tokens, prompts, group))  # fmt: skip
     return settings_table(rlx, trl)
 
 
@@ -373,7 +407,7 @@ def run_rlx(spec: dict) -> list[float]:
 
     stage = spec["stage"]
     kwargs = rlx_kwargs(stage, spec["lora"], spec["precision"], spec["steps"], spec["lr"],
-                        spec["max_new_tokens"])  # fmt: skip
+                        spec["max_new_tokens"], spec["prompts"], spec["group"])  # fmt: skip
     train = {"sft": llm.sft, "dpo": llm.dpo, "grpo": llm.grpo}[stage]
     extra = {"reward": REWARDS[spec.get("reward", "exact-match")]} if stage == "grpo" else {}
     train(spec["model"], spec[stage], run_dir=spec["out"], **extra, **kwargs)
@@ -390,7 +424,8 @@ def run_trl(spec: dict) -> list[float]:
     with open(spec[stage], encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     config, peft = trl_config(stage, spec["lora"], spec["precision"], spec["steps"],
-                              spec["out"], spec["lr"], spec["max_new_tokens"])  # fmt: skip
+                              spec["out"], spec["lr"], spec["max_new_tokens"], spec["prompts"],
+                              spec["group"])  # fmt: skip
     Trainer = {"sft": trl.SFTTrainer, "dpo": trl.DPOTrainer, "grpo": trl.GRPOTrainer}[stage]
     kwargs: dict[str, Any] = {}
     if stage == "grpo":
@@ -449,7 +484,7 @@ def compare(spec: dict, repeats: int, tmp: Path, key: str) -> tuple[list[list], 
     by_min = ratio(secs["TRL"]["min"], secs["rlx"]["min"])
     stage, rows = spec["stage"], []
     for library in runs:
-        rate = BATCH * spec["steps"] / secs[library]["median"]
+        rate = spec["prompts"] * spec["steps"] / secs[library]["median"]
         ours = library == "rlx"
         rows.append([stage, "yes" if spec["lora"] else "no", spec["precision"], library,
                      secs[library]["median"], secs[library]["min"], f"{rate:.3g} {UNITS[stage]}",
@@ -495,6 +530,13 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help=f"GRPO's completion length (default {MAX_TOKENS}, "
                              f"{REAL_MAX_TOKENS} with --model)")  # fmt: skip
+    parser.add_argument("--prompts", type=int, default=BATCH,
+                        help=f"rows (GRPO: prompts) per step (default {BATCH})")  # fmt: skip
+    parser.add_argument("--group-size", type=int, default=G,
+                        help=f"GRPO's samples per prompt (default {G})")  # fmt: skip
+    parser.add_argument("--task", default="sums", choices=TASKS,
+                        help="GRPO's prompts: two-digit sums 'a+b=' (default) or one-digit "
+                             "questions 'What is a + b?' (small-sums)")  # fmt: skip
     parser.add_argument("--reward", default="exact-match", choices=sorted(REWARDS),
                         help="GRPO's reward, the same function on both sides (last-number: "
                              "the reply's last number is the sum)")  # fmt: skip
@@ -529,18 +571,20 @@ def main() -> None:
     tokens = args.max_new_tokens or (REAL_MAX_TOKENS if real else MAX_TOKENS)
     table, goals, settings, details = [], [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = build(Path(tmp), args.hidden, args.layers, args.steps * BATCH,
-                      args.model.resolve() if real else None)  # fmt: skip
+        paths = build(Path(tmp), args.hidden, args.layers, args.steps * args.prompts,
+                      args.model.resolve() if real else None, args.task)  # fmt: skip
         for stage in args.stages:
             for lora in {"both": (False, True), "on": (True,), "off": (False,)}[args.lora]:
                 for precision in precisions:
                     key = f"{stage}, LoRA {'on' if lora else 'off'}, {precision}"
                     lr = REAL_LR[lora] if real else LR
-                    checked = like_for_like(stage, lora, precision, args.steps, lr, tokens)
+                    checked = like_for_like(stage, lora, precision, args.steps, lr, tokens,
+                                            args.prompts, args.group_size)  # fmt: skip
                     settings += [{**r, "setting": f"{key}: {r['setting']}"} for r in checked]
                     spec = {**paths, "stage": stage, "lora": lora, "precision": precision,
                             "steps": args.steps, "lr": lr, "max_new_tokens": tokens,
-                            "reward": args.reward}  # fmt: skip
+                            "reward": args.reward, "prompts": args.prompts,
+                            "group": args.group_size}  # fmt: skip
                     rows, details[key] = compare(spec, args.repeats, Path(tmp), key)
                     table += rows
                     by_median, target = rows[0][7], GOALS[stage]
@@ -552,8 +596,9 @@ def main() -> None:
                   f"Qwen2 hidden {args.hidden}, {args.layers} layers, BPE + ChatML")  # fmt: skip
     lr_text = (f"lr {REAL_LR[False]:g} full, {REAL_LR[True]:g} with LoRA" if real
                else f"lr {LR:g}")  # fmt: skip
-    notes = (f"{args.steps} steps of {BATCH} rows (GRPO: prompts x G={G}, at most {tokens} "
-             f"tokens, reward {args.reward}), {lr_text}, "
+    notes = (f"{args.steps} steps of {args.prompts} rows (GRPO: prompts x "
+             f"G={args.group_size}, at most {tokens} tokens, prompts {args.task}, "
+             f"reward {args.reward}), {lr_text}, "
              f"LoRA r={LORA['r']} alpha={LORA['lora_alpha']} all-linear, "
              f"{model_text}, one thread; each "
              "precision run on both sides. Each run in a fresh process; both clocks span "

@@ -42,6 +42,40 @@ def test_lora_benchmark_configures_trl_like_rlx(stage, lora, precision):
         assert settings["longest sequence (tokens)"] == (bench_lora.MAX_LENGTH,) * 2
 
 
+def test_long_completion_grpo_shape_reaches_both_configs():
+    """--prompts, --group-size and --max-new-tokens (the real model's long-completion run)
+    change both sides' work alike."""
+    pytest.importorskip("trl")
+    import bench_lora
+
+    rows = bench_lora.like_for_like("grpo", True, "fp32", 16, 1e-4, 128, prompts=2, group=4)
+    assert unequal(rows) == []
+    settings = by_setting(rows)
+    assert settings["rows per step"] == (2, 2)
+    assert settings["group size"] == (4, 4)
+    assert settings["completion tokens (max)"] == (128, 128)
+
+
+def test_small_sums_are_one_digit_questions_with_their_sums():
+    import re
+
+    import bench_lora
+
+    rows = bench_lora.grpo_rows(50, "small-sums")
+    assert len(rows) == 50
+    for row in rows:
+        [message] = row["prompt"]
+        a, b = re.fullmatch(r"What is (\d) \+ (\d)\?", message["content"]).groups()
+        assert row["answer"] == str(int(a) + int(b)) and "0" not in (a, b)
+    assert len({r["prompt"][0]["content"] for r in rows}) > 20  # not one question repeated
+    sums = bench_lora.grpo_rows(5, "sums")
+    assert all(re.fullmatch(r"\d\d\+\d\d=", r["prompt"][0]["content"]) for r in sums)
+    # the last-number reward both sides use scores a rambling reply by its last number
+    reply = [[{"role": "assistant", "content": "Well, 3 + 4... the answer is 7."}]]
+    assert bench_lora.last_number(None, reply, ["7"]) == [1.0]
+    assert bench_lora.last_number(None, reply, ["8"]) == [0.0]
+
+
 def test_trl_left_at_its_default_precision_is_caught(tmp_path):
     """The old defect: TRL's bf16 left at its default (True since TRL 1.0) against rlx's
     float32. The settings table shows it and the benchmark refuses to run it."""
