@@ -145,8 +145,11 @@ def load(config: A2CConfig, env_id: str, state: dict) -> PolicyAgent:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # rl-baselines3-zoo's CartPole-v1 settings (8 envs, no entropy bonus)
-    "CartPole-v1": {"num_envs": 8, "ent_coef": 0.0},
+    # rl-baselines3-zoo's CartPole-v1 settings (8 envs, no entropy bonus) with a shorter
+    # horizon and a step size decaying to 0: at the zoo's gamma 0.99 and constant step size
+    # the policy reached 500 and then collapsed on some seeds (benchmarks/seen_seeds.json
+    # keeps the seeds this was tuned on)
+    "CartPole-v1": {"num_envs": 8, "ent_coef": 0.0, "gamma": 0.98, "anneal_lr": True},
 }
 
 registry.register(
