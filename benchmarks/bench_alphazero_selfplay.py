@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from results import MIN_REPEATS, goal, ratio, settings_table, spread, write_result  # noqa: E402
 from rlx.games import alphazero as az  # noqa: E402
 from rlx.games import selfplay  # noqa: E402
-from rlx.games.evaluators import PolicyValueEvaluator  # noqa: E402
+from rlx.games.leaf_evaluators import PolicyValueEvaluator  # noqa: E402
 from rlx.games.search import SearchConfig, search  # noqa: E402
 
 EVALUATOR = az.evaluator  # the unpatched one

@@ -275,3 +275,16 @@ def test_the_zoo_record_keeps_earlier_pairs_with_the_commit_they_were_measured_a
     path.write_text(json.dumps({**old, "quick": True}))
     assert bench_zoo.earlier_pairs([300, 301, 302], [], path) == {}
     assert bench_zoo.earlier_pairs([300, 301, 302], [], tmp_path / "none.json") == {}
+
+
+def test_every_benchmark_script_imports():
+    """A script whose imports a refactor broke is found here, not when a rerun is due
+    (bench_alphazero_selfplay imported a module that had been renamed)."""
+    import importlib
+
+    from tests.benchmarks.conftest import BENCHMARKS
+
+    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
+    assert "bench_alphazero_selfplay" in scripts and len(scripts) > 20
+    for name in scripts:
+        importlib.import_module(name)
