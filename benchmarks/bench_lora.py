@@ -50,8 +50,9 @@ savings of scoring a prompt once per group and prefilling it once cannot help mu
 128 new tokens per sample, the one-digit questions of ``--task small-sums`` with the
 ``last-number`` reward (the pretrained model sometimes gets them right at temperature 1, so
 each group's rewards vary and both sides have something to learn), fewer prompts per step
-(``--prompts``, ``--group-size``) so that three repeats of each library fit in an hour of one
-core.
+(``--prompts``, ``--group-size``) so that three repeats of each library stay affordable on a
+CPU. Which side a sample's reward favours is chance at this size: the record keeps every step's
+mean reward on both sides.
 
 Run: ``.venv/bin/python benchmarks/bench_lora.py [--steps 20] [--precisions fp32 bf16-mixed]``;
 ``--model models/smollm2-135m-instruct --steps 5 --precisions fp32`` for the real model;

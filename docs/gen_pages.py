@@ -324,8 +324,9 @@ def benchmarks_page(results: Path = RESULTS) -> str:
         "once, and its sampler prefills each prompt once for its G samples, where TRL repeats",
         "the prompt per completion. Those savings are largest with long prompts (a chat",
         "template's) and short completions, and shrink as completions grow: the sampling",
-        "benchmark at 256 new tokens shows what is left. SFT has no prompt to share, so its",
-        "rows measure the training step alone.",
+        "benchmark at 256 new tokens shows what is left, and `real_model_grpo_long` times",
+        "GRPO on the real model with up to 128 new tokens per sample on a task where its",
+        "rewards vary. SFT has no prompt to share, so its rows measure the training step alone.",
         "",
     ]
     if not records:
